@@ -1,0 +1,13 @@
+"""nfst: path inference in neural finite-state transducers."""
+
+from .compile import CompileOptions, compile_lattice
+from .errors import (AmbiguousMFSTError, CorruptCacheError, CyclicLatticeError, InvalidMFSTError,
+                     LatticeTooLargeError, NfstError, NoPathError, UnknownSymbolError)
+from .lattice import Lattice
+from .mfst import Arc, MarkedFST
+
+__all__ = [
+    "AmbiguousMFSTError", "Arc", "CompileOptions", "CorruptCacheError", "CyclicLatticeError",
+    "InvalidMFSTError", "Lattice", "LatticeTooLargeError", "MarkedFST", "NfstError",
+    "NoPathError", "UnknownSymbolError", "compile_lattice",
+]

@@ -1,0 +1,52 @@
+"""Brute-force references for the tests: enumerate MFST paths directly, no automata library."""
+
+from __future__ import annotations
+
+from nfst import MarkedFST
+
+
+def generating_paths(T: MarkedFST, x: tuple, y: tuple, max_arcs: int = 40):
+    """Every generating path of (x, y) as (mark string, tagged stream); raises on runaway ε loops."""
+    out = {q: T.out_arcs(q) for q in range(T.num_states)}
+    found = []
+
+    def walk(q, i, j, marks, stream, depth):
+        if depth > max_arcs:
+            raise RecursionError("ε loop: infinitely many generating paths")
+        if q in T.finals and i == len(x) and j == len(y):
+            found.append((marks, stream))
+        for a in out[q]:
+            if tuple(x[i:i + len(a.input)]) != a.input or tuple(y[j:j + len(a.output)]) != a.output:
+                continue
+            tagged = tuple("x:" + s for s in a.input) + tuple("y:" + s for s in a.output)
+            walk(a.dst, i + len(a.input), j + len(a.output), marks + a.marks, stream + tagged,
+                 depth + 1)
+
+    walk(T.start, 0, 0, (), (), 0)
+    return found
+
+
+def asap_positions(paths, prefix: tuple) -> tuple[int, int]:
+    """(i, j) consumed "as soon as possible" after a mark prefix: the counts of x and y symbols
+    in the longest common prefix of the tagged streams of every path extending it. Symbols ride
+    on mark arcs, so nothing is consumed before the first mark."""
+    if not prefix:
+        return 0, 0
+    streams = [s for m, s in paths if m[:len(prefix)] == prefix]
+    common = 0
+    while all(len(s) > common for s in streams) and len({s[common] for s in streams}) == 1:
+        common += 1
+    head = streams[0][:common]
+    return sum(t.startswith("x:") for t in head), sum(t.startswith("y:") for t in head)
+
+
+def walk_marks(lattice, marks: tuple) -> list[int]:
+    """The lattice states visited when reading ``marks`` from the start (raises if illegal)."""
+    offsets = lattice.arc_offsets
+    s, states = 0, [0]
+    for m in marks:
+        arcs = range(offsets[s], offsets[s + 1])
+        (a,) = [a for a in arcs if lattice.mark_vocab[lattice.arc_mark[a]] == m]
+        s = int(lattice.arc_dst[a])
+        states.append(s)
+    return states
