@@ -50,3 +50,22 @@ def walk_marks(lattice, marks: tuple) -> list[int]:
         s = int(lattice.arc_dst[a])
         states.append(s)
     return states
+
+
+def lattice_paths(lattice) -> list[list[int]]:
+    """Every path of a lattice as its list of arc ids (STOP implied at the end)."""
+    offsets = lattice.arc_offsets
+    paths, stack = [], [(0, [])]
+    while stack:
+        s, arcs = stack.pop()
+        if lattice.final[s]:
+            paths.append(arcs)
+        for a in range(offsets[s], offsets[s + 1]):
+            stack.append((int(lattice.arc_dst[a]), arcs + [a]))
+    return paths
+
+
+def chi_square_critical(dof: int, z: float = 3.09) -> float:
+    """Upper quantile of χ²(dof) by the Wilson–Hilferty approximation (z=3.09: p ≈ 0.001)."""
+    c = 2.0 / (9.0 * dof)
+    return dof * (1 - c + z * c ** 0.5) ** 3

@@ -1,0 +1,177 @@
+"""Dynamic programming on lattice batches: backward and forward passes, arc posteriors, exact
+sampling and path counting, in any semiring of ``nfst.semiring``.
+
+Weights are log-space: ``arc_weights`` (A,) scores each arc, ``final_weights`` (S,) scores
+STOP at each state (-inf where STOP is illegal). The backward pass (003:5, Alg. 1)
+
+    β(s) = ⊕( final(s), ⊕_{a: s→s'} w_a ⊗ β(s') )
+
+runs one vectorised step per state height. It is a custom autograd function: its gradient is a
+reverse (outside) pass over the same levels, so memory stays O(S + A) and arcs of weight -inf
+get gradient 0, never NaN. For the log semiring ∂ log Z / ∂ w_a is the posterior of arc a.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from .batch import LatticeBatch
+from .semiring import LogSemiring, Semiring
+
+
+def _check(batch: LatticeBatch, arc_weights: torch.Tensor, final_weights: torch.Tensor) -> None:
+    if arc_weights.shape != (batch.num_arcs,) or final_weights.shape != (batch.num_states,):
+        raise ValueError(f"expected arc weights ({batch.num_arcs},) and final weights "
+                         f"({batch.num_states},), got {tuple(arc_weights.shape)} and "
+                         f"{tuple(final_weights.shape)}")
+
+
+class _Backward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, arc_weights, final_weights, batch: LatticeBatch, semiring: type[Semiring]):
+        beta = final_weights[batch.level_order].clone()  # level order; dead ends are done
+        for level in batch.backward_levels[1:]:
+            lo, hi = level.states.start, level.states.stop
+            vals = arc_weights[level.arcs] + beta[level.other]
+            n = hi - lo
+            beta[lo:hi] = semiring.segment_sum(
+                torch.cat([vals, beta[lo:hi]]),
+                torch.cat([level.segment, torch.arange(n, device=vals.device)]), n)
+        ctx.save_for_backward(arc_weights, final_weights, beta)
+        ctx.batch, ctx.semiring = batch, semiring
+        return beta[batch.level_index]
+
+    @staticmethod
+    def backward(ctx, grad_beta):
+        arc_weights, final_weights, beta = ctx.saved_tensors
+        batch, semiring = ctx.batch, ctx.semiring
+        adj = grad_beta[batch.level_order].clone()  # ∂L/∂β(s), completed top-down
+        grad_arcs = torch.zeros_like(arc_weights)
+        grad_final = torch.zeros_like(beta)
+        for level in reversed(batch.backward_levels[1:]):
+            lo, hi = level.states.start, level.states.stop
+            n = hi - lo
+            vals = torch.cat([arc_weights[level.arcs] + beta[level.other],
+                              final_weights[batch.level_order[lo:hi]]])
+            seg = torch.cat([level.segment, torch.arange(n, device=vals.device)])
+            local = semiring.segment_grad(vals, seg, beta[lo:hi]) * adj[lo:hi][seg]
+            m = len(level.arcs)
+            grad_arcs[level.arcs] = local[:m]
+            grad_final[lo:hi] = local[m:]
+            adj.index_add_(0, level.other, local[:m])
+        dead = batch.backward_levels[0].states  # height 0: β(s) = final(s)
+        grad_final[dead] = torch.where(torch.isfinite(beta[dead]), adj[dead],
+                                       torch.zeros_like(adj[dead]))
+        return grad_arcs, grad_final[batch.level_index], None, None
+
+
+def backward(batch: LatticeBatch, arc_weights: torch.Tensor,
+             final_weights: Optional[torch.Tensor] = None,
+             semiring: type[Semiring] = LogSemiring) -> torch.Tensor:
+    """β for every state, shape (S,); ``β[batch.start]`` is each lattice's total log Z."""
+    if final_weights is None:
+        final_weights = batch.final_weights(arc_weights.dtype)
+    _check(batch, arc_weights, final_weights)
+    return _Backward.apply(arc_weights, final_weights, batch, semiring)
+
+
+@torch.no_grad()
+def forward(batch: LatticeBatch, arc_weights: torch.Tensor,
+            semiring: type[Semiring] = LogSemiring) -> torch.Tensor:
+    """α for every state, shape (S,): ⊕ over paths from the start to the state. Not
+    differentiable; gradients come from ``backward``."""
+    alpha = torch.full((batch.num_states,), float("-inf"), dtype=arc_weights.dtype,
+                       device=arc_weights.device)
+    alpha[batch.level_index[batch.start]] = 0.0
+    for level in batch.forward_levels:
+        if len(level.arcs) == 0:
+            continue
+        lo, hi = level.states.start, level.states.stop
+        n = hi - lo
+        vals = torch.cat([alpha[level.other] + arc_weights[level.arcs], alpha[lo:hi]])
+        seg = torch.cat([level.segment, torch.arange(n, device=vals.device)])
+        alpha[lo:hi] = semiring.segment_sum(vals, seg, n)
+    return alpha[batch.level_index]
+
+
+def log_partition(batch: LatticeBatch, arc_weights: torch.Tensor,
+                  final_weights: Optional[torch.Tensor] = None,
+                  semiring: type[Semiring] = LogSemiring) -> torch.Tensor:
+    """(B,) total weight of each lattice: log Z (log semiring) or the best path (max)."""
+    return backward(batch, arc_weights, final_weights, semiring)[batch.start]
+
+
+def arc_posteriors(batch: LatticeBatch, arc_weights: torch.Tensor,
+                   final_weights: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """(A,) posterior probability of each arc, exp(α(src) + w + β(dst) − log Z)."""
+    if final_weights is None:
+        final_weights = batch.final_weights(arc_weights.dtype)
+    with torch.no_grad():
+        beta = backward(batch, arc_weights, final_weights)
+        alpha = forward(batch, arc_weights)
+        log_z = beta[batch.start][batch.arc_lattice]
+        post = torch.exp(alpha[batch.arc_src] + arc_weights + beta[batch.arc_dst] - log_z)
+    return torch.nan_to_num(post, nan=0.0)
+
+
+def transition_log_probs(batch: LatticeBatch, arc_weights: torch.Tensor,
+                         final_weights: Optional[torch.Tensor] = None,
+                         beta: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Locally normalised path distribution of a weighted lattice (003 Alg. 1, line 6):
+    log q(a | src) = w_a + β(dst) − β(src) for each arc (A,), and log q(STOP | s) (S,)."""
+    if final_weights is None:
+        final_weights = batch.final_weights(arc_weights.dtype)
+    if beta is None:
+        beta = backward(batch, arc_weights, final_weights)
+    arc_lp = arc_weights + beta[batch.arc_dst] - beta[batch.arc_src]
+    stop_lp = final_weights - beta
+    return arc_lp, stop_lp
+
+
+def sample_paths(batch: LatticeBatch, arc_log_probs: torch.Tensor, stop_log_probs: torch.Tensor,
+                 k: int, generator: Optional[torch.Generator] = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Draw k paths per lattice from locally normalised transition probabilities.
+
+    Returns ``arcs`` (B, k, L) long, the arcs taken, -1 after the path ends, and ``log_prob``
+    (B, k), the log probability of each path (STOP included).
+    """
+    table = torch.cat([
+        torch.where(batch.out_arcs >= 0, arc_log_probs[batch.out_arcs.clamp(min=0)],
+                    torch.full_like(batch.out_arcs, float("-inf"), dtype=arc_log_probs.dtype)),
+        stop_log_probs[:, None]], dim=1)  # (S, D + 1), last column = STOP
+    stop_col = table.shape[1] - 1
+    state = batch.start.repeat_interleave(k)  # (B·k,)
+    alive = torch.ones_like(state, dtype=torch.bool)
+    log_prob = torch.zeros(len(state), dtype=table.dtype, device=table.device)
+    taken = []
+    for _ in range(batch.max_height + 1):
+        logits = table[state]
+        choice = torch.multinomial(torch.softmax(logits, dim=1), 1, generator=generator).squeeze(1)
+        log_prob = log_prob + torch.where(alive, logits.gather(1, choice[:, None]).squeeze(1),
+                                          torch.zeros_like(log_prob))
+        stopping = choice == stop_col
+        arc = torch.where(alive & ~stopping, batch.out_arcs[state, choice.clamp(max=stop_col - 1)],
+                          torch.full_like(state, -1))
+        taken.append(arc)
+        alive = alive & ~stopping
+        state = torch.where(alive, batch.arc_dst[arc.clamp(min=0)], state)
+        if not alive.any():
+            break
+    arcs = torch.stack(taken, dim=1).view(batch.batch_size, k, -1)
+    return arcs, log_prob.view(batch.batch_size, k)
+
+
+def sample(batch: LatticeBatch, arc_weights: torch.Tensor, k: int,
+           final_weights: Optional[torch.Tensor] = None,
+           generator: Optional[torch.Generator] = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact samples from p(path) ∝ exp(Σ arc weights + final weight): see ``sample_paths``."""
+    with torch.no_grad():
+        arc_lp, stop_lp = transition_log_probs(batch, arc_weights, final_weights)
+    return sample_paths(batch, arc_lp, stop_lp, k, generator)
+
+
+def log_path_count(batch: LatticeBatch, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """(B,) log of the number of paths of each lattice (see ``Lattice.num_paths`` for exact)."""
+    return log_partition(batch, torch.zeros(batch.num_arcs, dtype=dtype, device=batch.device))

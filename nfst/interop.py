@@ -1,0 +1,110 @@
+"""Interoperation with OpenFst (via pynini): lattices as FSTs, and FSTs as numpy arrays.
+
+pynini's Python-level weights go through decimal strings of ~9 significant digits (e.g. the
+list ``pynini.shortestdistance`` returns), too coarse for 1e-9 reference checks. Reading the
+FST's binary serialisation instead gives the exact float bits, and is also the fastest way to
+get many arcs out of an FST.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pynini
+
+from .lattice import Lattice
+
+
+@dataclass
+class FstArrays:
+    """An FST as arrays: per-state final costs (S,) (inf = not final), per-arc fields (A,)."""
+
+    start: int
+    final: np.ndarray
+    src: np.ndarray
+    ilabel: np.ndarray
+    olabel: np.ndarray
+    cost: np.ndarray
+    dst: np.ndarray
+
+
+def read_fst(fst: pynini.Fst) -> FstArrays:
+    """Parse a VectorFst's binary form: a header, then per state (final weight, int64 arc
+    count, arcs of (int32 ilabel, int32 olabel, weight, int32 nextstate))."""
+    data = fst.write_to_string()
+    wsize = {"standard": 4, "log": 4, "tropical": 4, "log64": 8, "tropical64": 8}[fst.arc_type()]
+    wfmt = "<f" if wsize == 4 else "<d"
+    pos = 4
+    for _ in range(2):  # FST type and arc type strings
+        (n,) = struct.unpack_from("<i", data, pos)
+        pos += 4 + n
+    flags = struct.unpack_from("<i", data, pos + 4)[0]
+    if flags & 0b11:
+        raise ValueError("read_fst: FSTs with attached symbol tables are not supported")
+    start, num_states = struct.unpack_from("<qq", data, pos + 16)
+    pos += 40
+    rec = 12 + wsize
+    final = np.empty(num_states)
+    blocks = np.empty(num_states, dtype=np.int64)
+    counts = np.empty(num_states, dtype=np.int64)
+    unpack_w, unpack_n = struct.Struct(wfmt).unpack_from, struct.Struct("<q").unpack_from
+    for s in range(num_states):
+        final[s] = unpack_w(data, pos)[0]
+        n = unpack_n(data, pos + wsize)[0]
+        blocks[s], counts[s] = pos + wsize + 8, n
+        pos += wsize + 8 + n * rec
+    total = int(counts.sum())
+    first = np.repeat(blocks, counts)
+    rank = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    raw = np.frombuffer(data, dtype=np.uint8)[(first + rank * rec)[:, None] + np.arange(rec)]
+    arcs = raw.copy().view(np.dtype([("i", "<i4"), ("o", "<i4"), ("w", wfmt), ("d", "<i4")]))[:, 0]
+    return FstArrays(start=int(start), final=final,
+                     src=np.repeat(np.arange(num_states), counts), ilabel=arcs["i"].astype(np.int64),
+                     olabel=arcs["o"].astype(np.int64), cost=arcs["w"].astype(np.float64),
+                     dst=arcs["d"].astype(np.int64))
+
+
+def lattice_to_fst(lattice: Lattice, arc_weights: Optional[np.ndarray] = None,
+                   arc_type: str = "log64") -> pynini.Fst:
+    """The lattice as a pynini acceptor over mark ids + 1 (0 is ε). ``arc_weights`` are
+    log-space scores; OpenFst costs are their negation."""
+    weights = np.zeros(lattice.num_arcs) if arc_weights is None else np.asarray(arc_weights)
+    fst = pynini.Fst(arc_type)
+    fst.add_states(lattice.num_states)
+    fst.set_start(0)
+    one = pynini.Weight.one(arc_type)
+    for s in np.flatnonzero(lattice.final):
+        fst.set_final(int(s), one)
+    for a in range(lattice.num_arcs):
+        label = int(lattice.arc_mark[a]) + 1
+        fst.add_arc(int(lattice.arc_src[a]), pynini.Arc(
+            label, label, pynini.Weight(arc_type, -float(weights[a])), int(lattice.arc_dst[a])))
+    return fst
+
+
+def reverse_shortest_distance(lattice: Lattice, arc_weights: np.ndarray) -> np.ndarray:
+    """OpenFst's backward scores β (log-space, (S,)) of a weighted lattice, in float64.
+
+    OpenFst pushes the weights towards the start (a reverse ShortestDistance in the log64
+    semiring, then reweighting c'(a) = c(a) + d(dst) − d(src) with d = −β); we read both
+    FSTs' exact costs and solve for d. A new super-start keeps the lattice's start ordinary.
+    """
+    fst = lattice_to_fst(lattice, arc_weights)
+    top = fst.add_state()
+    fst.add_arc(top, pynini.Arc(0, 0, pynini.Weight.one("log64"), 0))
+    fst.set_start(top)
+    pushed = read_fst(pynini.push(fst, push_weights=True, delta=1e-15))
+    orig = read_fst(fst)
+    d = np.full(lattice.num_states, np.inf)
+    key = lambda f: np.lexsort((f.dst, f.src))  # noqa: E731  (arcs of a state keep their order)
+    o, p = key(orig), key(pushed)
+    for s in range(lattice.num_states - 1, -1, -1):  # topological order: dst > src
+        if np.isfinite(orig.final[s]):
+            d[s] = orig.final[s] - pushed.final[s]
+            continue
+        a = np.flatnonzero(orig.src[o] == s)[0]
+        d[s] = orig.cost[o][a] + d[orig.dst[o][a]] - pushed.cost[p][a]
+    return -d

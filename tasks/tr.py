@@ -1,0 +1,77 @@
+"""tr: reverse transliteration of romanized Urdu words into Urdu script (003 App. A).
+
+Data: the Dakshina romanisation lexicon (Roark et al. 2020), files
+``dakshina-ur/ur.translit.sampled.{train,dev,test}.tsv`` under the data directory, one
+``native<TAB>roman<TAB>count`` entry per line. A pair is
+
+    x = the letters of the roman form        ("a", "s", "a", "m", "a", "r")
+    y = "<ur>" followed by the Urdu letters  ("<ur>", "ا", "س", ...)
+
+one symbol per Unicode code point (Urdu diacritics are symbols of their own). The count column
+is checked but not used: each distinct (x, y) is one pair.
+
+T is the one-state deletion/insertion MFST (``fsts.deletion_insertion``) over the alphabets of
+the whole training file: an arc ``a:ε`` marked ``<del> a`` for each Latin letter and an arc
+``ε:b`` marked ``<ins> b`` for each Urdu letter and ``<ur>``. Every interleaving of x and y is
+one path, so T_{x,y} is the (|x|+1)(|y|+1) alignment grid, with an extra state in the middle of
+each two-mark arc. Dev/test pairs with letters unseen in training are skipped at compile time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from fsts import deletion_insertion
+from nfst.mfst import MarkedFST
+from nfst.task import DataError, Pair, PaperStats, Task, data_file, read_lines, register_task
+
+SCRIPT_TAG = "<ur>"
+FILE = "dakshina-ur/ur.translit.sampled.{split}.tsv"
+
+
+def read_lexicon(path: Path) -> list[Pair]:
+    """The (x, y) pairs of a Dakshina lexicon file, in file order (duplicates kept)."""
+    pairs = []
+    for lineno, line in read_lines(path):
+        fields = line.split("\t")
+        if len(fields) != 3:
+            raise DataError(f"{path}:{lineno}: expected 3 tab-separated fields "
+                            f"native<TAB>roman<TAB>count, got {len(fields)}: {line!r}")
+        native, roman, count = fields
+        if not native or not roman or any(c.isspace() for c in native + roman):
+            raise DataError(f"{path}:{lineno}: the native and roman words must be non-empty "
+                            f"and contain no whitespace: {line!r}")
+        if not count.isdigit():
+            raise DataError(f"{path}:{lineno}: the count {count!r} is not a whole number")
+        pairs.append((tuple(roman), (SCRIPT_TAG,) + tuple(native)))
+    return pairs
+
+
+@register_task
+class Transliteration(Task):
+    name = "tr"
+    description = "Dakshina Urdu: romanized word -> Urdu script, deletion/insertion MFST"
+    splits = ("train", "dev", "test")
+    paper = {  # 003 Table 2 ("Valid" is our dev; the test |x| of 3.0 is as printed)
+        "train": PaperStats(7.2, 6.9, 232, 303, 177),
+        "dev": PaperStats(7.3, 7.0, 237, 310, 177),
+        "test": PaperStats(3.0, 6.8, 220, 287, 177),
+    }
+
+    def path(self, split: str, data_dir: Optional[Path]) -> Path:
+        relative = FILE.format(split=split)
+        if split == "test" and data_dir is not None and not (data_dir / relative).is_file():
+            raise DataError(f"task 'tr' has no test split here: {data_dir / relative} is absent",
+                            "the shared data ships train and dev only; evaluate on dev, or add "
+                            "the Dakshina test file")
+        return data_file(self.name, relative, data_dir)
+
+    def build_mfst(self, data_dir: Optional[Path]) -> MarkedFST:
+        train = read_lexicon(self.path("train", data_dir))
+        sigma = {a for x, _ in train for a in x}
+        delta = {b for _, y in train for b in y}
+        return deletion_insertion(sigma, delta, name=self.name)
+
+    def load(self, split: str, data_dir: Optional[Path]) -> list[Pair]:
+        return read_lexicon(self.path(split, data_dir))

@@ -1,0 +1,26 @@
+"""Hypothesis strategies shared by the tests."""
+
+from hypothesis import strategies as st
+
+from nfst import MarkedFST
+
+
+@st.composite
+def small_mfsts(draw):
+    """Random acyclic-ish MFSTs: ≤ 3 states, arcs with ≤ 1 symbol per tape and 1–2 marks."""
+    n = draw(st.integers(1, 3))
+    T = MarkedFST("random")
+    for _ in range(n - 1):
+        T.add_state()
+    for q in draw(st.sets(st.integers(0, n - 1), min_size=1)):
+        T.set_final(q)
+    for _ in range(draw(st.integers(1, 7))):
+        inp = draw(st.sampled_from(["", "a", "b"]))
+        out = draw(st.sampled_from(["", "c", "d"]))
+        k = max(1, len(inp) + len(out), draw(st.integers(1, 2)))
+        marks = draw(st.lists(st.sampled_from(["m", "n", "o"]), min_size=k, max_size=k))
+        if not inp and not out:  # a marks-only arc would be a cycle if it loops
+            inp = "a"
+        T.add_arc(draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1)), input=inp,
+                  output=out, marks=marks)
+    return T
