@@ -24,8 +24,9 @@ class Level:
 
     states: slice
     """States of this height, a contiguous block in level order."""
-    arcs: torch.Tensor
-    """(n_arcs,) arc ids whose source (backward) or destination (forward) is at this height."""
+    arcs: slice
+    """Arcs whose source (backward) or destination (forward) is at this height: a block of
+    the pass's arc order (``backward_arc_order`` / ``forward_arc_order``)."""
     segment: torch.Tensor
     """(n_arcs,) index of that source/destination within ``states``."""
     other: torch.Tensor
@@ -77,22 +78,23 @@ class LatticeBatch:
         bounds = np.searchsorted(height[order], np.arange(height.max() + 2))
         self.max_height = int(height.max())
 
-        def schedule(key_state: np.ndarray, other_state: np.ndarray) -> list[Level]:
+        def schedule(key_state: np.ndarray, other_state: np.ndarray) -> tuple[np.ndarray, list[Level]]:
             arc_order = np.lexsort((level_of[key_state], height[key_state]))
             arc_bounds = np.searchsorted(height[key_state][arc_order], np.arange(self.max_height + 2))
             levels = []
             for h in range(self.max_height + 1):
-                arcs = arc_order[arc_bounds[h]:arc_bounds[h + 1]]
+                a0, a1 = int(arc_bounds[h]), int(arc_bounds[h + 1])
+                arcs = arc_order[a0:a1]
                 lo = bounds[h]
                 levels.append(Level(
-                    states=slice(int(lo), int(bounds[h + 1])),
-                    arcs=torch.as_tensor(arcs, device=device),
+                    states=slice(int(lo), int(bounds[h + 1])), arcs=slice(a0, a1),
                     segment=torch.as_tensor(level_of[key_state[arcs]] - lo, device=device),
                     other=torch.as_tensor(level_of[other_state[arcs]], device=device)))
-            return levels
+            return torch.as_tensor(arc_order, device=device), levels
 
-        self.backward_levels = schedule(src, dst)
-        self.forward_levels = schedule(dst, src)[::-1]
+        self.backward_arc_order, self.backward_levels = schedule(src, dst)
+        forward_arc_order, forward_levels = schedule(dst, src)
+        self.forward_arc_order, self.forward_levels = forward_arc_order, forward_levels[::-1]
 
         t = lambda a: torch.as_tensor(a, device=device)  # noqa: E731
         self.device = torch.device(device)

@@ -23,6 +23,7 @@ import pynini
 
 from .errors import (AmbiguousMFSTError, CyclicLatticeError, InvalidMFSTError,
                      LatticeTooLargeError, NoPathError, UnknownSymbolError)
+from .interop import read_fst
 from .lattice import Lattice
 from .mfst import MarkedFST, Symbols, as_symbols
 
@@ -161,14 +162,14 @@ def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
 
 def _count_paths(fst: pynini.Fst) -> int:
     """Exact number of successful paths of a topologically sorted, connected FST."""
-    zero = pynini.Weight.zero(fst.weight_type())
-    count = [0] * fst.num_states()
-    for s in range(fst.num_states() - 1, -1, -1):
-        c = 1 if fst.final(s) != zero else 0
-        for arc in fst.arcs(s):
-            c += count[arc.nextstate]
-        count[s] = c
-    return count[fst.start()]
+    arrays = read_fst(fst)
+    dst = arrays.dst.tolist()
+    offsets = np.searchsorted(arrays.src, np.arange(len(arrays.final) + 1)).tolist()
+    count = np.isfinite(arrays.final).astype(np.int64).tolist()  # Python ints: no overflow
+    for s in range(len(count) - 1, -1, -1):
+        for t in dst[offsets[s]:offsets[s + 1]]:
+            count[s] += count[t]
+    return count[arrays.start]
 
 
 class _Exporter:
@@ -185,11 +186,13 @@ class _Exporter:
     """
 
     def __init__(self, det: pynini.Fst, enc: _Encoding, where: str):
-        zero = pynini.Weight.zero(det.weight_type())
         self.is_x, self.marks, self.where = enc.is_x, enc.marks, where
-        self.out = [[(a.ilabel, a.olabel, a.nextstate) for a in det.arcs(s)] for s in det.states()]
-        self.is_final = [det.final(s) != zero for s in det.states()]
-        self.start = det.start()
+        arrays = read_fst(det)
+        arcs = list(zip(arrays.ilabel.tolist(), arrays.olabel.tolist(), arrays.dst.tolist()))
+        offsets = np.searchsorted(arrays.src, np.arange(len(arrays.final) + 1)).tolist()
+        self.out = [arcs[offsets[s]:offsets[s + 1]] for s in range(len(arrays.final))]
+        self.is_final = np.isfinite(arrays.final).tolist()
+        self.start = arrays.start
         self.is_chain = [len(o) == 1 and o[0][0] == 0 and not f
                          for o, f in zip(self.out, self.is_final)]
 

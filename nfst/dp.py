@@ -13,6 +13,7 @@ get gradient 0, never NaN. For the log semiring ∂ log Z / ∂ w_a is the poste
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Optional
 
 import torch
@@ -28,23 +29,62 @@ def _check(batch: LatticeBatch, arc_weights: torch.Tensor, final_weights: torch.
                          f"{tuple(final_weights.shape)}")
 
 
+@contextmanager
+def cpu_threads(device: torch.device, n: int = 1):
+    """Run a level loop with ``n`` intra-op threads on CPU. Each level is many small ops,
+    where OpenMP synchronisation costs more than it saves, and on a busy 2-core machine
+    spinning threads can make a pass 50× slower."""
+    if device.type != "cpu" or torch.get_num_threads() == n:
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
 class _Backward(torch.autograd.Function):
     @staticmethod
     def forward(ctx, arc_weights, final_weights, batch: LatticeBatch, semiring: type[Semiring]):
-        beta = final_weights[batch.level_order].clone()  # level order; dead ends are done
-        for level in batch.backward_levels[1:]:
-            lo, hi = level.states.start, level.states.stop
-            vals = arc_weights[level.arcs] + beta[level.other]
-            n = hi - lo
-            beta[lo:hi] = semiring.segment_sum(
-                torch.cat([vals, beta[lo:hi]]),
-                torch.cat([level.segment, torch.arange(n, device=vals.device)]), n)
-        ctx.save_for_backward(arc_weights, final_weights, beta)
+        with cpu_threads(arc_weights.device):
+            # level order: dead ends (height 0) already hold their final β = final weight
+            final = final_weights.index_select(0, batch.level_order)
+            beta = final.clone()
+            w = arc_weights.index_select(0, batch.backward_arc_order)
+            for level in batch.backward_levels[1:]:
+                lo, hi = level.states.start, level.states.stop
+                vals = w[level.arcs] + beta.index_select(0, level.other)
+                beta[lo:hi] = semiring.segment_sum(vals, level.segment, beta[lo:hi])
+        ctx.save_for_backward(w, final, beta)
         ctx.batch, ctx.semiring = batch, semiring
-        return beta[batch.level_index]
+        return beta.index_select(0, batch.level_index)
 
     @staticmethod
     def backward(ctx, grad_beta):
+        w, final, beta = ctx.saved_tensors
+        batch, semiring = ctx.batch, ctx.semiring
+        with cpu_threads(w.device):
+            adj = grad_beta.index_select(0, batch.level_order)  # ∂L/∂β(s), completed top-down
+            grad_w = torch.zeros_like(w)
+            grad_final = torch.zeros_like(beta)
+            for level in reversed(batch.backward_levels[1:]):
+                lo, hi = level.states.start, level.states.stop
+                vals = w[level.arcs] + beta.index_select(0, level.other)
+                g_vals, g_init = semiring.segment_grad(vals, level.segment, final[lo:hi], beta[lo:hi])
+                g_vals *= adj[lo:hi].index_select(0, level.segment)
+                grad_w[level.arcs] = g_vals
+                grad_final[lo:hi] = g_init * adj[lo:hi]
+                adj.index_add_(0, level.other, g_vals)
+            dead = batch.backward_levels[0].states  # height 0: β(s) = final(s)
+            grad_final[dead] = torch.where(torch.isfinite(beta[dead]), adj[dead],
+                                           torch.zeros_like(adj[dead]))
+            grad_arcs = torch.empty_like(grad_w).index_copy_(0, batch.backward_arc_order, grad_w)
+        return grad_arcs, grad_final.index_select(0, batch.level_index), None, None
+
+
+def backward(ctx, grad_beta):
         arc_weights, final_weights, beta = ctx.saved_tensors
         batch, semiring = ctx.batch, ctx.semiring
         adj = grad_beta[batch.level_order].clone()  # ∂L/∂β(s), completed top-down
@@ -82,18 +122,17 @@ def forward(batch: LatticeBatch, arc_weights: torch.Tensor,
             semiring: type[Semiring] = LogSemiring) -> torch.Tensor:
     """α for every state, shape (S,): ⊕ over paths from the start to the state. Not
     differentiable; gradients come from ``backward``."""
-    alpha = torch.full((batch.num_states,), float("-inf"), dtype=arc_weights.dtype,
-                       device=arc_weights.device)
-    alpha[batch.level_index[batch.start]] = 0.0
-    for level in batch.forward_levels:
-        if len(level.arcs) == 0:
-            continue
-        lo, hi = level.states.start, level.states.stop
-        n = hi - lo
-        vals = torch.cat([alpha[level.other] + arc_weights[level.arcs], alpha[lo:hi]])
-        seg = torch.cat([level.segment, torch.arange(n, device=vals.device)])
-        alpha[lo:hi] = semiring.segment_sum(vals, seg, n)
-    return alpha[batch.level_index]
+    with cpu_threads(arc_weights.device):
+        alpha = torch.full((batch.num_states,), float("-inf"), dtype=arc_weights.dtype,
+                           device=arc_weights.device)
+        alpha[batch.level_index[batch.start]] = 0.0
+        w = arc_weights.index_select(0, batch.forward_arc_order)
+        for level in batch.forward_levels:
+            lo, hi = level.states.start, level.states.stop
+            if level.arcs.stop > level.arcs.start:
+                vals = w[level.arcs] + alpha.index_select(0, level.other)
+                alpha[lo:hi] = semiring.segment_sum(vals, level.segment, alpha[lo:hi])
+    return alpha.index_select(0, batch.level_index)
 
 
 def log_partition(batch: LatticeBatch, arc_weights: torch.Tensor,

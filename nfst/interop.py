@@ -98,13 +98,14 @@ def reverse_shortest_distance(lattice: Lattice, arc_weights: np.ndarray) -> np.n
     fst.set_start(top)
     pushed = read_fst(pynini.push(fst, push_weights=True, delta=1e-15))
     orig = read_fst(fst)
-    d = np.full(lattice.num_states, np.inf)
-    key = lambda f: np.lexsort((f.dst, f.src))  # noqa: E731  (arcs of a state keep their order)
-    o, p = key(orig), key(pushed)
+    # Arcs come out grouped by source in insertion order, identically in both FSTs.
+    first = np.searchsorted(orig.src, np.arange(lattice.num_states)).tolist()
+    ocost, pcost, dst = orig.cost.tolist(), pushed.cost.tolist(), orig.dst.tolist()
+    d = [0.0] * lattice.num_states
     for s in range(lattice.num_states - 1, -1, -1):  # topological order: dst > src
         if np.isfinite(orig.final[s]):
             d[s] = orig.final[s] - pushed.final[s]
-            continue
-        a = np.flatnonzero(orig.src[o] == s)[0]
-        d[s] = orig.cost[o][a] + d[orig.dst[o][a]] - pushed.cost[p][a]
-    return -d
+        else:
+            a = first[s]
+            d[s] = ocost[a] + d[dst[a]] - pcost[a]
+    return -np.asarray(d)

@@ -1,27 +1,29 @@
 """Semirings over log-space scores, as segment reductions for the batched passes.
 
-A pass over a lattice batch only needs two operations of a semiring (⊕ over a segment of
-values, and the derivative of that ⊕ with respect to each value); ⊗ is always + in log space.
+A pass over a lattice batch needs only two operations of a semiring: ⊕ of a segment of values
+together with a per-segment initial value (a state's STOP weight), and the derivative of that ⊕
+with respect to each input. ⊗ is always + in log space.
 """
 
 from __future__ import annotations
 
 import torch
 
-NEG_INF = float("-inf")
-
 
 class Semiring:
     name: str
 
     @staticmethod
-    def segment_sum(values: torch.Tensor, segment: torch.Tensor, n: int) -> torch.Tensor:
-        """⊕ of ``values`` (N,) grouped by ``segment`` (N,) in [0, n): returns (n,)."""
+    def segment_sum(values: torch.Tensor, segment: torch.Tensor, init: torch.Tensor) -> torch.Tensor:
+        """total[i] = init[i] ⊕ (⊕ of values[j] with segment[j] = i); values, segment (N,),
+        init (n,) -> (n,)."""
         raise NotImplementedError
 
     @staticmethod
-    def segment_grad(values: torch.Tensor, segment: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
-        """∂ total[segment[i]] / ∂ values[i], shape (N,); zero where the total is -inf."""
+    def segment_grad(values: torch.Tensor, segment: torch.Tensor, init: torch.Tensor,
+                     total: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(∂ total[segment[j]] / ∂ values[j] (N,), ∂ total[i] / ∂ init[i] (n,)); zero where
+        the total is -inf."""
         raise NotImplementedError
 
 
@@ -31,40 +33,41 @@ class LogSemiring(Semiring):
     name = "log"
 
     @staticmethod
-    def segment_sum(values, segment, n):
-        peak = torch.full((n,), NEG_INF, dtype=values.dtype, device=values.device)
-        peak = peak.scatter_reduce(0, segment, values, "amax")
-        peak = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak))
-        total = torch.zeros(n, dtype=values.dtype, device=values.device)
-        total = total.index_add(0, segment, torch.exp(values - peak[segment]))
+    def segment_sum(values, segment, init):
+        peak = init.clone().scatter_reduce_(0, segment, values, "amax")
+        peak = peak.clamp_min(torch.finfo(peak.dtype).min)  # -inf segments stay -inf below
+        total = torch.exp(init - peak).index_add_(
+            0, segment, torch.exp(values - peak.index_select(0, segment)))
         return torch.log(total) + peak
 
     @staticmethod
-    def segment_grad(values, segment, total):
-        at = total[segment]
-        return torch.where(torch.isfinite(at), torch.exp(values - at), torch.zeros_like(values))
+    def segment_grad(values, segment, init, total):
+        # exp(-inf - -inf) is NaN: those entries have no path through them, so gradient 0
+        grad_values = torch.exp(values - total.index_select(0, segment)).nan_to_num_(nan=0.0)
+        return grad_values, torch.exp(init - total).nan_to_num_(nan=0.0)
 
 
 class MaxSemiring(Semiring):
-    """(max, +): the best path (Viterbi); the derivative picks one maximiser per segment."""
+    """(max, +): the best path (Viterbi); the derivative is 1 for one maximiser per segment
+    (the initial value first, then the lowest index)."""
 
     name = "max"
 
     @staticmethod
-    def segment_sum(values, segment, n):
-        peak = torch.full((n,), NEG_INF, dtype=values.dtype, device=values.device)
-        return peak.scatter_reduce(0, segment, values, "amax")
+    def segment_sum(values, segment, init):
+        return init.clone().scatter_reduce_(0, segment, values, "amax")
 
     @staticmethod
-    def segment_grad(values, segment, total):
-        hit = (values == total[segment]) & torch.isfinite(values)
+    def segment_grad(values, segment, init, total):
+        init_wins = (init == total) & torch.isfinite(total)
+        hit = (values == total.index_select(0, segment)) & torch.isfinite(values)
+        hit &= ~init_wins.index_select(0, segment)
         index = torch.arange(len(values), device=values.device)
-        first = torch.full_like(total, len(values), dtype=torch.long)
-        first = first.scatter_reduce(0, segment[hit], index[hit], "amin")
-        grad = torch.zeros_like(values)
-        chosen = first[first < len(values)]
-        grad[chosen] = 1.0
-        return grad
+        first = torch.full(total.shape, len(values), dtype=torch.long, device=values.device)
+        first.scatter_reduce_(0, segment[hit], index[hit], "amin")
+        grad_values = torch.zeros_like(values)
+        grad_values[first[first < len(values)]] = 1.0
+        return grad_values, init_wins.to(values.dtype)
 
 
 SEMIRINGS: dict[str, type[Semiring]] = {"log": LogSemiring, "max": MaxSemiring}
