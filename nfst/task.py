@@ -192,6 +192,9 @@ def read_lines(path: Path) -> Iterable[tuple[int, str]]:
 
 
 # -- the registry ---------------------------------------------------------------------------
+BUILTIN_TASKS = ("tasks.cipher", "tasks.scan", "tasks.tr")
+"""Modules imported by name (not through ``tasks/__init__.py``, which an editable install made
+before the package existed treats as a namespace package and never runs)."""
 _REGISTRY: dict[str, type[Task]] = {}
 _LOADED_FILES: dict[Path, list[str]] = {}
 
@@ -245,7 +248,8 @@ def load_task_file(path: str | os.PathLike) -> list[str]:
 
 def _load_tasks() -> None:
     """Import the built-in tasks and the files named in $NFST_TASKS."""
-    importlib.import_module("tasks")
+    for module in BUILTIN_TASKS:
+        importlib.import_module(module)
     for entry in os.environ.get(TASKS_ENV, "").split(os.pathsep):
         if entry.strip():
             load_task_file(entry.strip())
