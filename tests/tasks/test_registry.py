@@ -1,0 +1,122 @@
+"""The task abstraction: registry, task files, settings, data directories, subsets."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from nfst.dataset import compile_dataset
+from nfst.task import (DataError, Task, TaskError, data_file, get_task, load_task_file,
+                       read_lines, register_task, resolve_data_dir, task_names)
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "tasks.md"
+
+USER_TASK = '''
+from fsts import deletion_insertion
+from nfst.task import Task, register_task
+
+@register_task
+class Mirror(Task):
+    name = "{name}"
+    splits = ("train",)
+
+    def build_mfst(self, data_dir):
+        return deletion_insertion("ab", "ab", name=self.name)
+
+    def load(self, split, data_dir):
+        return [(("a", "b"), ("b", "a")), (("a", "b"), ("b", "a")), (("b",), ("b",))]
+'''
+
+
+def test_builtin_tasks_are_registered():
+    assert {"cipher", "scan", "tr"} <= set(task_names())
+
+
+def test_unknown_task_split_and_setting_are_clear_errors():
+    with pytest.raises(TaskError, match="no task named 'nope'.*cipher"):
+        get_task("nope")
+    with pytest.raises(TaskError, match="no split 'nope'"):
+        get_task("cipher").pairs("nope")
+    with pytest.raises(TaskError, match="train_size"):
+        get_task("cipher", trian_size=3)
+    assert get_task("cipher", train_size=7).settings.train_size == 7
+
+
+def test_load_task_file_registers_its_tasks_once(tmp_path):
+    path = tmp_path / "mirror.py"
+    path.write_text(USER_TASK.format(name="mirror-file"))
+    assert load_task_file(path) == ["mirror-file"]
+    assert load_task_file(path) == ["mirror-file"]  # a second load is a no-op
+    task = get_task("mirror-file")
+    assert task.pairs("train") == [(("a", "b"), ("b", "a")), (("b",), ("b",))]  # deduplicated
+    data = compile_dataset(task.mfst(), task.pairs("train"), progress=False)
+    assert len(data.lattices) == 2 and not data.skipped
+
+
+def test_task_files_from_the_environment(tmp_path, monkeypatch):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text(USER_TASK.format(name="mirror-env-a"))
+    b.write_text(USER_TASK.format(name="mirror-env-b"))
+    monkeypatch.setenv("NFST_TASKS", f"{a}{__import__('os').pathsep}{b}")
+    assert {"mirror-env-a", "mirror-env-b"} <= set(task_names())
+    monkeypatch.setenv("NFST_TASKS", str(tmp_path / "missing.py"))
+    with pytest.raises(TaskError, match="missing.py does not exist"):
+        get_task("cipher")
+
+
+def test_bad_task_files(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('boom')\n")
+    with pytest.raises(TaskError, match="broken.py failed to import.*boom"):
+        load_task_file(broken)
+    clash = tmp_path / "clash.py"
+    clash.write_text(USER_TASK.format(name="cipher"))
+    with pytest.raises(TaskError, match="'cipher' is taken"):
+        load_task_file(clash)
+    with pytest.raises(TaskError, match="non-empty class attribute `name`"):
+        register_task(type("Nameless", (Task,), {}))
+
+
+def test_the_worked_example_in_the_docs_runs(tmp_path):
+    code = re.search(r"```python\n(# my_task\.py\n.*?)```", DOCS.read_text(), re.S).group(1)
+    path = tmp_path / "my_task.py"
+    path.write_text(code)
+    (name,) = load_task_file(path)
+    task = get_task(name)
+    pairs = task.pairs("train")
+    data = compile_dataset(task.mfst(), pairs, progress=False)
+    assert pairs and len(data.lattices) == len(pairs)
+
+
+def test_data_dir_resolution(tmp_path, monkeypatch):
+    monkeypatch.delenv("NFST_DATA_DIR", raising=False)
+    assert resolve_data_dir() is None
+    monkeypatch.setenv("NFST_DATA_DIR", str(tmp_path / "env"))
+    assert resolve_data_dir() == tmp_path / "env"
+    assert resolve_data_dir(tmp_path) == tmp_path  # an explicit argument wins
+    with pytest.raises(DataError, match=r"reads some/file.txt.*none is set") as err:
+        data_file("demo", "some/file.txt", None)
+    assert "NFST_DATA_DIR" in str(err.value)
+    with pytest.raises(DataError, match=r"some/file.txt does not exist"):
+        data_file("demo", "some/file.txt", tmp_path)
+
+
+def test_read_lines_rejects_empty_and_non_utf8_files(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n")
+    with pytest.raises(DataError, match="empty.txt is empty"):
+        list(read_lines(empty))
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes(b"fine\nfine\ncaf\xe9\n")
+    with pytest.raises(DataError, match=r"latin1.txt:3: not UTF-8"):
+        list(read_lines(latin1))
+
+
+def test_subsets_are_seeded_and_nested():
+    task = get_task("cipher")
+    items = list(range(100))
+    small, large = task.subset(items, 10, "s"), task.subset(items, 30, "s")
+    assert small == large[:10] and len(set(large)) == 30
+    assert small == get_task("cipher").subset(items, 10, "s")
+    assert small != get_task("cipher", seed=1).subset(items, 10, "s")
+    assert task.subset(items, None, "s") == items == task.subset(items, 500, "s")
