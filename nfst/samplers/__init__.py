@@ -16,6 +16,9 @@ from typing import Optional, Sequence
 
 from .base import Paths, PathTooLongError, Sampler, SamplerConfig, Walk
 from .nolookahead import NoLookahead
+from .swa import SWA
+from .sws import SWS
+from .swp import SWP, SWPPrefix
 
 SAMPLERS: dict[str, type[Sampler]] = {}
 
@@ -36,7 +39,7 @@ def make_sampler(name: str, vocab_size: int, config: Optional[SamplerConfig] = N
     return SAMPLERS[name](vocab_size, config, symbols)
 
 
-for _cls in (NoLookahead,):
+for _cls in (NoLookahead, SWA, SWS, SWP, SWPPrefix):
     register_sampler(_cls)
 
 __all__ = ["Paths", "PathTooLongError", "SAMPLERS", "Sampler", "SamplerConfig", "Walk",

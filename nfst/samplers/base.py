@@ -37,6 +37,12 @@ from ..batch import LatticeBatch
 from ..errors import NfstError
 
 
+PAD, UNKNOWN, SEPARATOR = "<pad>", "<unk>", "#"
+SPECIAL_SYMBOLS = (PAD, UNKNOWN, SEPARATOR)
+"""Symbol ids 0, 1, 2; the alphabet's symbols follow. (A real symbol spelt ``#`` would share
+the separator's id: harmless, it is still one learned embedding.)"""
+
+
 class PathTooLongError(NfstError):
     """A walker was still going after the length cap."""
 
@@ -131,6 +137,26 @@ class Sampler(torch.nn.Module):
     @property
     def bos(self) -> int:
         return self.vocab_size
+
+    @property
+    def num_symbol_ids(self) -> int:
+        """Size of a symbol embedding table for :meth:`symbol_ids`."""
+        return len(self.symbols) + len(SPECIAL_SYMBOLS)
+
+    def symbol_ids(self, strings: Sequence[Sequence[str]], device: torch.device
+                   ) -> tuple[Tensor, list[int]]:
+        """Padded ids (B, L) of symbol strings (``#`` is the separator, unknown symbols
+        share one id, padding is 0) and their lengths."""
+        if not hasattr(self, "_symbol_index"):
+            self._symbol_index = {sym: i + len(SPECIAL_SYMBOLS) for i, sym in enumerate(self.symbols)}
+            self._symbol_index[SEPARATOR] = SPECIAL_SYMBOLS.index(SEPARATOR)
+        unk = SPECIAL_SYMBOLS.index(UNKNOWN)
+        lengths = [len(s) for s in strings]
+        ids = torch.zeros(len(strings), max(1, max(lengths)), dtype=torch.long)
+        for b, s in enumerate(strings):
+            ids[b, :len(s)] = torch.tensor([self._symbol_index.get(c, unk) for c in s],
+                                           dtype=torch.long)
+        return ids.to(device), lengths
 
     @property
     def device(self) -> torch.device:

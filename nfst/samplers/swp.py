@@ -1,0 +1,163 @@
+"""SWP, the sampler with path structures (003 §3.3), and its prefix-aware variant.
+
+SWP treats the lattice as a WFST. Algorithm 1 of 003 visits states bottom-up (by height, so
+every arc's destination is done before its source) and computes, for each arc s → s' with
+mark ω and each state s,
+
+    e_{s→s'} = σ(U[1; e_ω; e_{s'}])                     arc embedding (line 4)
+    w_{s→s'} = exp(w · e_{s→s'})                         arc weight (line 5)
+    β(s)     = [s final] + Σ_{s'} w_{s→s'} β(s')          backward algorithm (line 6)
+    q(s→s' | s) = w_{s→s'} β(s') / β(s)                  transition probability (003:5)
+    e_s      = Σ_{s'} q(s→s' | s) e_{s→s'}               state embedding (line 8)
+
+(dead ends, height 0: β = 1, e_s = 0). One vectorised step per height covers every lattice of
+the batch, in log space. Sampling then just walks q: q(STOP | s) = [s final] / β(s).
+
+``swp-prefix`` keeps Algorithm 1 and re-weights each step's choice by the mark prefix (the
+"cheaper variant" at the end of 003 §3.3):
+
+    q(s→s' | s, ω_{<t}) ∝ w_{s→s'} β(s') · exp(g(h_{t-1}) · e_{s→s'}),
+    q(STOP | s, ω_{<t}) ∝ [s final] · exp(g_stop(h_{t-1})),
+
+with h a GRU over the prefix and g, g_stop linear maps that start at zero, so it starts out as
+SWP and learns how far to trust the prefix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ..batch import LatticeBatch
+from ..dp import cpu_threads, transition_log_probs
+from .base import Sampler, SamplerConfig, Walk
+from .nolookahead import PrefixGRU
+
+
+@dataclass
+class WeightedLattice:
+    """A locally normalised WFST on the batch: what SWP's ``prepare`` returns."""
+
+    table: Tensor
+    """(S, D + 1): log q of each column of ``batch.out_arcs`` and of STOP, -inf if illegal."""
+    arc_embed: Optional[Tensor] = None
+    """(A, d): Algorithm 1's arc embeddings (kept for the prefix variant)."""
+
+
+def segment_logsumexp(values: Tensor, segment: Tensor, init: Tensor) -> Tensor:
+    """log(exp(init[i]) + Σ_{j: segment[j] = i} exp(values[j])), shape (n,) = init's;
+    differentiable (the shift by the segment maximum is a constant, so it is detached)."""
+    with torch.no_grad():
+        peak = init.scatter_reduce(0, segment, values, "amax")
+        peak = peak.clamp_min(torch.finfo(peak.dtype).min)
+    total = torch.exp(init - peak).index_add(0, segment, torch.exp(values - peak[segment]))
+    return torch.log(total) + peak
+
+
+def transition_table(batch: LatticeBatch, arc_log_probs: Tensor, stop_log_probs: Tensor) -> Tensor:
+    """(S, D + 1) log q per out-arc column, STOP last, -inf for padding."""
+    arcs = batch.out_arcs
+    per_arc = arc_log_probs[arcs.clamp(min=0)].masked_fill(arcs < 0, float("-inf"))
+    return torch.cat([per_arc, stop_log_probs[:, None]], dim=1)
+
+
+class WFSTSampler(Sampler):
+    """A sampler whose q is a WFST on the lattice: subclasses give log arc weights (A,) in
+    ``arc_log_weights`` (and optionally β); q(s→s'|s) = w β(s') / β(s) by ``nfst.dp``."""
+
+    requires_acyclic = True
+
+    def arc_log_weights(self, batch: LatticeBatch) -> tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+        """(log w (A,), β (S,) or None to compute it, arc embeddings (A, d) or None)."""
+        raise NotImplementedError
+
+    def prepare(self, batch: LatticeBatch) -> WeightedLattice:
+        log_w, beta, arc_embed = self.arc_log_weights(batch)
+        arc_lp, stop_lp = transition_log_probs(batch, log_w, batch.final_weights(log_w.dtype), beta)
+        return WeightedLattice(transition_table(batch, arc_lp, stop_lp), arc_embed)
+
+    def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor) -> Walk:
+        return self.initial_walk(batch, lattice, None)
+
+    def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
+        return context.table[walk.state]
+
+    def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
+                choice: Tensor) -> Walk:
+        return self.moved(batch, walk, choice)
+
+
+class SWP(WFSTSampler):
+    name = "swp"
+
+    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
+                 symbols: Sequence[str] = ()):
+        super().__init__(vocab_size, config, symbols)
+        d = self.config.d
+        self.mark_embed = nn.Embedding(vocab_size, d)
+        self.U_mark = nn.Linear(d, d)  # U = [U_1 | U_mark | U_state]; U_1 is this bias
+        self.U_state = nn.Linear(d, d, bias=False)
+        self.w = nn.Linear(d, 1, bias=False)
+        self.drop = nn.Dropout(self.config.dropout)
+
+    def arc_log_weights(self, batch: LatticeBatch) -> tuple[Tensor, Tensor, Tensor]:
+        """Algorithm 1 over the batch: log w (A,), log β (S,), e (A, d)."""
+        d = self.config.d
+        mark_part = self.U_mark(self.drop(self.mark_embed.weight))  # (V, d): U_1 + U_mark e_ω
+        marks = mark_part[batch.arc_mark[batch.backward_arc_order]]  # in the pass's arc order
+        # Per state, in level order: log β and U_state e_s (states of height 0: β = 1, e = 0).
+        # Both are filled in place level by level; each level only reads lower ones.
+        beta = batch.final_weights(mark_part.dtype)[batch.level_order]
+        state_part = mark_part.new_zeros(batch.num_states, d)
+        log_ws, embeds = [], []
+        with cpu_threads(batch.device):
+            for level in batch.backward_levels[1:]:
+                lo, hi = level.states.start, level.states.stop
+                e = torch.sigmoid(marks[level.arcs] + state_part[level.other])
+                log_w = self.w(e).squeeze(1)
+                through = log_w + beta[level.other]  # log w β(s') per arc
+                b = segment_logsumexp(through, level.segment, beta[lo:hi])
+                q = torch.exp(through - b[level.segment])
+                e_s = e.new_zeros(hi - lo, d).index_add(0, level.segment, q[:, None] * e)
+                beta[lo:hi] = b
+                state_part[lo:hi] = self.U_state(self.drop(e_s))
+                log_ws.append(log_w)
+                embeds.append(e)
+        order = batch.backward_arc_order
+        log_w = mark_part.new_zeros(batch.num_arcs).index_copy(0, order, torch.cat(log_ws)) \
+            if log_ws else mark_part.new_zeros(0)
+        embed = mark_part.new_zeros(batch.num_arcs, d).index_copy(0, order, torch.cat(embeds)) \
+            if embeds else mark_part.new_zeros(0, d)
+        return log_w, beta[batch.level_index], embed
+
+
+class SWPPrefix(SWP):
+    name = "swp-prefix"
+
+    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
+                 symbols: Sequence[str] = ()):
+        super().__init__(vocab_size, config, symbols)
+        d = self.config.d
+        self.prefix = PrefixGRU(vocab_size, d, self.config.dropout)
+        self.g = nn.Linear(d, d + 1)  # g(h) for arcs, then g_stop(h)
+        nn.init.zeros_(self.g.weight)
+        nn.init.zeros_(self.g.bias)
+
+    def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor) -> Walk:
+        return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
+
+    def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
+        g = self.g(self.drop(walk.hidden))  # (N, d + 1)
+        arcs = batch.out_arcs[walk.state]  # (N, D)
+        bonus = torch.einsum("nd,nkd->nk", g[:, :-1], context.arc_embed[arcs.clamp(min=0)])
+        bonus = torch.cat([bonus, g[:, -1:]], dim=1)
+        return torch.log_softmax(context.table[walk.state] + bonus, dim=1)
+
+    def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
+                choice: Tensor) -> Walk:
+        moved = self.moved(batch, walk, choice)
+        moved.hidden = self.prefix.advance(walk, moved)
+        return moved
