@@ -9,7 +9,6 @@ TORCH := torch==2.13.0
 
 $(BIN)/nfst: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH)
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@

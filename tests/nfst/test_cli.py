@@ -1,0 +1,36 @@
+import json
+
+from nfst.cli import main
+
+
+def test_bad_task_is_one_line_and_a_hint(capsys):
+    assert main(["stats", "--task", "nope", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nfst: error: no task named 'nope'")
+    assert "hint:" in err and "Traceback" not in err
+
+
+def test_config_file_overridden_by_flags(tmp_path, capsys):
+    cfg = tmp_path / "nfst.toml"
+    cfg.write_text('cache-dir = "%s"\n[stats]\ntask = "cipher"\nlimit = 3\n' % (tmp_path / "c"))
+    assert main(["stats", "--config", str(cfg), "--quiet", "--json", "--processes", "1"]) == 0
+    stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert stats["task"] == "cipher" and stats["pairs"] == 3
+    assert main(["stats", "--config", str(cfg), "--limit", "2", "--quiet", "--json",
+                 "--processes", "1"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["pairs"] == 2
+    assert (tmp_path / "c").is_dir()
+
+
+def test_unknown_config_key(tmp_path, capsys):
+    cfg = tmp_path / "nfst.toml"
+    cfg.write_text("[stats]\nbogus = 1\n")
+    assert main(["stats", "--config", str(cfg)]) == 2
+    assert "unknown settings" in capsys.readouterr().err
+
+
+def test_bench_prints_json_last_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("NFST_CACHE_DIR", str(tmp_path))
+    assert main(["bench", "backward", "--lattices", "4", "--quiet"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["lattices"] == 4 and result["max_abs_err"] < 1e-9
