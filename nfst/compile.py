@@ -17,6 +17,10 @@ Recipe:
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 import numpy as np
 import pynini
@@ -140,10 +144,14 @@ def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
                                  "infinitely many paths share each mark string")
 
     try:
-        det = pynini.determinize(composed, nstate=options.max_states + 1)
+        with _openfst_messages() as messages:
+            det = pynini.determinize(composed, nstate=options.max_states + 1)
     except pynini.FstOpError as exc:
         raise AmbiguousMFSTError(f"{where}: determinization failed; T is not functional "
                                  "(two paths share a mark string)") from exc
+    if messages:  # OpenFst sometimes only complains on stderr and returns a broken FST
+        raise AmbiguousMFSTError(f"{where}: determinization failed; T is not functional "
+                                 f"(OpenFst: {messages[0]})")
     if det.num_states() > options.max_states:
         raise LatticeTooLargeError(f"{where}: determinized lattice exceeds "
                                    f"max_states={options.max_states}")
@@ -158,6 +166,30 @@ def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
             raise AmbiguousMFSTError(f"{where}: {num_generating} generating paths but only "
                                      f"{distinct} distinct mark strings")
     return lattice
+
+
+_stderr_sink = None
+
+
+@contextmanager
+def _openfst_messages():
+    """Collect what OpenFst writes to the C-level stderr meanwhile, as a list of lines."""
+    global _stderr_sink
+    if _stderr_sink is None:
+        _stderr_sink = tempfile.TemporaryFile()
+    _stderr_sink.seek(0)
+    _stderr_sink.truncate()
+    lines: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(_stderr_sink.fileno(), 2)
+    try:
+        yield lines
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        _stderr_sink.seek(0)
+        lines += _stderr_sink.read().decode(errors="replace").splitlines()
 
 
 def _count_paths(fst: pynini.Fst) -> int:
