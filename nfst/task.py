@@ -2,7 +2,8 @@
 
 A task is one class in one Python file::
 
-    from nfst.task import Task, TaskSettings, register_task
+    from fsts import deletion_insertion
+    from nfst.task import Task, register_task
 
     @register_task
     class Reverse(Task):
@@ -17,7 +18,7 @@ A task is one class in one Python file::
 
 The built-in tasks live in the ``tasks`` package (``tr``, ``scan``, ``cipher``). Files named in
 the ``NFST_TASKS`` environment variable (``os.pathsep``-separated) and files passed to
-:func:`load_task_file` are imported on demand, so ``get_task("reverse")`` finds the class above.
+:func:`load_task_file` are imported on demand, so ``get_task("reverse")`` finds the class above. docs/tasks.md has a longer example.
 
 ``Task.pairs(split)`` is what users call: it takes the raw pairs of :meth:`Task.load`, drops
 duplicates (keeping the first) and, if more than ``train_size`` (train) or ``eval_size``

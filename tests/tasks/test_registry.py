@@ -1,5 +1,6 @@
 """The task abstraction: registry, task files, settings, data directories, subsets."""
 
+import os
 import re
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def test_task_files_from_the_environment(tmp_path, monkeypatch):
     a, b = tmp_path / "a.py", tmp_path / "b.py"
     a.write_text(USER_TASK.format(name="mirror-env-a"))
     b.write_text(USER_TASK.format(name="mirror-env-b"))
-    monkeypatch.setenv("NFST_TASKS", f"{a}{__import__('os').pathsep}{b}")
+    monkeypatch.setenv("NFST_TASKS", f"{a}{os.pathsep}{b}")
     assert {"mirror-env-a", "mirror-env-b"} <= set(task_names())
     monkeypatch.setenv("NFST_TASKS", str(tmp_path / "missing.py"))
     with pytest.raises(TaskError, match="missing.py does not exist"):
