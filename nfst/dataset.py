@@ -23,7 +23,7 @@ from .errors import CorruptCacheError, NfstError
 from .lattice import Lattice
 from .mfst import MarkedFST, Symbols, as_symbols
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 log = logging.getLogger("nfst")
 Pair = tuple[tuple[str, ...], tuple[str, ...]]
 

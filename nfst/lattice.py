@@ -106,8 +106,11 @@ class Lattice:
 
     # -- serialisation (used by the on-disk cache) -----------------------------------------
     def to_state(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Plain data for storage; integer arrays shrink to int32 (states and marks fit)."""
+        return {f.name: (v.astype(np.int32) if isinstance(v, np.ndarray) and v.dtype == np.int64
+                         else v) for f in fields(self) for v in [getattr(self, f.name)]}
 
     @classmethod
     def from_state(cls, state: dict) -> "Lattice":
-        return cls(**state)
+        return cls(**{k: (v.astype(np.int64) if isinstance(v, np.ndarray) and v.dtype == np.int32
+                          else v) for k, v in state.items()})
