@@ -39,6 +39,27 @@ def _task_args(p: argparse.ArgumentParser, split: str = "train") -> None:
     p.add_argument("--split", default=split, help="data split")
     p.add_argument("--limit", type=int, help="use at most this many pairs (seeded sample)")
     p.add_argument("--processes", type=int, default=2, help="parallel compile processes")
+    p.add_argument("--set", dest="task_settings", metavar="KEY=VALUE", action="append",
+                   default=[], help="a task setting, e.g. --set train_size=500 (repeatable)")
+
+
+def _settings(pairs: list[str]) -> dict:
+    """``["train_size=500", "seed=1"]`` -> ``{"train_size": 500, "seed": 1}``."""
+    out = {}
+    for item in pairs:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise NfstError(f"--set {item!r}: expected KEY=VALUE", "e.g. --set train_size=500")
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key.strip()] = text
+    return out
+
+
+def _get_task(args):
+    from .task import get_task
+    return get_task(args.task, **_settings(args.task_settings))
 
 
 # -- subcommands ------------------------------------------------------------------------------
@@ -59,8 +80,7 @@ def _add_compile(p):
 
 def _run_compile(args):
     from .dataset import compile_dataset
-    from .task import get_task
-    task = get_task(args.task)
+    task = _get_task(args)
     pairs = task.subset(task.pairs(args.split, args.data_dir), args.limit, f"cli:{args.split}")
     data = compile_dataset(task.mfst(args.data_dir), pairs, cache_dir=args.cache_dir,
                            processes=args.processes, progress=not args.quiet)
@@ -77,7 +97,7 @@ def _add_stats(p):
 
 def _run_stats(args):
     from .stats import format_stats_table, task_stats
-    stats = task_stats(args.task, args.split, args.limit, data_dir=args.data_dir,
+    stats = task_stats(_get_task(args), args.split, args.limit, data_dir=args.data_dir,
                        cache_dir=args.cache_dir, processes=args.processes,
                        progress=not args.quiet)
     print(format_stats_table(stats))
