@@ -102,9 +102,10 @@ class LSTMScorer(Scorer):
         top, _ = self.lstm(inputs)
         return torch.log_softmax(self.out(self.drop(top)), dim=-1)
 
-    def smoothed_log_prob(self, marks: Tensor, lengths: Tensor, smoothing: float) -> Tensor:
-        """(N,) label-smoothed log-likelihood: each token contributes
-        (1 − ε) log p(ω_t | ω_{<t}) + ε · mean_m log p(m | ω_{<t}); ε = 0 gives log p̃."""
+    def log_prob_smoothed(self, marks: Tensor, lengths: Tensor, smoothing: float
+                          ) -> tuple[Tensor, Tensor]:
+        """(log p̃ (N,), label-smoothed log-likelihood (N,)) in one pass; in the second each
+        token contributes (1 − ε) log p(ω_t | ω_{<t}) + ε · mean_m log p(m | ω_{<t})."""
         logp = self.step_log_probs(marks)
         L = marks.shape[1]
         position = torch.arange(L + 1, device=marks.device)
@@ -112,12 +113,12 @@ class LSTMScorer(Scorer):
         target = torch.where(position == lengths[:, None], self.eos, target)
         valid = position <= lengths[:, None]
         token = logp.gather(2, target.clamp(min=0)[..., None]).squeeze(2)
-        if smoothing:
-            token = (1 - smoothing) * token + smoothing * logp.mean(-1)
-        return torch.where(valid, token, torch.zeros_like(token)).sum(1)
+        smooth = (1 - smoothing) * token + smoothing * logp.mean(-1)
+        zero = torch.zeros_like(token)
+        return torch.where(valid, token, zero).sum(1), torch.where(valid, smooth, zero).sum(1)
 
     def log_prob(self, marks: Tensor, lengths: Tensor) -> Tensor:
-        return self.smoothed_log_prob(marks, lengths, 0.0)
+        return self.log_prob_smoothed(marks, lengths, 0.0)[0]
 
     def start(self, n: int) -> LSTMState:
         layers, hidden = self.lstm.num_layers, self.lstm.hidden_size

@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from ..batch import LatticeBatch
+from ..dp import cpu_threads
 from ..errors import NfstError
 
 
@@ -229,6 +230,11 @@ class Sampler(torch.nn.Module):
         ``generator`` must live on the batch's device. Raises PathTooLongError if a path
         would exceed ``max_length`` marks (default: see SamplerConfig.max_length)."""
         self.check_batch(batch)
+        with cpu_threads(batch.device):  # a step is many small ops: threads only add overhead
+            return self._sample(batch, k, generator, max_length)
+
+    def _sample(self, batch: LatticeBatch, k: int, generator: Optional[torch.Generator],
+                max_length: Optional[int]) -> Paths:
         cap = self._cap(batch, max_length)
         context = self.prepare(batch)
         lattice = torch.arange(batch.batch_size, device=batch.device).repeat_interleave(k)
@@ -265,6 +271,10 @@ class Sampler(torch.nn.Module):
         """(B, k, L + 1) log q of each choice of the given paths ``arcs`` (B, k, L), -1 padded,
         by teacher forcing; the choice after a path's last arc is STOP."""
         self.check_batch(batch)
+        with cpu_threads(batch.device):
+            return self._score_steps(batch, arcs)
+
+    def _score_steps(self, batch: LatticeBatch, arcs: Tensor) -> Tensor:
         B, k, L = arcs.shape
         flat = arcs.reshape(B * k, L)
         context = self.prepare(batch)
