@@ -213,9 +213,14 @@ class Sampler(torch.nn.Module):
         return torch.log_softmax(torch.cat([arc_logits, stop[:, None]], dim=1), dim=1)
 
     def check_batch(self, batch: LatticeBatch) -> None:
+        """Raise if the batch's mark vocabulary has another size, or if this sampler needs
+        acyclic lattices and one is cyclic."""
         if self.requires_acyclic:
             for lattice in batch.lattices:
                 lattice.require_acyclic(f"the {self.name} sampler")
+        if len(batch.mark_vocab) != self.vocab_size and self.vocab_size:
+            raise ValueError(f"the {self.name} sampler has {self.vocab_size} marks, the batch's "
+                             f"mark vocabulary {len(batch.mark_vocab)}: it belongs to another task")
 
     # -- generic sampling and scoring ---------------------------------------------------
     def _cap(self, batch: LatticeBatch, max_length: Optional[int]) -> int:
