@@ -122,7 +122,8 @@ class LSTMScorer(Scorer):
 
     def start(self, n: int) -> LSTMState:
         layers, hidden = self.lstm.num_layers, self.lstm.hidden_size
-        zeros = torch.zeros(layers, n, hidden, device=self.out.weight.device)
+        weight = self.out.weight
+        zeros = torch.zeros(layers, n, hidden, dtype=weight.dtype, device=weight.device)
         state = LSTMState(zeros, zeros, zeros[0])
         bos = torch.full((n,), self.vocab_size, dtype=torch.long, device=zeros.device)
         return self.advance(state, bos)
