@@ -135,6 +135,114 @@ def _run_bench(args):
     emit(fn(**kwargs))
 
 
+def _run_args(p: argparse.ArgumentParser, samplers: bool = True) -> None:
+    p.add_argument("task", help="task name (see `nfst tasks`)")
+    p.add_argument("--preset", default="small", choices=["small", "paper"],
+                   help="training sizes and hyperparameters (paper: 003 Table 3)")
+    p.add_argument("--seed", type=int, default=0, help="seeds data subsets, models and sampling")
+    p.add_argument("--out", help="run directory (default runs/TASK-PRESET-SEED)")
+    if samplers:
+        p.add_argument("--samplers", default="nolookahead,swa,sws,swp,swp-prefix",
+                       help="comma-separated samplers to train and compare")
+    p.add_argument("--processes", type=int, default=2, help="parallel compile processes")
+    p.add_argument("--set", dest="task_settings", metavar="KEY=VALUE", action="append",
+                   default=[], help="a task setting, e.g. --set train_size=500 (repeatable)")
+    p.add_argument("--option", dest="overrides", metavar="KEY=VALUE", action="append",
+                   default=[], help="a preset setting, dotted, e.g. --option sampler.steps=100 "
+                                    "or --option scorer.hidden=128 (repeatable)")
+
+
+def _make_run(args, samplers=None):
+    """The run in ``--out`` if it exists (its recorded settings win), else a new one."""
+    from .pipeline import Run, RunConfig
+    if args.command != "run" and args.out and os.path.exists(os.path.join(args.out, "config.json")):
+        return Run.open(args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                        device=args.device, processes=args.processes, quiet=args.quiet)
+    names = samplers or tuple(n.strip() for n in args.samplers.split(",") if n.strip())
+    config = RunConfig(task=args.task, preset=args.preset, seed=args.seed, samplers=names,
+                       task_settings=_settings(args.task_settings),
+                       overrides=tuple(args.overrides))
+    return Run(config, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
+               device=args.device, processes=args.processes, quiet=args.quiet)
+
+
+def _run_run(args):
+    run = _make_run(args)
+    report = run.run()
+    print(f"report: {report}")
+
+
+def _add_train_scorer(p):
+    _run_args(p, samplers=False)
+
+
+def _run_train_scorer(args):
+    run = _make_run(args, samplers=("swa",))
+    run.scorer()
+    print(f"scorer: {run.dir / 'scorer.pt'}")
+
+
+def _add_train_sampler(p):
+    _run_args(p, samplers=False)
+    p.add_argument("--sampler", required=True, help="nolookahead, swa, sws, swp or swp-prefix")
+
+
+def _run_train_sampler(args):
+    run = _make_run(args, samplers=(args.sampler,))
+    run.sampler(args.sampler)
+    print(f"sampler: {run.dir / 'samplers' / (args.sampler + '.pt')}")
+
+
+def _add_evaluate(p):
+    _run_args(p)
+
+
+def _run_evaluate(args):
+    from .evaluation import format_table
+    run = _make_run(args)
+    result = run.done("evaluate") or run._finish("evaluate", run.stage_evaluate())
+    print(format_table(result))
+    print(f"written: {run.dir / 'stages' / 'evaluate.json'}")
+
+
+def _add_smc(p):
+    _run_args(p)
+
+
+def _run_smc(args):
+    run = _make_run(args)
+    evaluation = run.done("evaluate") or run._finish("evaluate", run.stage_evaluate())
+    result = run.done("smc") or run._finish("smc", run.stage_smc(evaluation))
+    print(json.dumps({m: r["offset_kl"] for m, r in result["methods"].items()}))
+    print(f"written: {run.dir / 'stages' / 'smc.json'}")
+
+
+def _add_report(p):
+    p.add_argument("runs", nargs="+", help="run directories (e.g. one per task) to merge")
+    p.add_argument("--out", default="report", help="output folder (default ./report)")
+
+
+def _run_report(args):
+    from .report import write_report
+    print(f"report: {write_report(args.runs, args.out)}")
+
+
+def _add_sample(p):
+    _run_args(p, samplers=False)
+    p.add_argument("--sampler", default="swp-prefix", help="which trained sampler to use")
+    p.add_argument("--x", required=True, help="input string, symbols separated by spaces")
+    p.add_argument("--y", required=True, help="output string, symbols separated by spaces")
+    p.add_argument("-k", type=int, default=8, help="number of samples")
+    p.add_argument("--dot", help="write the lattice as Graphviz DOT to this file")
+    p.add_argument("--png", help="also render it to PNG (needs Graphviz's `dot`)")
+
+
+def _run_sample(args):
+    from .sample import sample_pair
+    print(sample_pair(_make_run(args, samplers=(args.sampler,)), args.sampler, args.x.split(),
+                      args.y.split(), args.k, dot=args.dot, png=args.png))
+
+
 def _add_demo(p):
     pass
 
@@ -151,6 +259,18 @@ COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
     "compile": ("compile (and cache) the lattices of a task split", _add_compile, _run_compile),
     "stats": ("lattice statistics of a task split beside the paper's", _add_stats, _run_stats),
     "bench": ("run a benchmark; prints one JSON object as its last line", _add_bench, _run_bench),
+    "run": ("the whole pipeline for a task: compile, train, evaluate, SMC, report",
+            _run_args, _run_run),
+    "train-scorer": ("train (or reuse) the frozen LSTM scorer of a run", _add_train_scorer,
+                     _run_train_scorer),
+    "train-sampler": ("train (or reuse) one sampler of a run", _add_train_sampler,
+                      _run_train_sampler),
+    "evaluate": ("partial KL, ESS and expected length of a run's samplers", _add_evaluate,
+                 _run_evaluate),
+    "smc": ("particle smoothing with a run's best sampler: offset KL against M", _add_smc,
+            _run_smc),
+    "report": ("merge runs into report.md with tables and plots", _add_report, _run_report),
+    "sample": ("sample alignments of one pair; draw its lattice", _add_sample, _run_sample),
     "demo": ("compile a small cipher sample and print its statistics", _add_demo, _run_demo),
 }
 
