@@ -5,6 +5,7 @@
 - ``sws``: prefix GRU plus right-to-left GRUs over the unaligned suffixes of x and y (003:4)
 - ``swp``: a WFST on the lattice, weights from Algorithm 1 (003:5)
 - ``swp-prefix``: SWP's transition probabilities re-weighted by the mark prefix (003 §3.3)
+- ``swp-sws``: SWP's transition probabilities times SWS's local evidence (ours)
 
 ``make_sampler(name, vocab_size, config, symbols)`` builds one; ``symbols`` (the MFST's input
 and output alphabets) is needed by the samplers that read x and y.
@@ -18,7 +19,7 @@ from .base import Paths, PathTooLongError, Sampler, SamplerConfig, Walk
 from .nolookahead import NoLookahead
 from .swa import SWA
 from .sws import SWS
-from .swp import SWP, SWPPrefix
+from .swp import SWP, SWPPrefix, SWPSWS
 
 SAMPLERS: dict[str, type[Sampler]] = {}
 
@@ -39,7 +40,7 @@ def make_sampler(name: str, vocab_size: int, config: Optional[SamplerConfig] = N
     return SAMPLERS[name](vocab_size, config, symbols)
 
 
-for _cls in (NoLookahead, SWA, SWS, SWP, SWPPrefix):
+for _cls in (NoLookahead, SWA, SWS, SWP, SWPPrefix, SWPSWS):
     register_sampler(_cls)
 
 __all__ = ["Paths", "PathTooLongError", "SAMPLERS", "Sampler", "SamplerConfig", "Walk",

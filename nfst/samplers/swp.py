@@ -21,6 +21,16 @@ the batch, in log space. Sampling then just walks q: q(STOP | s) = [s final] / �
 
 with h a GRU over the prefix and g, g_stop linear maps that start at zero, so it starts out as
 SWP and learns how far to trust the prefix.
+
+``swp-sws`` (ours, beyond 003) multiplies SWP's transition probabilities with SWS's local
+evidence, a product of experts renormalised over the legal choices:
+
+    q(s→s' | s, ω_{<t}) ∝ (w_{s→s'} β(s') / β(s))^α · exp(SWS logit of the arc's mark)   (003:4–5)
+    q(STOP | s, ω_{<t}) ∝ ([s final] / β(s))^α · exp(SWS logit of STOP)
+
+with a learned α (starting at 1). SWP contributes the global view of the lattice (which
+alignments can still complete, e.g. which cipher explains y), SWS the prefix and the unaligned
+suffixes x_{≥i}, y_{≥j}; α → 0 recovers SWS where the lattice view does not help.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from ..batch import LatticeBatch
 from ..dp import cpu_threads, transition_log_probs
 from .base import Sampler, SamplerConfig, Walk
 from .nolookahead import PrefixGRU
+from .sws import SWS
 
 
 @dataclass
@@ -161,3 +172,39 @@ class SWPPrefix(SWP):
         moved = self.moved(batch, walk, choice)
         moved.hidden = self.prefix.advance(walk, moved)
         return moved
+
+
+@dataclass
+class HybridContext:
+    swp: WeightedLattice
+    sws: Tensor
+    """(S, vocab_size + 1): SWS's suffix terms per state."""
+
+
+class SWPSWS(SWP):
+    name = "swp-sws"
+
+    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
+                 symbols: Sequence[str] = ()):
+        super().__init__(vocab_size, config, symbols)
+        self.sws = SWS(vocab_size, config, symbols)
+        self.alpha = nn.Parameter(torch.ones(()))
+
+    def prepare(self, batch: LatticeBatch) -> HybridContext:
+        return HybridContext(super().prepare(batch), self.sws.prepare(batch))
+
+    def start(self, batch: LatticeBatch, context: HybridContext, lattice: Tensor) -> Walk:
+        return self.sws.start(batch, context.sws, lattice)
+
+    def log_probs(self, batch: LatticeBatch, context: HybridContext, walk: Walk) -> Tensor:
+        logits = self.sws.out_h(self.sws.drop(walk.hidden)) + context.sws[walk.state]
+        marks = batch.arc_mark[batch.out_arcs[walk.state].clamp(min=0)]
+        local = torch.cat([logits.gather(1, marks), logits[:, -1:]], dim=1)
+        table = context.swp.table[walk.state]  # -inf exactly where a choice is illegal
+        illegal = torch.isinf(table)
+        scaled = (self.alpha * table.masked_fill(illegal, 0.0)).masked_fill(illegal, float("-inf"))
+        return torch.log_softmax(scaled + local, dim=1)
+
+    def advance(self, batch: LatticeBatch, context: HybridContext, walk: Walk,
+                choice: Tensor) -> Walk:
+        return self.sws.advance(batch, context.sws, walk, choice)

@@ -13,7 +13,7 @@ from nfst.scorer import ArcFactoredScorer
 from tests.brute import lattice_paths
 from tests.nfst.lattices import small_lattices
 
-SAMPLER_NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix")
+SAMPLER_NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix", "swp-sws")
 
 
 def del_ins_lattices():
