@@ -14,24 +14,33 @@ from nfst.scorer import ArcFactoredScorer
 from tests.brute import lattice_paths
 
 
-class WFSTSampler(Sampler):
-    """Proposes from a weighted lattice (weights (A,), (S,), built for one batch): globally,
-    q(a | s) = exp(w_a + β(dst) − β(s)) (003 Alg. 1), or, with ``local``, by a softmax of the
-    weights of s's out-arcs and STOP (no lookahead at all)."""
+class FixedWeightSampler(Sampler):
+    """Proposes from free per-arc weights: globally, q(a | s) = exp(w_a + β(dst) − β(s))
+    (003 Alg. 1), or, with ``local``, by a softmax of the weights of s's out-arcs and STOP (no
+    lookahead at all). Built from a batch and its weights (A,), (S,); the weights belong to
+    the lattices, so any later batch of the same lattice objects (in any order, repeated)
+    works."""
 
-    name = "wfst-test"
+    name = "fixed-weights"
 
-    def __init__(self, vocab_size: int, arc_weights: torch.Tensor, final_weights: torch.Tensor,
-                 local: bool = False):
-        super().__init__(vocab_size)
-        self.arc_weights = torch.nn.Parameter(arc_weights.detach().clone())
-        self.final_weights, self.local = final_weights, local
+    def __init__(self, batch: LatticeBatch, arc_weights: torch.Tensor,
+                 final_weights: torch.Tensor, local: bool = False):
+        super().__init__(len(batch.mark_vocab))
+        self.local = local
+        self.index = {id(lat): i for i, lat in enumerate(batch.lattices)}
+        a, s = batch.arc_offsets.tolist(), batch.state_offsets.tolist()
+        self.arc_weights = torch.nn.ParameterList(
+            [arc_weights.detach()[a[i]:a[i + 1]].clone() for i in range(batch.batch_size)])
+        self.final_weights = [final_weights.detach()[s[i]:s[i + 1]] for i in range(batch.batch_size)]
 
     def prepare(self, batch):
+        which = [self.index[id(lat)] for lat in batch.lattices]
+        arc_w = torch.cat([self.arc_weights[i] for i in which])
+        final_w = torch.cat([self.final_weights[i] for i in which])
         if self.local:
-            arc_lp, stop_lp = self.arc_weights, self.final_weights
+            arc_lp, stop_lp = arc_w, final_w
         else:
-            arc_lp, stop_lp = transition_log_probs(batch, self.arc_weights, self.final_weights)
+            arc_lp, stop_lp = transition_log_probs(batch, arc_w, final_w)
         padded = torch.where(batch.out_arcs >= 0, arc_lp[batch.out_arcs.clamp(min=0)],
                              torch.full_like(batch.out_arcs, float("-inf"), dtype=arc_lp.dtype))
         return torch.log_softmax(torch.cat([padded, stop_lp[:, None]], 1), 1)  # (S, D + 1)
@@ -62,18 +71,18 @@ def small_batch() -> LatticeBatch:
     return LatticeBatch([compile_lattice(CIPHER, x, y) for x, y in PAIRS])
 
 
-def exact_sampler(batch: LatticeBatch, scorer: ArcFactoredScorer) -> WFSTSampler:
+def exact_sampler(batch: LatticeBatch, scorer: ArcFactoredScorer) -> FixedWeightSampler:
     """The exact posterior p(z | x, y) as a proposal."""
-    return WFSTSampler(scorer.vocab_size, scorer.arc_weights(batch), scorer.final_weights(batch))
+    return FixedWeightSampler(batch, scorer.arc_weights(batch), scorer.final_weights(batch))
 
 
-def noisy_sampler(batch: LatticeBatch, seed: int, scale: float = 0.5) -> WFSTSampler:
+def noisy_sampler(batch: LatticeBatch, seed: int, scale: float = 0.5) -> FixedWeightSampler:
     """A poor proposal: a local softmax of random arc weights unrelated to the scorer (its
     importance weights stay light-tailed on ``small_batch``: Var(p/q) ≤ 10 per lattice)."""
     g = torch.Generator().manual_seed(seed)
     w = torch.randn(batch.num_arcs, generator=g, dtype=torch.float64) * scale
     final = batch.final_weights().masked_fill(batch.final, 0.0)
-    return WFSTSampler(len(batch.mark_vocab), w, final, local=True)
+    return FixedWeightSampler(batch, w, final, local=True)
 
 
 def path_scores(batch: LatticeBatch, scorer: ArcFactoredScorer) -> list[dict[tuple, float]]:

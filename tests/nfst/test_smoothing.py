@@ -53,7 +53,7 @@ def test_z_hat_is_unbiased(scheme, tau, look):
     config = SMCConfig(particles=M, resample_threshold=tau,
                        resampling="multinomial" if scheme == "none" else scheme)
     with torch.no_grad():
-        r = smc(big, noisy_sampler(big, seed=1), scorer, lookahead, config,
+        r = smc(big, noisy_sampler(batch, seed=1), scorer, lookahead, config,
                 torch.Generator().manual_seed(7))
     if tau > 0:
         assert r.resampled.any()
@@ -74,7 +74,7 @@ def test_resampling_lowers_the_variance_of_log_z_with_exact_lookahead(setup):
     spread = {}
     for tau in (0.0, 0.5):
         with torch.no_grad():
-            r = smc(big, noisy_sampler(big, seed=1), scorer, BetaLookahead.exact(scorer),
+            r = smc(big, noisy_sampler(batch, seed=1), scorer, BetaLookahead.exact(scorer),
                     SMCConfig(particles=M, resample_threshold=tau, resampling="systematic"),
                     torch.Generator().manual_seed(0))
         spread[tau] = r.log_z.view(R, -1).var(0).sum()
@@ -137,7 +137,7 @@ def test_step_log_q_keeps_the_samplers_gradient(setup):
     r = smc(batch, sampler, scorer, None, SMCConfig(particles=4, resample_threshold=1.0),
             torch.Generator().manual_seed(0))
     (r.step_choice_log_q * r.filtering_log_weights.exp()).sum().backward()
-    assert sampler.arc_weights.grad is not None and sampler.arc_weights.grad.abs().sum() > 0
+    assert sum(float(w.grad.abs().sum()) for w in sampler.arc_weights if w.grad is not None) > 0
 
 
 def test_scorer_from_another_task_and_length_cap_are_reported(setup):
