@@ -12,9 +12,8 @@ Losses, each a scalar to minimise (mean over the lattices of a batch), computed 
   (after step t's reweighting, before its resampling), not only the final particles' weights:
   less variance than the final weighted paths, at the price of some bias (002 §3).
 - :func:`mixture_loss` — 000's λ-mixture (1 − λ) KL(p ‖ q) + λ KL(q ‖ p) (000:32). The
-  inclusive term uses the final particles p̂ (000:39); the exclusive term is REINFORCE with an
-  EMA baseline (000:45, ``nfst.objectives.EMABaseline``) and needs paths drawn from q, i.e. a
-  run without resampling.
+  inclusive term uses the final particles p̂ (000:39); the exclusive term is REINFORCE
+  (000:43–45) and needs paths drawn from q, i.e. a run without resampling.
 
 :func:`adapt` is a small training loop over lattices for either loss, with any sampler — a
 neural sampler, or :class:`~nfst.lookahead.LookaheadProposal`, whose only parameters are the
@@ -55,20 +54,32 @@ def path_log_q(result: SMCResult) -> Tensor:
 
 def mixture_loss(result: SMCResult, lam: float = 0.5,
                  baseline: Optional[EMABaseline] = None) -> Tensor:
-    """(1 − λ) · (−Σ_m w̄_m log q(z_m)) + λ · REINFORCE exclusive KL (000:32, 39, 45)."""
+    """(1 − λ) · (−Σ_m w̄_m log q(z_m)) + λ · REINFORCE exclusive KL (000:32, 39, 45).
+
+    The REINFORCE baseline b is, by default, each lattice's leave-one-out mean of
+    d = log q − log p̃ over its other M − 1 particles (unbiased, and it follows log Z, which
+    varies by tens of nats between pairs); pass an ``EMABaseline`` for 000's single running
+    average instead."""
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"the mixture weight λ must be in [0, 1], got {lam}")
     log_q = path_log_q(result)
     loss = -(result.weights.detach().to(log_q.dtype) * log_q).sum(-1).mean()
-    if lam > 0:
-        if bool(result.resampled.any()):
-            raise ValueError("the exclusive KL term needs paths drawn from q: run SMC with "
-                             "resample_threshold=0 for the mixture objective")
-        if baseline is None:
-            raise ValueError("the exclusive term (λ > 0) needs an EMABaseline")
-        loss = (1 - lam) * loss + lam * exclusive_kl_loss(result.log_p.to(log_q.dtype), log_q,
-                                                          baseline)
-    return loss
+    if lam == 0:
+        return loss
+    if bool(result.resampled.any()):
+        raise ValueError("the exclusive KL term needs paths drawn from q: run SMC with "
+                         "resample_threshold=0 for the mixture objective")
+    log_p = result.log_p.to(log_q.dtype)
+    if baseline is not None:
+        exclusive = exclusive_kl_loss(log_p, log_q, baseline)
+    else:
+        d = (log_q - log_p).detach()
+        M = d.shape[1]
+        if M < 2:
+            raise ValueError("the leave-one-out baseline needs at least 2 particles")
+        b = (d.sum(1, keepdim=True) - d) / (M - 1)
+        exclusive = ((d - b) * log_q).mean()
+    return (1 - lam) * loss + lam * exclusive
 
 
 @dataclass
@@ -111,14 +122,13 @@ def adapt(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice],
     params = [p for p in sampler.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=config.lr)
     generator = torch.Generator(device=device).manual_seed(seed)
-    baseline = EMABaseline()
     history = []
     for lats in _minibatches(lattices, config.batch_size, config.steps, seed):
         batch = LatticeBatch(lats, device)
         with cpu_threads(batch.device):  # many small ops: see nfst.dp.cpu_threads
             result = smc(batch, sampler, scorer, lookahead, smc_config, generator)
             loss = nasmc_loss(result) if config.objective == "nasmc" else \
-                mixture_loss(result, config.lam, baseline)
+                mixture_loss(result, config.lam)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
