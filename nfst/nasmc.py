@@ -112,7 +112,13 @@ def adapt(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice],
           seed: int = 0, device: str | torch.device = "cpu") -> list[float]:
     """Train ``sampler`` on its own SMC particles with ``config.objective``; returns the
     loss of each step. ``lookahead`` shapes the SMC targets (default C = 0). The sampler
-    stays in the mode it is in (train/eval); the scorer should be frozen."""
+    stays in the mode it is in (train/eval); the scorer should be frozen.
+
+    NASMC needs a lookahead: with C = 0 the filtering targets ignore the rest of the lattice
+    and the gradient is biased (see tests/nfst/test_nasmc.py). Do not give a
+    LookaheadProposal its own learned C here: the SMC targets would then move with the
+    parameters being trained (on small lattices this collapsed q); train it with the
+    mixture, as 000 §5 does."""
     config = config if config is not None else AdaptConfig()
     if config.objective not in ("nasmc", "mixture"):
         raise ValueError(f"unknown objective {config.objective!r}: use 'nasmc' or 'mixture'")

@@ -108,6 +108,11 @@ def _stop_only(columns: int, dtype, device) -> Tensor:
     return row
 
 
+def _by_slot(steps: list[Tensor], B: int, M: int) -> Tensor:
+    """T per-step records (N,) -> (B, T, M)."""
+    return torch.stack(steps, 0).view(-1, B, M).transpose(0, 1)
+
+
 def _check(batch: LatticeBatch, scorer: Scorer) -> None:
     if scorer.vocab_size != len(batch.mark_vocab):
         raise ValueError(f"the scorer has {scorer.vocab_size} marks but the lattices' mark "
@@ -189,7 +194,7 @@ def _smc(batch, sampler, scorer, lookahead, config, generator) -> SMCResult:
             rec["ess"].append(step_ess)
             rec["filtering"].append(grouped - torch.logsumexp(grouped, 1, keepdim=True))
             need = (step_ess < config.resample_threshold * M) & walk.alive.view(B, M).any(1)
-            anc = identity
+            anc, index = identity, None
             if bool(need.any()):
                 anc = torch.where(need[:, None], resample(grouped, generator), identity)
                 log_z = log_z + torch.where(need, log_mean_exp(grouped), 0.0)
@@ -199,8 +204,8 @@ def _smc(batch, sampler, scorer, lookahead, config, generator) -> SMCResult:
                 c_prev, log_p, log_q = c_prev[index], log_p[index], log_q[index]
             rec["resampled"].append(need)
             rec["ancestors"].append(anc)
-        if bool(need.any()):  # outside no_grad: the sampler's hidden state keeps its graph
-            walk = walk.select((group + anc).view(N))
+        if index is not None:  # outside no_grad: the sampler's hidden state keeps its graph
+            walk = walk.select(index)
         if not bool(walk.alive.any()):
             break
     else:
@@ -209,11 +214,10 @@ def _smc(batch, sampler, scorer, lookahead, config, generator) -> SMCResult:
     with torch.no_grad():
         log_z = log_z + log_mean_exp(log_w.view(B, M))
         ancestors = torch.stack(rec["ancestors"], 1)  # (B, T, M)
-        per_slot = lambda key: torch.stack(rec[key], 0).view(-1, B, M).transpose(0, 1)  # noqa: E731
-        step_arcs = per_slot("arcs")
+        step_arcs = _by_slot(rec["arcs"], B, M)
         path_arcs = trace(ancestors, step_arcs)  # (B, M, T)
-        path_lp = trace(ancestors, per_slot("lp"))
-        path_lq = trace(ancestors, per_slot("lq"))
+        path_lp = trace(ancestors, _by_slot(rec["lp"], B, M))
+        path_lq = trace(ancestors, _by_slot(rec["lq"], B, M))
         lengths = (path_arcs >= 0).sum(-1)
         L = int(lengths.max())
         arcs = path_arcs[..., :L]
@@ -224,7 +228,7 @@ def _smc(batch, sampler, scorer, lookahead, config, generator) -> SMCResult:
         step_log_p=path_lp[..., :L + 1], step_log_q=path_lq[..., :L + 1],
         ess=torch.stack(rec["ess"], 1), resampled=torch.stack(rec["resampled"], 1),
         ancestors=ancestors, step_arcs=step_arcs,
-        step_choice_log_q=torch.stack(rec["choice_lq"], 0).view(-1, B, M).transpose(0, 1),
+        step_choice_log_q=_by_slot(rec["choice_lq"], B, M),
         filtering_log_weights=torch.stack(rec["filtering"], 1))
 
 
