@@ -4,11 +4,12 @@ import itertools
 import json
 import math
 
+import pytest
 import torch
 
 from nfst.batch import LatticeBatch
 from nfst.evaluation import (PairSamples, dedup_ess, draw, evaluate, expected_length,
-                             format_table, partial_kl)
+                             format_table, paired_difference, partial_kl)
 from tests.nfst.samplers import (FreeWeights, all_paths, cipher_lattice, del_ins_lattices,
                                  exact_log_p, new_sampler, random_scorer)
 
@@ -117,6 +118,9 @@ def test_evaluate_returns_json_with_every_metric():
         assert len(m["examples"]) == 2
         assert m["examples"][0]["proposal"].split()[0] in ("<del>", "<ins>")
     assert "partial KL" in format_table(result)
+    diff, se = paired_difference(result, "swp", "swa")
+    assert diff == pytest.approx(result["samplers"]["swp"]["partial_kl"]
+                                 - result["samplers"]["swa"]["partial_kl"]) and se >= 0
     # evaluation is seeded: the same result again, whatever ran before
     again = evaluate({"swa": samplers["swa"]}, scorer, lats, k=4, batch_size=2, quiet=True)
     assert again["samplers"]["swa"]["partial_kl"] == result["samplers"]["swa"]["partial_kl"]
