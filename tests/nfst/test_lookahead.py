@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from nfst.dp import backward, transition_log_probs
+from nfst.dp import backward
 from nfst.lookahead import (BetaLookahead, LearnedLookahead, LookaheadProposal, ScorerWalk,
                             ZeroLookahead)
 from nfst.nasmc import fit_lookahead
