@@ -101,6 +101,82 @@ class WFSTSampler(Sampler):
         return self.moved(batch, walk, choice)
 
 
+class Algorithm1(torch.autograd.Function):
+    """003 Algorithm 1 over a batch, level by level, with a hand-written reverse pass.
+
+    Inputs: ``mark_part`` (V, d) = U_1 + U_mark e_ω for every mark, ``U_state`` (d, d) and
+    ``w`` (d,). Outputs: log w (A,), log β (S,) and the arc embeddings e (A, d).
+
+    Why not plain autograd: each level reads states of any lower level, so autograd would
+    allocate (and zero) a gradient the size of every state's embedding at every level, which
+    dominated the run time. The reverse pass instead visits levels top-down, accumulating each
+    state's adjoints in one buffer, like the backward algorithm's own gradient in ``nfst.dp``.
+    """
+
+    @staticmethod
+    def forward(ctx, mark_part: Tensor, U_state: Tensor, w: Tensor, batch: LatticeBatch):
+        S, A, d = batch.num_states, batch.num_arcs, mark_part.shape[1]
+        order = batch.backward_arc_order  # arcs in level order, level by level
+        marks = batch.arc_mark[order]
+        # Per state in level order: log β, e_s and U_state e_s. States of height 0 are dead
+        # ends (final): β = 1, e_s = 0.
+        beta = batch.final_weights(mark_part.dtype)[batch.level_order]
+        embed_s = mark_part.new_zeros(S, d)
+        proj_s = mark_part.new_zeros(S, d)
+        # Per arc in level order: e, log w and q.
+        embed = mark_part.new_empty(A, d)
+        log_w = mark_part.new_empty(A)
+        q = mark_part.new_empty(A)
+        for level in batch.backward_levels[1:]:
+            lo, hi, arcs = level.states.start, level.states.stop, level.arcs
+            e = torch.sigmoid(mark_part[marks[arcs]] + proj_s[level.other])       # line 4
+            lw = e @ w                                                              # line 5
+            through = lw + beta[level.other]  # log w β(s') per arc
+            b = segment_logsumexp(through, level.segment, beta[lo:hi])              # line 6
+            qa = torch.exp(through - b[level.segment])                              # line 7
+            e_s = e.new_zeros(hi - lo, d).index_add_(0, level.segment, qa[:, None] * e)  # line 8
+            beta[lo:hi], embed_s[lo:hi], proj_s[lo:hi] = b, e_s, e_s @ U_state.T
+            embed[arcs], log_w[arcs], q[arcs] = e, lw, qa
+        ctx.save_for_backward(mark_part, U_state, w, embed_s, embed, q)
+        ctx.batch = batch
+        natural = torch.empty_like(order)
+        natural[order] = torch.arange(A, device=order.device)
+        return log_w[natural], beta[batch.level_index], embed[natural]
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_log_w, grad_beta, grad_embed):
+        mark_part, U_state, w, embed_s, embed, q = ctx.saved_tensors
+        batch = ctx.batch
+        order = batch.backward_arc_order
+        # Adjoints, in the forward pass's orders; a state's are complete once every level
+        # above it has been visited (only arcs from higher levels read it).
+        g_beta = grad_beta[batch.level_order].clone()
+        g_proj = torch.zeros_like(embed_s)
+        g_embed = grad_embed[order]
+        g_log_w = grad_log_w[order]
+        g_mark, g_U, g_w = torch.zeros_like(mark_part), torch.zeros_like(U_state), torch.zeros_like(w)
+        marks = batch.arc_mark[order]
+        with cpu_threads(batch.device):  # many small ops: see nfst.dp.cpu_threads
+            for level in reversed(batch.backward_levels[1:]):
+                lo, hi, arcs, seg = level.states.start, level.states.stop, level.arcs, level.segment
+                e, qa = embed[arcs], q[arcs]
+                g_U += g_proj[lo:hi].T @ embed_s[lo:hi]          # proj_s = e_s U_stateᵀ
+                g_e_s = g_proj[lo:hi] @ U_state
+                g_q = (g_e_s[seg] * e).sum(1)                     # e_s = Σ q e
+                g_e = g_embed[arcs] + qa[:, None] * g_e_s[seg]
+                # q = exp(through − b): b's adjoint collects −Σ g_q q; b = logsumexp(through, final)
+                g_b = g_beta[lo:hi] - torch.zeros_like(g_beta[lo:hi]).index_add_(0, seg, g_q * qa)
+                g_through = qa * (g_q + g_b[seg])
+                g_beta.index_add_(0, level.other, g_through)     # through = log w + β(s')
+                g_lw = g_log_w[arcs] + g_through
+                g_w += e.T @ g_lw                                 # log w = w · e
+                g_pre = (g_e + g_lw[:, None] * w) * e * (1 - e)   # e = σ(pre)
+                g_mark.index_add_(0, marks[arcs], g_pre)          # pre = mark_part[ω] + proj(s')
+                g_proj.index_add_(0, level.other, g_pre)
+        return g_mark, g_U, g_w, None
+
+
 class SWP(WFSTSampler):
     name = "swp"
 
@@ -115,34 +191,11 @@ class SWP(WFSTSampler):
         self.drop = nn.Dropout(self.config.dropout)
 
     def arc_log_weights(self, batch: LatticeBatch) -> tuple[Tensor, Tensor, Tensor]:
-        """Algorithm 1 over the batch: log w (A,), log β (S,), e (A, d)."""
-        d = self.config.d
+        """Algorithm 1 over the batch: log w (A,), log β (S,), e (A, d). Dropout applies to
+        the mark embeddings."""
         mark_part = self.U_mark(self.drop(self.mark_embed.weight))  # (V, d): U_1 + U_mark e_ω
-        marks = mark_part[batch.arc_mark[batch.backward_arc_order]]  # in the pass's arc order
-        # Per state, in level order: log β and U_state e_s (states of height 0: β = 1, e = 0).
-        # Both are filled in place level by level; each level only reads lower ones.
-        beta = batch.final_weights(mark_part.dtype)[batch.level_order]
-        state_part = mark_part.new_zeros(batch.num_states, d)
-        log_ws, embeds = [], []
         with cpu_threads(batch.device):
-            for level in batch.backward_levels[1:]:
-                lo, hi = level.states.start, level.states.stop
-                e = torch.sigmoid(marks[level.arcs] + state_part[level.other])
-                log_w = self.w(e).squeeze(1)
-                through = log_w + beta[level.other]  # log w β(s') per arc
-                b = segment_logsumexp(through, level.segment, beta[lo:hi])
-                q = torch.exp(through - b[level.segment])
-                e_s = e.new_zeros(hi - lo, d).index_add(0, level.segment, q[:, None] * e)
-                beta[lo:hi] = b
-                state_part[lo:hi] = self.U_state(self.drop(e_s))
-                log_ws.append(log_w)
-                embeds.append(e)
-        order = batch.backward_arc_order
-        log_w = mark_part.new_zeros(batch.num_arcs).index_copy(0, order, torch.cat(log_ws)) \
-            if log_ws else mark_part.new_zeros(0)
-        embed = mark_part.new_zeros(batch.num_arcs, d).index_copy(0, order, torch.cat(embeds)) \
-            if embeds else mark_part.new_zeros(0, d)
-        return log_w, beta[batch.level_index], embed
+            return Algorithm1.apply(mark_part, self.U_state.weight, self.w.weight[0], batch)
 
 
 class SWPPrefix(SWP):

@@ -8,48 +8,67 @@ from nfst import CyclicLatticeError, Lattice
 from nfst.batch import LatticeBatch
 from nfst.dp import transition_log_probs
 from nfst.objectives import inclusive_kl_loss
+from nfst.samplers.swp import Algorithm1
 from tests.nfst.samplers import (FreeWeights, all_paths, cipher_lattice, del_ins_lattices,
                                  exact_log_p, new_sampler, random_scorer)
 
 
 def algorithm1_reference(swp, lattice):
-    """003 Algorithm 1 literally: states in reverse topological order, one at a time."""
+    """003 Algorithm 1 literally: states in reverse topological order, one at a time.
+    Returns log β, log w and e per state/arc (dicts), by plain autograd-tracked ops."""
     offsets = lattice.arc_offsets
-    embed, beta, log_w = {}, {}, {}
+    embed, beta, log_w, arc_embed = {}, {}, {}, {}
     d = swp.config.d
     for s in range(lattice.num_states - 1, -1, -1):  # states are numbered topologically
         terms = [torch.zeros((), dtype=torch.float64)] if lattice.final[s] else []
-        arc_embed = {}
         for a in range(offsets[s], offsets[s + 1]):
             dst, mark = int(lattice.arc_dst[a]), int(lattice.arc_mark[a])
             e = torch.sigmoid(swp.U_mark(swp.mark_embed.weight[mark]) + swp.U_state(embed[dst]))
             arc_embed[a], log_w[a] = e, swp.w(e)[0]
             terms.append(log_w[a] + beta[dst])
         beta[s] = torch.logsumexp(torch.stack(terms), 0)
-        embed[s] = sum((torch.exp(log_w[a] + beta[int(lattice.arc_dst[a])] - beta[s]) * e
-                        for a, e in arc_embed.items()), torch.zeros(d, dtype=torch.float64))
-    return beta, log_w
+        embed[s] = sum((torch.exp(log_w[a] + beta[int(lattice.arc_dst[a])] - beta[s]) * arc_embed[a]
+                        for a in range(offsets[s], offsets[s + 1])),
+                       torch.zeros(d, dtype=torch.float64))
+    return beta, log_w, arc_embed
 
 
 def test_algorithm1_matches_the_state_by_state_reference_with_gradients():
-    lats = del_ins_lattices()
+    lats = del_ins_lattices() + [del_ins_lattices()[0]]
     batch = LatticeBatch(lats)
     swp = new_sampler("swp", lats)
-    log_w, beta, _ = swp.arc_log_weights(batch)
-    total = beta[batch.start].sum()
+    log_w, beta, embed = swp.arc_log_weights(batch)
+    g = torch.Generator().manual_seed(0)
+    r_w = torch.randn(batch.num_arcs, generator=g, dtype=torch.float64)
+    r_e = torch.randn(batch.num_arcs, swp.config.d, generator=g, dtype=torch.float64)
+    total = beta[batch.start].sum() + (r_w * log_w).sum() + (r_e * embed).sum()
     ref_total = 0
     for b, lat in enumerate(lats):
-        ref_beta, ref_w = algorithm1_reference(swp, lat)
+        ref_beta, ref_w, ref_e = algorithm1_reference(swp, lat)
         s0, a0 = int(batch.state_offsets[b]), int(batch.arc_offsets[b])
         for s, v in ref_beta.items():
             assert abs(beta[s0 + s].item() - v.item()) < 1e-12
         for a, v in ref_w.items():
             assert abs(log_w[a0 + a].item() - v.item()) < 1e-12
+            torch.testing.assert_close(embed[a0 + a], ref_e[a], rtol=0, atol=1e-12)
+            ref_total = ref_total + r_w[a0 + a] * v + (r_e[a0 + a] * ref_e[a]).sum()
         ref_total = ref_total + ref_beta[0]
     grads = torch.autograd.grad(total, list(swp.parameters()))
     ref_grads = torch.autograd.grad(ref_total, list(swp.parameters()))
     for g, r in zip(grads, ref_grads):
         torch.testing.assert_close(g, r, rtol=1e-9, atol=1e-12)
+
+
+def test_algorithm1_gradcheck():
+    lat = cipher_lattice()
+    batch = LatticeBatch([lat])
+    d = 3
+    g = torch.Generator().manual_seed(1)
+    inputs = [torch.randn(len(lat.mark_vocab), d, generator=g, dtype=torch.float64),
+              torch.randn(d, d, generator=g, dtype=torch.float64),
+              torch.randn(d, generator=g, dtype=torch.float64)]
+    inputs = [x.requires_grad_() for x in inputs]
+    assert torch.autograd.gradcheck(lambda m, U, w: Algorithm1.apply(m, U, w, batch), inputs)
 
 
 def test_swp_transitions_are_the_backward_algorithm_of_its_weights():
