@@ -79,6 +79,16 @@ class BetaLookahead(Lookahead):
         """The true log-prob-to-go of an arc-factored scorer: C_t = H_t (000:23)."""
         return cls(lambda batch: (scorer.arc_weights(batch), scorer.final_weights(batch)))
 
+    @classmethod
+    def from_sampler(cls, sampler: Sampler, scale: float = 1.0) -> "BetaLookahead":
+        """SWP's log β(s) (003:5, Alg. 1): any sampler with ``arc_log_weights(batch)``, as in
+        ``nfst.samplers.swp``. Its β is not in p̃'s units (q only fixes β up to a potential
+        on non-final states), hence ``scale``."""
+        def weights(batch: LatticeBatch) -> tuple[Tensor, Tensor]:
+            log_w = sampler.arc_log_weights(batch)[0]
+            return log_w, batch.final_weights(log_w.dtype)
+        return cls(weights, scale)
+
     def prepare(self, batch: LatticeBatch) -> Tensor:
         arc_w, final_w = self.weights(batch)
         return self.scale * backward(batch, arc_w, final_w)  # (S,)

@@ -122,3 +122,14 @@ def test_fitted_lookahead_approaches_the_true_log_prob_to_go(setup):
                   batch_size=4, particles=8, lr=0.1)
     after = error()
     assert before > 5 and after < 0.3, (before, after)
+
+
+def test_swp_beta_lookahead_is_swps_own_backward_value(setup):
+    from nfst.samplers import SamplerConfig, make_sampler
+    batch, scorer = setup
+    torch.manual_seed(0)
+    swp = make_sampler("swp", scorer.vocab_size, SamplerConfig(d=8, dropout=0.0)).eval()
+    with torch.no_grad():
+        c = BetaLookahead.from_sampler(swp, scale=0.5).prepare(batch)
+        _, log_beta, _ = swp.arc_log_weights(batch)
+    assert torch.allclose(c, 0.5 * log_beta, atol=1e-5)
