@@ -203,7 +203,7 @@ def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(7.5, 4))
     for name, res in result["methods"].items():
         ax.errorbar(result["M"], res["offset_kl"], yerr=res.get("offset_kl_se"), label=name,
                     marker="o", capsize=2, linestyle="--" if name.startswith(("IS", "PS:R[")) else "-")
@@ -211,7 +211,7 @@ def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:
     ax.set_xticks(result["M"], [str(m) for m in result["M"]])
     ax.set(xlabel="particles M", ylabel="offset KL (nats)",
            title=title or f"offset KL on {result['pairs']} pairs (000 Fig. 2)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=120)
