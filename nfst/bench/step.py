@@ -29,7 +29,7 @@ from ..scorer import LSTMScorer
 from ..task import get_task
 from .common import cipher_lattices, emit
 
-SAMPLER_NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix")
+SAMPLER_NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix", "swp-sws")
 
 
 def bench_step(lattices: int = 16, k: int = 16, d: int = 256, scorer_hidden: int = 256,

@@ -45,7 +45,7 @@ from ..batch import LatticeBatch
 from ..dp import cpu_threads, transition_log_probs
 from .base import Sampler, SamplerConfig, Walk
 from .nolookahead import PrefixGRU
-from .sws import SWS
+from .sws import SWS, Suffixes
 
 
 @dataclass
@@ -230,8 +230,7 @@ class SWPPrefix(SWP):
 @dataclass
 class HybridContext:
     swp: WeightedLattice
-    sws: Tensor
-    """(S, vocab_size + 1): SWS's suffix terms per state."""
+    sws: Suffixes
 
 
 class SWPSWS(SWP):
@@ -250,7 +249,7 @@ class SWPSWS(SWP):
         return self.sws.start(batch, context.sws, lattice)
 
     def log_probs(self, batch: LatticeBatch, context: HybridContext, walk: Walk) -> Tensor:
-        logits = self.sws.out_h(self.sws.drop(walk.hidden)) + context.sws[walk.state]
+        logits = self.sws.mark_logits(batch, context.sws, walk)
         marks = batch.arc_mark[batch.out_arcs[walk.state].clamp(min=0)]
         local = torch.cat([logits.gather(1, marks), logits[:, -1:]], dim=1)
         table = context.swp.table[walk.state]  # -inf exactly where a choice is illegal

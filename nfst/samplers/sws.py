@@ -5,12 +5,13 @@
 h_{t-1} is a GRU over the mark prefix; enc_x and enc_y are separate right-to-left GRUs, read at
 the current lattice state's positions (i, j) = the prefix lengths of x and y already aligned
 (``batch.positions``), so they encode exactly the unaligned suffixes. The three sources add
-independent terms to the logits (no interaction layer), as in the paper. The suffix terms
-depend only on the state, so ``prepare`` computes them once for every state of the batch.
+independent terms to the logits (no interaction layer), as in the paper. ``prepare`` encodes
+every suffix of every string once; each step reads the walkers' rows.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import torch
@@ -19,6 +20,14 @@ from torch import Tensor, nn
 from ..batch import LatticeBatch
 from .base import Sampler, SamplerConfig, Walk
 from .nolookahead import PrefixGRU
+
+
+@dataclass
+class Suffixes:
+    x: Tensor
+    """(B, |x|max + 1, d): row i encodes x[i:] (see SuffixEncoder)."""
+    y: Tensor
+    """(B, |y|max + 1, d): row j encodes y[j:]."""
 
 
 class SuffixEncoder(nn.Module):
@@ -60,23 +69,25 @@ class SWS(Sampler):
         self.out_h = nn.Linear(d, vocab_size + 1)  # W's blocks; marks, then STOP
         self.out_suffix = nn.Linear(2 * d, vocab_size + 1, bias=False)
 
-    def prepare(self, batch: LatticeBatch) -> Tensor:
-        """(S, vocab_size + 1): W's suffix terms at every state of the batch."""
+    def prepare(self, batch: LatticeBatch) -> Suffixes:
         xs, lx = self.symbol_ids([lat.x for lat in batch.lattices], batch.device)
         ys, ly = self.symbol_ids([lat.y for lat in batch.lattices], batch.device)
-        ex, ey = self.enc_x.encode(xs, lx), self.enc_y.encode(ys, ly)
-        b, pos = batch.state_lattice, batch.positions
-        suffix = torch.cat([ex[b, pos[:, 0]], ey[b, pos[:, 1]]], dim=1)
-        return self.out_suffix(self.drop(suffix))
+        return Suffixes(self.enc_x.encode(xs, lx), self.enc_y.encode(ys, ly))
 
-    def start(self, batch: LatticeBatch, context: Tensor, lattice: Tensor) -> Walk:
+    def start(self, batch: LatticeBatch, context: Suffixes, lattice: Tensor) -> Walk:
         return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
 
-    def log_probs(self, batch: LatticeBatch, context: Tensor, walk: Walk) -> Tensor:
-        logits = self.out_h(self.drop(walk.hidden)) + context[walk.state]
-        return self.legal_log_probs(batch, walk, logits)
+    def mark_logits(self, batch: LatticeBatch, context: Suffixes, walk: Walk) -> Tensor:
+        """(N, vocab_size + 1): W[1; h_{t-1}; enc_x(x_{≥i}); enc_y(y_{≥j})] for every mark
+        and STOP (003:4), before restricting to the legal choices."""
+        i, j = batch.positions[walk.state].unbind(1)
+        suffix = torch.cat([context.x[walk.lattice, i], context.y[walk.lattice, j]], dim=1)
+        return self.out_h(self.drop(walk.hidden)) + self.out_suffix(self.drop(suffix))
 
-    def advance(self, batch: LatticeBatch, context: Tensor, walk: Walk, choice: Tensor) -> Walk:
+    def log_probs(self, batch: LatticeBatch, context: Suffixes, walk: Walk) -> Tensor:
+        return self.legal_log_probs(batch, walk, self.mark_logits(batch, context, walk))
+
+    def advance(self, batch: LatticeBatch, context: Suffixes, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)
         moved.hidden = self.prefix.advance(walk, moved)
         return moved

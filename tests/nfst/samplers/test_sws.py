@@ -3,6 +3,7 @@
 import torch
 
 from nfst.batch import LatticeBatch
+from nfst.samplers import Walk
 from tests.nfst.samplers import cipher_lattice, del_ins_lattices, new_sampler
 
 
@@ -24,7 +25,7 @@ def test_suffix_encoder_encodes_each_suffix_right_to_left():
             torch.testing.assert_close(enc[b, i], expected)
 
 
-def test_sws_logits_depend_on_the_state_through_its_positions():
+def test_sws_logits_read_the_suffixes_at_the_state_positions():
     lat = cipher_lattice()
     batch = LatticeBatch([lat])
     sws = new_sampler("sws", [lat])
@@ -32,14 +33,20 @@ def test_sws_logits_depend_on_the_state_through_its_positions():
     xs, lx = sws.symbol_ids([lat.x], batch.device)
     ys, ly = sws.symbol_ids([lat.y], batch.device)
     ex, ey = sws.enc_x.encode(xs, lx)[0], sws.enc_y.encode(ys, ly)[0]
+    states = torch.arange(lat.num_states)
+    walk = Walk(lattice=torch.zeros_like(states), state=states,
+                alive=torch.ones_like(states, dtype=torch.bool), length=torch.zeros_like(states),
+                last_mark=torch.zeros_like(states),
+                hidden=torch.zeros(lat.num_states, sws.config.d, dtype=torch.float64))
+    logits = sws.mark_logits(batch, context, walk)
     for s in range(lat.num_states):
         i, j = lat.positions[s]
-        expected = sws.out_suffix(torch.cat([ex[i], ey[j]]))
-        torch.testing.assert_close(context[s], expected)
-    # states at the same positions get the same suffix terms
+        expected = sws.out_h(walk.hidden[s]) + sws.out_suffix(torch.cat([ex[i], ey[j]]))
+        torch.testing.assert_close(logits[s], expected)
+    # states at the same positions (and prefix) get the same logits
     same = {}
     for s in range(lat.num_states):
         same.setdefault(tuple(lat.positions[s]), []).append(s)
     group = max(same.values(), key=len)
     assert len(group) > 1
-    assert torch.equal(context[group[0]], context[group[1]])
+    assert torch.equal(logits[group[0]], logits[group[1]])
