@@ -150,7 +150,7 @@ def check_finite(value: torch.Tensor, what: str, step: int,
                  checkpoint: Optional[str | os.PathLike]) -> None:
     if not bool(torch.isfinite(value)):
         where = f"; the last checkpoint is {checkpoint}" if checkpoint else ""
-        raise TrainingDivergedError(f"{what} is {value.item()} at step {step}{where}")
+        raise TrainingDivergedError(f"{what} is {float(value.detach())} at step {step}{where}")
 
 
 RESUMABLE_CHANGES = ("steps", "checkpoint_every")
