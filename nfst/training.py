@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import math
 import os
 import random
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -360,93 +358,3 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     sampler.eval()
     return SamplerResult(sampler, history, best_step, best, stopped)
 
-
-# -- a whole experiment ------------------------------------------------------------------------
-SAMPLER_NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix", "swp-sws")
-
-
-def run_preset(task: str, preset_name: str = "small", samplers: Sequence[str] = SAMPLER_NAMES,
-               out_dir: Optional[str | os.PathLike] = None, *, seed: int = 0,
-               device: torch.device | str = "cpu", eval_k: int = 16,
-               data_dir: Optional[str | os.PathLike] = None,
-               cache_dir: Optional[str | os.PathLike] = None, processes: int = 2,
-               quiet: bool = False) -> dict:
-    """Train a scorer and each sampler on ``task`` with a preset, then evaluate the samplers
-    on held-out pairs (003 Fig. 4a). Returns :func:`nfst.evaluation.evaluate`'s dict plus
-    ``task``, ``preset``, ``test_split`` and ``train_seconds`` per model.
-
-    Pairs: the first ``train_pairs`` of train, ``dev_pairs`` of dev for validation, and
-    ``test_pairs`` of test (for a task without test data, e.g. tr with the shared data, the
-    dev pairs after the validation ones). With ``out_dir``, checkpoints live there (a rerun
-    resumes, or only evaluates if training finished) and the result goes to ``eval.json``.
-    Runs single-threaded on CPU, so the numbers do not depend on the machine's load."""
-    from .dataset import compile_dataset
-    from .evaluation import evaluate
-    from .task import get_task
-
-    config = preset(preset_name)
-    the_task = get_task(task)
-    T = the_task.mfst(data_dir)
-    symbols = T.input_alphabet + T.output_alphabet
-    out = Path(out_dir) if out_dir is not None else None
-
-    def compiled(split: str, n: Optional[int]) -> list[Lattice]:
-        pairs = the_task.pairs(split, data_dir)
-        return compile_dataset(T, pairs[:n] if n else pairs, cache_dir=cache_dir,
-                               processes=processes, progress=not quiet).lattices
-
-    train = compiled("train", config.train_pairs)
-    try:
-        dev, test = compiled("dev", config.dev_pairs), compiled("test", config.test_pairs)
-        test_split = "test"
-    except NfstError:  # no test data: hold out the dev pairs after the validation ones
-        both = compiled("dev", (config.dev_pairs or 0) + (config.test_pairs or 0) or None)
-        dev, test = both[:config.dev_pairs], both[config.dev_pairs:]
-        test_split = f"dev[{config.dev_pairs}:]"
-    path = (lambda name: out / f"{name}.ckpt") if out is not None else (lambda name: None)
-    seconds = {}
-    with cpu_threads(torch.device(device)):
-        start = time.perf_counter()
-        scorer = train_scorer(train, config.scorer, symbols=symbols, seed=seed, device=device,
-                              checkpoint=path("scorer"), quiet=quiet).scorer
-        seconds["scorer"] = time.perf_counter() - start
-        trained = {}
-        for name in samplers:
-            start = time.perf_counter()
-            torch.manual_seed(seed)
-            sampler = make_sampler(name, len(train[0].mark_vocab), config.sampler.sampler, symbols)
-            trained[name] = train_sampler(sampler, scorer, train, dev, config.sampler, seed=seed,
-                                          device=device, checkpoint=path(name), quiet=quiet).sampler
-            seconds[name] = time.perf_counter() - start
-        result = evaluate(trained, scorer, test, k=eval_k, seed=seed, device=device, quiet=quiet)
-    result.update(task=task, preset=preset_name, test_split=test_split,
-                  train_seconds={k: round(v, 1) for k, v in seconds.items()})
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "eval.json").write_text(json.dumps(result, indent=1))
-    return result
-
-
-if __name__ == "__main__":
-    import argparse
-
-    from .evaluation import format_table
-
-    parser = argparse.ArgumentParser(
-        prog="python -m nfst.training",
-        description="train a scorer and samplers with a preset, evaluate them (JSON last line)")
-    parser.add_argument("--task", default="cipher")
-    parser.add_argument("--preset", default="small", choices=sorted(PRESETS))
-    parser.add_argument("--samplers", default=",".join(SAMPLER_NAMES))
-    parser.add_argument("--out", help="directory for checkpoints and eval.json")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--eval-k", type=int, default=16)
-    parser.add_argument("--cache-dir", default=".nfst-cache")
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args()
-    res = run_preset(args.task, args.preset, args.samplers.split(","), args.out, seed=args.seed,
-                     device=args.device, eval_k=args.eval_k, cache_dir=args.cache_dir,
-                     quiet=args.quiet)
-    print(format_table(res))
-    print(json.dumps(res))

@@ -1,7 +1,6 @@
 """Training loops: presets, early stopping, checkpoint/resume, divergence errors."""
 
 import dataclasses
-import json
 
 import pytest
 import torch
@@ -10,9 +9,8 @@ from nfst import NfstError
 from nfst.batch import LatticeBatch
 from nfst.dp import log_partition
 from nfst.samplers import SamplerConfig
-from nfst.training import (PRESETS, SAMPLER_NAMES, Preset, SamplerTrainConfig, ScorerConfig,
-                           TrainingDivergedError, preset, run_preset, step_lattices,
-                           train_sampler, train_scorer, validate)
+from nfst.training import (PRESETS, SamplerTrainConfig, ScorerConfig, TrainingDivergedError,
+                           preset, step_lattices, train_sampler, train_scorer, validate)
 from tests.nfst.samplers import (cipher_lattice, del_ins_lattices, new_sampler, random_scorer,
                                  symbols_of)
 
@@ -148,17 +146,3 @@ def test_train_scorer_returns_a_frozen_scorer_and_resumes(tmp_path):
     for key, value in scorer.state_dict().items():
         assert torch.equal(value, resumed.scorer.state_dict()[key]), key
 
-
-def test_run_preset_trains_and_evaluates_every_sampler(tmp_path, monkeypatch):
-    tiny = Preset(
-        scorer=ScorerConfig(hidden=8, dropout=0.0, steps=2, batch_size=2, K=2,
-                            bootstrap=SamplerConfig(d=8, dropout=0.0)),
-        sampler=SamplerTrainConfig(sampler=SamplerConfig(d=8, dropout=0.0), lr=1e-3, steps=2,
-                                   batch_size=2, k=2, eval_every=2, eval_k=2),
-        train_pairs=4, dev_pairs=2, test_pairs=2)
-    monkeypatch.setitem(PRESETS, "tiny", tiny)
-    result = run_preset("cipher", "tiny", out_dir=tmp_path, eval_k=2, processes=1, quiet=True)
-    assert set(result["samplers"]) == set(SAMPLER_NAMES) and result["pairs"] == 2
-    assert json.loads((tmp_path / "eval.json").read_text())["test_split"] == "test"
-    again = run_preset("cipher", "tiny", out_dir=tmp_path, eval_k=2, processes=1, quiet=True)
-    assert again["samplers"] == result["samplers"]  # resumed from finished checkpoints
