@@ -1,4 +1,4 @@
-"""SWP, the sampler with path structures (003 §3.3), and its prefix-aware variant.
+"""SWP, the sampler with path structures (003 §3.3), and two variants that also see the prefix.
 
 SWP treats the lattice as a WFST. Algorithm 1 of 003 visits states bottom-up (by height, so
 every arc's destination is done before its source) and computes, for each arc s → s' with
