@@ -18,8 +18,8 @@ setup: $(BIN)/nfst
 test: setup
 	$(BIN)/python -m pytest
 
-demo: setup
-	$(BIN)/nfst demo
+demo: setup  ## the whole pipeline on the cipher task; prints where the report is
+	$(BIN)/nfst run cipher --preset small
 
 bench: setup
 	$(BIN)/nfst bench backward

@@ -332,7 +332,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         import torch
         torch.set_num_threads(args.threads)
         args.device = str(resolve_device(args.device))
-        COMMANDS[args.command][2](args)
+        from .interrupt import graceful_interrupts
+        with graceful_interrupts():
+            COMMANDS[args.command][2](args)
         return 0
     except NfstError as exc:
         if debug:

@@ -30,6 +30,7 @@ import torch
 from . import storage
 from .dataset import compile_dataset
 from .errors import NfstError
+from .interrupt import graceful_interrupts
 from .lattice import Lattice
 from .samplers import SAMPLERS, Sampler, SamplerConfig, make_sampler
 from .scorer import LSTMScorer
@@ -247,7 +248,8 @@ class Run:
         return evaluate_smc(self.sampler(best), self.scorer(),
                             self.lattices("test")[:self.config.smc_pairs],
                             particles=self.config.smc_particles, seed=self.config.seed,
-                            device=self.device) | {"sampler": best}
+                            device=self.device, train_lattices=self.lattices("train")[:256],
+                            quiet=self.quiet) | {"sampler": best}
 
     def results(self) -> dict:
         evaluation = self.done("evaluate")
@@ -267,7 +269,12 @@ class Run:
                 "smc": self.done("smc"), "config": self.settings()}
 
     def run(self) -> Path:
-        """Run (or finish) every stage; returns the report's path."""
+        """Run (or finish) every stage; returns the report's path. SIGINT/SIGTERM stop it
+        after a checkpoint; running it again resumes."""
+        with graceful_interrupts():
+            return self._run()
+
+    def _run(self) -> Path:
         from .report import write_report
         if self.done("compile") is None:
             self._say("compiling lattices")

@@ -39,6 +39,7 @@ from .batch import LatticeBatch
 from .dp import cpu_threads
 from .errors import NfstError
 from .evaluation import draw, partial_kl
+from .interrupt import Interrupted, interrupt_requested
 from .lattice import Lattice
 from .objectives import EMABaseline, inclusive_kl_loss, iwae_bound, iwae_loss, sampler_loss
 from .samplers import Sampler, SamplerConfig, make_sampler
@@ -105,9 +106,9 @@ PRESETS: dict[str, Preset] = {
         sampler=SamplerTrainConfig(),
         train_pairs=None, dev_pairs=None, test_pairs=None),
     "small": Preset(
-        scorer=ScorerConfig(hidden=64, dropout=0.1, steps=300, K=16,
+        scorer=ScorerConfig(hidden=64, dropout=0.1, steps=200, K=16,
                             bootstrap=SamplerConfig(d=64, dropout=0.1), bootstrap_lr=3e-3),
-        sampler=SamplerTrainConfig(sampler=SamplerConfig(d=64, dropout=0.1), lr=3e-3, steps=300,
+        sampler=SamplerTrainConfig(sampler=SamplerConfig(d=64, dropout=0.1), lr=3e-3, steps=200,
                                    eval_every=50, eval_k=8, patience=3),
         train_pairs=500, dev_pairs=32, test_pairs=100),
 }
@@ -253,6 +254,9 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
             save(step + 1)
         if callback is not None:
             callback(step + 1, record)
+        if interrupt_requested():
+            save(step + 1)
+            raise Interrupted(f"interrupted after step {step + 1}; checkpoint {checkpoint}")
     save(config.steps)
     return ScorerResult(scorer.freeze(), history)
 
@@ -353,6 +357,9 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
             save(step + 1)
         if callback is not None:
             callback(step + 1, record)
+        if interrupt_requested():
+            save(step + 1)
+            raise Interrupted(f"interrupted after step {step + 1}; checkpoint {checkpoint}")
     save(history[-1]["step"] if history else 0)
     sampler.load_state_dict(best_params)
     sampler.eval()

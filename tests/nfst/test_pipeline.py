@@ -90,3 +90,19 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
     hb = json.loads((tmp_path / "b" / "stages" / "sampler-swa.json").read_text())
     assert ha["best_dev_partial_kl"] == hb["best_dev_partial_kl"]
     assert ha["history"] == hb["history"]
+
+
+def test_sigterm_checkpoints_a_whole_step_and_says_so(tmp_path):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(_cli(tmp_path / "c", tmp_path / "cache"), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ckpt = tmp_path / "c" / "checkpoints" / "swa.ckpt"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (ckpt.exists() and storage.load(ckpt)["step"] >= 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    assert "interrupted after step" in err and "hint: run the same command again" in err
+    step = int(err.split("interrupted after step ")[1].split(";")[0])
+    assert storage.load(ckpt)["step"] == step < 12
