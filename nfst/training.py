@@ -81,6 +81,11 @@ class SamplerTrainConfig:
     """Proposals per pair."""
     lam: float = 0.0
     """Weight of the exclusive KL in the mixture (000:32); 0 = inclusive KL only (003)."""
+    objective: str = "is"
+    """Where the training paths come from: ``is`` – k independent proposals, weighted by
+    self-normalised importance sampling (003); ``nasmc`` – k SMC particles (particle filtering
+    with resampling), each step's log q weighted by its filtering weight (002:1); ``smc`` – the
+    λ-mixture on the final SMC particles (000:32)."""
     grad_clip: float = 5.0
     eval_every: int = 200
     """Validate (partial KL) every this many steps."""
@@ -280,6 +285,26 @@ def validate(sampler: Sampler, scorer: Scorer, dev: Sequence[Lattice], k: int, b
     return sum(partial_kl(s) for s in samples) / len(samples)
 
 
+def _sampler_step_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch,
+                       config: SamplerTrainConfig, generator: torch.Generator,
+                       baseline: EMABaseline) -> torch.Tensor:
+    """The minibatch loss of ``config.objective`` (see SamplerTrainConfig)."""
+    if config.objective == "is":
+        paths = sampler.sample(batch, config.k, generator)
+        with torch.no_grad():
+            log_p = scorer.score_paths(paths)
+        return sampler_loss(log_p, paths.log_q, config.lam, baseline)
+    from .nasmc import mixture_loss, nasmc_loss  # nasmc builds on this module's machinery
+    from .smoothing import SMCConfig, smc
+    result = smc(batch, sampler, scorer, None, SMCConfig(particles=config.k), generator)
+    if config.objective == "nasmc":
+        return nasmc_loss(result)
+    if config.objective == "smc":
+        return mixture_loss(result, config.lam)
+    raise NfstError(f"unknown sampler objective {config.objective!r}",
+                    "choose is, nasmc or smc (SamplerTrainConfig.objective)")
+
+
 def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
                   dev: Sequence[Lattice], config: SamplerTrainConfig = SamplerTrainConfig(), *,
                   seed: int = 0, device: torch.device | str = "cpu",
@@ -331,10 +356,7 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
         sampler.train()
         batch = LatticeBatch(step_lattices(train, config.batch_size, seed, step), device)
         with cpu_threads(device):
-            paths = sampler.sample(batch, config.k, generator)
-            with torch.no_grad():
-                log_p = scorer.score_paths(paths)
-            loss = sampler_loss(log_p, paths.log_q, config.lam, baseline)
+            loss = _sampler_step_loss(sampler, scorer, batch, config, generator, baseline)
             check_finite(loss, f"the {sampler.name} sampler's loss", step, checkpoint)
             opt.zero_grad()
             loss.backward()
