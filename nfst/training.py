@@ -85,7 +85,7 @@ class SamplerTrainConfig:
     """Where the training paths come from: ``is`` – k independent proposals, weighted by
     self-normalised importance sampling (003); ``nasmc`` – k SMC particles (particle filtering
     with resampling), each step's log q weighted by its filtering weight (002:1); ``smc`` – the
-    λ-mixture on the final SMC particles (000:32)."""
+    λ-mixture on the final SMC particles (000:32; without resampling when λ > 0)."""
     grad_clip: float = 5.0
     eval_every: int = 200
     """Validate (partial KL) every this many steps."""
@@ -296,7 +296,10 @@ def _sampler_step_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch,
         return sampler_loss(log_p, paths.log_q, config.lam, baseline)
     from .nasmc import mixture_loss, nasmc_loss  # nasmc builds on this module's machinery
     from .smoothing import SMCConfig, smc
-    result = smc(batch, sampler, scorer, None, SMCConfig(particles=config.k), generator)
+    # the mixture's REINFORCE term needs paths drawn from q itself: no resampling then
+    threshold = 0.0 if config.objective == "smc" and config.lam > 0 else 0.5
+    result = smc(batch, sampler, scorer, None,
+                 SMCConfig(particles=config.k, resample_threshold=threshold), generator)
     if config.objective == "nasmc":
         return nasmc_loss(result)
     if config.objective == "smc":
