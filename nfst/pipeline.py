@@ -34,7 +34,7 @@ from .interrupt import graceful_interrupts
 from .lattice import Lattice
 from .samplers import SAMPLERS, Sampler, SamplerConfig, make_sampler
 from .scorer import LSTMScorer
-from .task import Task, get_task
+from .task import DataError, Task, get_task
 from .training import Preset, preset, train_sampler, train_scorer
 
 log = logging.getLogger("nfst")
@@ -170,7 +170,17 @@ class Run:
         if split not in self._lattices:
             size = {"train": self.preset.train_pairs, "dev": self.preset.dev_pairs,
                     "test": self.preset.test_pairs}[split]
-            pairs = self.task.pairs(split, self.data_dir)
+            try:
+                pairs = self.task.pairs(split, self.data_dir)
+            except DataError:
+                if split != "test" or "dev" not in self.task.splits:
+                    raise
+                # e.g. tr: the shared Dakshina data has no test file. Evaluate on dev pairs
+                # that validation does not use.
+                skip = self.preset.dev_pairs or 0
+                log.warning("%s has no test split here; testing on dev pairs after the first "
+                            "%d", self.task.name, skip)
+                pairs = self.task.pairs("dev", self.data_dir)[skip:]
             pairs = pairs[:size] if size is not None else pairs
             data = compile_dataset(self.T, pairs, cache_dir=self.cache_dir,
                                    processes=self.processes, progress=not self.quiet)
