@@ -313,6 +313,19 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     return args
 
 
+def _init_distributed(device: str) -> str:
+    """Join the torchrun process group (NCCL on GPUs, gloo on CPUs); one GPU per process."""
+    import torch
+    import torch.distributed as dist
+    cuda = device.startswith("cuda")
+    if cuda:
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
+        torch.cuda.set_device(device)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if cuda else "gloo")
+    return device
+
+
 def resolve_device(name: str):
     import torch
     if name == "auto":
@@ -332,6 +345,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         import torch
         torch.set_num_threads(args.threads)
         args.device = str(resolve_device(args.device))
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun
+            args.device = _init_distributed(args.device)
         from .interrupt import graceful_interrupts
         with graceful_interrupts():
             COMMANDS[args.command][2](args)

@@ -308,6 +308,28 @@ def _sampler_step_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch,
                     "choose is, nasmc or smc (SamplerTrainConfig.objective)")
 
 
+class _StepLoss(torch.nn.Module):
+    """One minibatch's loss as a module's forward, so DistributedDataParallel can wrap it
+    (the frozen scorer has no trainable parameters, so only the sampler's are reduced)."""
+
+    def __init__(self, sampler: Sampler, scorer: Scorer, config: SamplerTrainConfig):
+        super().__init__()
+        self.sampler, self.scorer, self.config = sampler, scorer, config
+
+    def forward(self, batch: LatticeBatch, generator: torch.Generator,
+                baseline: EMABaseline) -> torch.Tensor:
+        return _sampler_step_loss(self.sampler, self.scorer, batch, self.config, generator,
+                                  baseline)
+
+
+def _distributed() -> tuple[int, int]:
+    """(rank, world size); (0, 1) unless torch.distributed was initialised (torchrun)."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
 def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
                   dev: Sequence[Lattice], config: SamplerTrainConfig = SamplerTrainConfig(), *,
                   seed: int = 0, device: torch.device | str = "cpu",
@@ -326,7 +348,14 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     sampler.to(device)
     scorer.to(device).freeze()
     opt = torch.optim.Adam(sampler.parameters(), lr=config.lr)
-    generator = torch.Generator(device=device).manual_seed(seed)
+    rank, world = _distributed()
+    # Under torchrun each process takes its share of every minibatch and DDP averages the
+    # gradients; parameters stay identical, so validation and early stopping agree.
+    step_loss: torch.nn.Module = _StepLoss(sampler, scorer, config)
+    if world > 1:
+        step_loss = torch.nn.parallel.DistributedDataParallel(step_loss,
+                                                              find_unused_parameters=True)
+    generator = torch.Generator(device=device).manual_seed(seed + 7919 * rank)
     baseline = EMABaseline()
     history: list[dict] = []
     start, best, best_step, since_best, stopped = 0, math.inf, 0, 0, False
@@ -343,7 +372,7 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
         best_params = state["best_params"]
 
     def save(step: int) -> None:
-        if checkpoint is not None:
+        if checkpoint is not None and rank == 0:
             storage.save(checkpoint, {
                 "config": config_key(config), "step": step, "history": history,
                 "sampler": sampler.state_dict(), "opt": opt.state_dict(),
@@ -357,9 +386,10 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
         if stopped:
             break
         sampler.train()
-        batch = LatticeBatch(step_lattices(train, config.batch_size, seed, step), device)
+        batch = LatticeBatch(step_lattices(train, config.batch_size, seed, step)[rank::world],
+                             device)
         with cpu_threads(device):
-            loss = _sampler_step_loss(sampler, scorer, batch, config, generator, baseline)
+            loss = step_loss(batch, generator, baseline)
             check_finite(loss, f"the {sampler.name} sampler's loss", step, checkpoint)
             opt.zero_grad()
             loss.backward()

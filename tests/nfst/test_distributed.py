@@ -1,0 +1,15 @@
+"""Sampler training under torchrun + DistributedDataParallel (gloo on CPU)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_ddp_training_keeps_ranks_in_sync():
+    worker = Path(__file__).with_name("ddp_worker.py")
+    root = Path(__file__).parents[2]
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                           "--master_port=29517", str(worker)], cwd=root, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "rank 0 ok" in done.stdout and "rank 1 ok" in done.stdout
