@@ -11,6 +11,7 @@ import hashlib
 import logging
 import multiprocessing as mp
 import os
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
@@ -78,6 +79,10 @@ _worker: Optional[_Worker] = None
 def _init(worker: _Worker) -> None:
     global _worker
     _worker = worker
+    # Workers must not inherit a parent's graceful-interrupt handlers: Ctrl-C is the
+    # parent's to handle, and SIGTERM (how a pool stops its workers) must end them.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _run(pair: Pair):
@@ -98,6 +103,8 @@ def compile_dataset(T: MarkedFST, pairs: Sequence[tuple[Symbols, Symbols]], *,
         with ctx.Pool(processes, initializer=_init, initargs=(worker,)) as pool:
             chunk = max(1, min(64, len(norm) // (4 * processes)))
             results = list(tqdm(pool.imap(_run, norm, chunksize=chunk), **bar))
+            pool.close()
+            pool.join()
     else:
         results = [worker(p) for p in tqdm(norm, **bar)]
     out = CompiledDataset()
