@@ -29,8 +29,9 @@ def test_unknown_config_key(tmp_path, capsys):
     assert "unknown settings" in capsys.readouterr().err
 
 
-def test_bench_prints_json_last_line(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("NFST_CACHE_DIR", str(tmp_path))
+def test_bench_prints_json_last_line(capsys):
     assert main(["bench", "backward", "--lattices", "4", "--quiet"]) == 0
-    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert result["lattices"] == 4 and result["max_abs_err"] < 1e-9
+    out = capsys.readouterr().out.strip().splitlines()
+    result = json.loads(out[-1])
+    assert result["lattices"] == 4, out
+    assert result["max_abs_err"] < 1e-9, result
