@@ -79,11 +79,23 @@ def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, t
     return lines + [""]
 
 
-def _plot_curves(runs: list[dict], out: Path) -> list[str]:
+def _pyplot():
     import matplotlib
-    matplotlib.use("Agg")
+    matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
+    return plt
 
+
+def _save(fig, ax, out: Path, name: str) -> str:
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=120)
+    _pyplot().close(fig)
+    return name
+
+
+def _plot_curves(runs: list[dict], out: Path) -> list[str]:
+    plt = _pyplot()
     names = []
     for run in runs:
         curves = {s: r["curve"] for s, r in run.get("samplers", {}).items() if r.get("curve")}
@@ -94,20 +106,12 @@ def _plot_curves(runs: list[dict], out: Path) -> list[str]:
             ax.plot(curves[s]["step"], curves[s]["val_partial_kl"], label=s, marker=".")
         ax.set(xlabel="training step", ylabel="validation partial KL (nats)",
                title=f"{run['task']}: sampler training")
-        ax.legend()
-        fig.tight_layout()
-        name = f"curves-{run['task']}.png"
-        fig.savefig(out / name, dpi=120)
-        plt.close(fig)
-        names.append(name)
+        names.append(_save(fig, ax, out, f"curves-{run['task']}.png"))
     return names
 
 
 def _plot_smc(runs: list[dict], out: Path) -> list[str]:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     names = []
     for run in runs:
         smc = run.get("smc")
@@ -119,12 +123,7 @@ def _plot_smc(runs: list[dict], out: Path) -> list[str]:
         ax.set_xscale("log", base=2)
         ax.set(xlabel="particles M", ylabel="offset KL (nats)",
                title=f"{run['task']}: SMC with {smc.get('sampler', '?')} proposals")
-        ax.legend()
-        fig.tight_layout()
-        name = f"smc-{run['task']}.png"
-        fig.savefig(out / name, dpi=120)
-        plt.close(fig)
-        names.append(name)
+        names.append(_save(fig, ax, out, f"smc-{run['task']}.png"))
     return names
 
 
