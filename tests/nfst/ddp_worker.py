@@ -1,6 +1,9 @@
 """Run by tests/nfst/test_distributed.py under torchrun: DDP sampler training on 2 CPU ranks."""
 
-import torch, torch.distributed as dist
+import sys
+
+import torch
+import torch.distributed as dist
 from fsts import deletion_insertion
 from nfst import compile_lattice
 from nfst.samplers import make_sampler, SamplerConfig
@@ -20,5 +23,6 @@ out = [torch.zeros_like(flat) for _ in range(dist.get_world_size())]
 dist.all_gather(out, flat)
 assert all(torch.equal(out[0], o) for o in out), "parameters differ across ranks"
 assert len({round(h["loss"], 6) for h in r.history}) > 1
-print("rank", dist.get_rank(), "ok")
+sys.stdout.write(f"rank {dist.get_rank()} ok\n")  # one write: ranks share the pipe
+sys.stdout.flush()
 dist.destroy_process_group()
