@@ -243,17 +243,6 @@ def _run_sample(args):
                       args.y.split(), args.k, dot=args.dot, png=args.png))
 
 
-def _add_demo(p):
-    pass
-
-
-def _run_demo(args):
-    from .stats import format_stats_table, task_stats
-    stats = task_stats("cipher", "train", 64, cache_dir=args.cache_dir, processes=2,
-                       progress=not args.quiet)
-    print(format_stats_table(stats))
-
-
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
     "tasks": ("list the registered tasks", _add_tasks, _run_tasks),
     "compile": ("compile (and cache) the lattices of a task split", _add_compile, _run_compile),
@@ -271,7 +260,6 @@ COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
             _run_smc),
     "report": ("merge runs into report.md with tables and plots", _add_report, _run_report),
     "sample": ("sample alignments of one pair; draw its lattice", _add_sample, _run_sample),
-    "demo": ("compile a small cipher sample and print its statistics", _add_demo, _run_demo),
 }
 
 

@@ -93,6 +93,14 @@ def _json_default(obj):
     raise TypeError(type(obj).__name__)
 
 
+def _agrees(old, new) -> bool:
+    """Recorded settings ``old`` match ``new``; settings added to nfst since the run was
+    recorded (keys only in ``new``) are ignored, so upgrading nfst keeps old runs usable."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return set(old) <= set(new) and all(_agrees(old[k], new[k]) for k in old)
+    return old == new
+
+
 class Run:
     """One run directory and its stages."""
 
@@ -139,7 +147,7 @@ class Run:
         mine = self.settings()
         if path.exists():
             old = json.loads(path.read_text())
-            if old != mine:
+            if not _agrees(old, mine):
                 raise RunConfigError(f"{self.dir} holds a run with other settings "
                                      f"(see {path})")
         else:
