@@ -13,6 +13,10 @@ Recipe:
 5. Positions (i, j) of a state: the symbols consumed by the tagged outputs of any path to it,
    plus the longest common prefix of every output still to come ("as soon as possible").
 6. Minimize the mark acceptor, merging only states at equal positions.
+
+Determinization silently merges generating paths that share a mark string, so where T itself
+lets two paths share one (checked once per MFST) the generating paths of each pair are
+counted and compared with the lattice's paths.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import sys
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 import numpy as np
 import pynini
 
@@ -57,6 +62,8 @@ class _Encoding:
         self.is_x = [0] * (len(self.label) + 1)
         for t in tagged:
             self.is_x[self.label[t]] = int(t[0] == "x")
+        self.emits = [()] + [(label,) for label in range(1, len(self.label) + 1)]
+        """What an arc with output label l emits (a shared tuple per label)."""
 
         fst = pynini.Fst()
         fst.add_states(T.num_states)
@@ -84,6 +91,8 @@ class _Encoding:
                 prev = nxt
         fst.arcsort("olabel")
         self.fst = fst
+        self.unambiguous = _marks_determine_paths(fst)
+        """No two paths of T share a mark string, so no T_{x,y} needs its paths counted."""
 
     def alignment_acceptor(self, x: tuple[str, ...], y: tuple[str, ...]) -> pynini.Fst:
         """A_{x,y}: state i·(|y|+1)+j has read x[:i] and y[:j]."""
@@ -129,19 +138,19 @@ def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
         raise LatticeTooLargeError(f"{where}: x∘T∘y has {composed.num_states()} states "
                                    f"> max_states={options.max_states}")
     props = composed.properties(pynini.ACYCLIC | pynini.EPSILONS, True)
-    num_generating = None
-    if props & pynini.ACYCLIC:
+    acyclic = bool(props & pynini.ACYCLIC)
+    num_generating = None  # counted where T itself might let two paths share marks
+    if acyclic and not enc.unambiguous:
         composed.topsort()
         num_generating = _count_paths(composed)
     if props & pynini.EPSILONS:
         composed.rmepsilon()
-    acyclic = composed.properties(pynini.ACYCLIC, True) == pynini.ACYCLIC
+        if not acyclic and composed.properties(pynini.ACYCLIC, True) == pynini.ACYCLIC:
+            raise AmbiguousMFSTError(f"{where}: T has a cycle of ε arcs without marks, so "
+                                     "infinitely many paths share each mark string")
     if not acyclic and not options.allow_cyclic:
         raise CyclicLatticeError(f"{where}: the lattice is cyclic (T has a loop that reads and "
                                  "writes nothing but marks)")
-    if acyclic and num_generating is None:
-        raise AmbiguousMFSTError(f"{where}: T has a cycle of ε arcs without marks, so "
-                                 "infinitely many paths share each mark string")
 
     try:
         with _openfst_messages() as messages:
@@ -159,13 +168,21 @@ def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
         raise AmbiguousMFSTError(f"{where}: determinization failed (non-functional)")
     if acyclic:
         det.topsort()
-    lattice = _Exporter(det, enc, where).lattice(x, y, acyclic)
-    if num_generating is not None and lattice.acyclic:
-        distinct = lattice.num_paths()
+    lattice, distinct = _Exporter(det, enc, where).lattice(x, y, acyclic)
+    if num_generating is not None and distinct is not None:
         if distinct != num_generating:
             raise AmbiguousMFSTError(f"{where}: {num_generating} generating paths but only "
                                      f"{distinct} distinct mark strings")
     return lattice
+
+
+def openfst_lattice(T: MarkedFST, x: Symbols, y: Symbols) -> pynini.Fst:
+    """x ∘ T ∘ y determinized and minimized by OpenFst alone (DESIGN §2, steps 1-3), without
+    positions, contraction or checks: the reference that ``nfst bench compile`` times."""
+    enc: _Encoding = T.derived("pynini-encoding", _Encoding)
+    composed = pynini.compose(enc.fst, enc.alignment_acceptor(as_symbols(x), as_symbols(y)),
+                              connect=True)
+    return pynini.determinize(composed.rmepsilon()).minimize()
 
 
 _stderr_sink = None
@@ -192,6 +209,32 @@ def _openfst_messages():
         lines += _stderr_sink.read().decode(errors="replace").splitlines()
 
 
+def _marks_determine_paths(fst: pynini.Fst) -> bool:
+    """Whether no two successful paths of ``fst`` share an input (mark) string.
+
+    Numbering the arcs, the self-product synchronised on marks pairs every two paths with
+    equal marks; two different paths meet off the pairs (a, a), so the FST is unambiguous iff
+    every arc of the trimmed product pairs an arc with itself. ε inputs (marks-less arcs of
+    T) would need ε-aware pairing: those FSTs are reported as possibly ambiguous.
+    """
+    arrays = read_fst(fst)
+    if (arrays.ilabel == 0).any():
+        return False
+    numbered = pynini.Fst()
+    numbered.add_states(len(arrays.final))
+    numbered.set_start(arrays.start)
+    one = pynini.Weight.one(numbered.weight_type())
+    for q in np.flatnonzero(np.isfinite(arrays.final)).tolist():
+        numbered.set_final(q, one)
+    for k, (q, mark, r) in enumerate(zip(arrays.src.tolist(), arrays.ilabel.tolist(),
+                                         arrays.dst.tolist())):
+        numbered.add_arc(q, pynini.Arc(mark, k + 1, one, r))
+    pairs = pynini.compose(numbered.copy().invert().arcsort("olabel"),
+                           numbered.arcsort("ilabel"), connect=True)
+    paired = read_fst(pairs)
+    return bool((paired.ilabel == paired.olabel).all())
+
+
 def _count_paths(fst: pynini.Fst) -> int:
     """Exact number of successful paths of a topologically sorted, connected FST."""
     arrays = read_fst(fst)
@@ -212,151 +255,195 @@ class _Exporter:
     3. Positions "as soon as possible": add the longest common prefix of all outputs to come.
     4. Minimize (acyclic only) by merging states with equal finality, position and out-arcs
        (mark, class of destination), in reverse topological order; this also numbers the
-       states topologically with the start first.
-    Steps 1-2 are one forward pass and 3-4 one backward pass over the topologically sorted
-    states of the determinized FST: compilation time is dominated by this Python code.
+       states topologically with the start first, and counts the lattice's paths.
+    Steps 1-2 are numpy work; steps 3-4 are one Python pass, kept short for the states with
+    a single out-arc (most of them), whose position is their successor's.
     """
 
     def __init__(self, det: pynini.Fst, enc: _Encoding, where: str):
-        self.is_x, self.marks, self.where = enc.is_x, enc.marks, where
-        arrays = read_fst(det)
-        arcs = list(zip(arrays.ilabel.tolist(), arrays.olabel.tolist(), arrays.dst.tolist()))
-        offsets = np.searchsorted(arrays.src, np.arange(len(arrays.final) + 1)).tolist()
-        self.out = [arcs[offsets[s]:offsets[s + 1]] for s in range(len(arrays.final))]
-        self.is_final = np.isfinite(arrays.final).tolist()
-        self.start = arrays.start
-        self.is_chain = [len(o) == 1 and o[0][0] == 0 and not f
-                         for o, f in zip(self.out, self.is_final)]
+        self.is_x, self.marks, self.emits, self.where = enc.is_x, enc.marks, enc.emits, where
+        self.fst = read_fst(det)
+        self.start = self.fst.start
 
-    def follow_chain(self, t: int, emitted: list[int]) -> int:
-        """Walk ε-input arcs from t through states with no other choice, collecting outputs."""
-        while self.is_chain[t]:
-            _, olabel, t = self.out[t][0]
-            if olabel:
-                emitted.append(olabel)
-        return t
-
-    def contracted_arcs(self, s: int, stop: dict) -> list[tuple[int, int, tuple[int, ...]]]:
-        """Out-arcs of s as (mark, dst, emitted labels); records STOP residuals in ``stop``."""
-        result = []
-        if self.is_final[s]:
-            stop[s] = ()
-        is_chain = self.is_chain
-        for ilabel, olabel, t in self.out[s]:
-            if ilabel and not is_chain[t]:  # the common case: nothing to contract
-                result.append((ilabel - 1, t, (olabel,) if olabel else ()))
+    # -- step 1 ---------------------------------------------------------------------------
+    def contract(self, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                            list, dict]:
+        """Arcs as (src, mark, dst) arrays sorted by (src, mark); what each arc moves through
+        the alignment grid (i·width + j counts a move of i symbols of x and j of y), and the
+        labels it emits; the residual labels STOP owes at each final state."""
+        fst = self.fst
+        step = np.where(np.asarray(self.is_x) == 1, width, 1)
+        step[0] = 0  # ε
+        finals = np.flatnonzero(np.isfinite(fst.final)).tolist()
+        if not (fst.ilabel == 0).any():  # the common case: nothing to contract
+            src, mark, dst, olabel = fst.src, fst.ilabel - 1, fst.dst, fst.olabel
+            by_mark = np.lexsort((mark, src))
+            if (by_mark != np.arange(len(src))).any():
+                src, mark, dst, olabel = src[by_mark], mark[by_mark], dst[by_mark], olabel[by_mark]
+            emit = [self.emits[o] for o in olabel.tolist()]
+            return src, mark, dst, step[olabel], emit, {s: () for s in finals}
+        num = len(fst.final)
+        offsets = np.searchsorted(fst.src, np.arange(num + 1)).tolist()
+        out = [sorted(zip(fst.ilabel[offsets[s]:offsets[s + 1]].tolist(),
+                          fst.olabel[offsets[s]:offsets[s + 1]].tolist(),
+                          fst.dst[offsets[s]:offsets[s + 1]].tolist())) for s in range(num)]
+        is_final = np.isfinite(fst.final).tolist()
+        is_chain = [len(o) == 1 and o[0][0] == 0 and not f for o, f in zip(out, is_final)]
+        src, mark, dst, emit = [], [], [], []
+        stop = {s: () for s in finals}
+        for s in range(num):
+            if is_chain[s]:
                 continue
-            emitted = [olabel] if olabel else []
-            end = self.follow_chain(t, emitted)
-            if ilabel:
-                result.append((ilabel - 1, end, tuple(emitted)))
-            elif self.is_final[end] and not self.out[end] and s not in stop:
-                stop[s] = tuple(emitted)  # a residual chain hanging off s: STOP owes these
-            else:
-                raise AmbiguousMFSTError(f"{self.where}: determinization left a branching "
-                                         "ε-input arc (non-functional MFST)")
-        return result
-
-    def counts(self, labels: tuple[int, ...]) -> tuple[int, int]:
-        dx = sum([self.is_x[label] for label in labels])
-        return dx, len(labels) - dx
-
-    def consumed(self, order, arcs, stop, x, y) -> dict[int, tuple[int, int]]:
-        consumed = {self.start: (0, 0)}
-        is_x = self.is_x
-        for s in order:
-            i, j = consumed[s]
-            for _, t, emitted in arcs[s]:
-                if not emitted:
-                    c = (i, j)
-                elif len(emitted) == 1:
-                    c = (i + 1, j) if is_x[emitted[0]] else (i, j + 1)
+            for ilabel, olabel, t in out[s]:
+                emitted = [olabel] if olabel else []
+                while is_chain[t]:  # no other choice: the chain's outputs belong to this arc
+                    _, olabel, t = out[t][0]
+                    if olabel:
+                        emitted.append(olabel)
+                if ilabel:
+                    src.append(s), mark.append(ilabel - 1), dst.append(t)
+                    emit.append(tuple(emitted))
+                elif is_final[t] and not out[t] and s not in stop:
+                    stop[s] = tuple(emitted)  # a residual chain hanging off s: STOP owes these
                 else:
-                    dx, dy = self.counts(emitted)
-                    c = (i + dx, j + dy)
-                old = consumed.setdefault(t, c)
-                if old != c:
-                    raise AmbiguousMFSTError(f"{self.where}: a state is reached at two "
-                                             f"alignments {c} and {old}")
-            if s in stop:
-                dx, dy = self.counts(stop[s])
-                if (i + dx, j + dy) != (len(x), len(y)):
-                    raise AmbiguousMFSTError(f"{self.where}: STOP does not finish the alignment")
-        return consumed
+                    raise AmbiguousMFSTError(f"{self.where}: determinization left a branching "
+                                             "ε-input arc (non-functional MFST)")
+        moves = [int(step[list(e)].sum()) for e in emit]
+        as_array = lambda v: np.asarray(v, dtype=np.int64)
+        return as_array(src), as_array(mark), as_array(dst), as_array(moves), emit, stop
 
-    def lattice(self, x: tuple, y: tuple, acyclic: bool) -> Lattice:
-        stop: dict[int, tuple[int, ...]] = {}
-        arcs = {self.start: self.contracted_arcs(self.start, stop)}
-        if acyclic:  # states are topologically sorted: one forward pass finds the reachable
-            for s in range(self.start, len(self.out)):
-                if s in arcs:
-                    for _, t, _ in arcs[s]:
-                        if t not in arcs:
-                            arcs[t] = self.contracted_arcs(t, stop)
-        else:
-            stack = [self.start]
-            while stack:
-                for _, t, _ in arcs[stack.pop()]:
-                    if t not in arcs:
-                        arcs[t] = self.contracted_arcs(t, stop)
-                        stack.append(t)
-        order = sorted(arcs) if acyclic else list(arcs)
-        consumed = self.consumed(order, arcs, stop, x, y)
-        before = (len(order), sum(len(a) for a in arcs.values()))
+    # -- step 2 ---------------------------------------------------------------------------
+    def consumed(self, src, dst, moves, stop, live, acyclic, x, y) -> np.ndarray:
+        """(S,) symbols consumed on the way to each state, i·(|y|+1) + j for i of x and j of
+        y: the sum of the moves along a spanning tree (pointer doubling), then checked on
+        every arc."""
+        width = len(y) + 1
+        tree = self.tree_arcs(src, dst, live, acyclic)
+        parent, total = np.arange(len(live)), np.zeros(len(live), dtype=np.int64)
+        parent[dst[tree]], total[dst[tree]] = src[tree], moves[tree]
+        while not np.array_equal(parent[parent], parent):
+            total, parent = total + total[parent], parent[parent]
+        bad = np.flatnonzero(total[src] + moves != total[dst])
+        if len(bad):
+            a, grid = bad[0], lambda code: divmod(int(code), width)
+            raise AmbiguousMFSTError(f"{self.where}: a state is reached at two alignments "
+                                     f"{grid(total[src[a]] + moves[a])} and {grid(total[dst[a]])}")
+        for s, residual in stop.items():
+            dx = sum([self.is_x[label] for label in residual])
+            if total[s] + dx * width + len(residual) - dx != len(x) * width + len(y):
+                raise AmbiguousMFSTError(f"{self.where}: STOP does not finish the alignment")
+        return total
+
+    def tree_arcs(self, src, dst, live, acyclic) -> np.ndarray:
+        """One in-arc per live state but the start, forming a tree rooted at the start."""
+        if acyclic:  # topologically sorted: any in-arc comes from an earlier state
+            last_in = np.full(len(live), -1)
+            last_in[dst] = np.arange(len(dst))
+            return last_in[last_in >= 0]
+        offsets = np.searchsorted(src, np.arange(len(live) + 1)).tolist()
+        dsts, seen, tree, stack = dst.tolist(), {self.start}, [], [self.start]
+        while stack:
+            s = stack.pop()
+            for a in range(offsets[s], offsets[s + 1]):
+                if dsts[a] not in seen:
+                    seen.add(dsts[a]), tree.append(a), stack.append(dsts[a])
+        return np.asarray(tree, dtype=np.int64)
+
+    # -- steps 3 and 4 ----------------------------------------------------------------------
+    def lattice(self, x: tuple, y: tuple, acyclic: bool) -> tuple[Lattice, int | None]:
+        """The lattice, and its number of paths (acyclic only; None otherwise)."""
+        width = len(y) + 1
+        src, mark, dst, moves, emit, stop = self.contract(width)
+        num = len(self.fst.final)
+        live = np.zeros(num, dtype=bool)
+        live[dst], live[self.start] = True, True
+        stop = {s: residual for s, residual in stop.items() if live[s]}
+        consumed = self.consumed(src, dst, moves, stop, live, acyclic, x, y)
+        order = np.flatnonzero(live).tolist()
+        before = (len(order), len(src))
         if not acyclic:
-            new = {s: k for k, s in enumerate(order)}
-            return self._build(x, y, [consumed[s] for s in order], [s in stop for s in order],
-                               [(new[s], m, new[t]) for s in order for m, t, _ in arcs[s]],
-                               None, before)
+            order.remove(self.start)
+            order.insert(0, self.start)
+            new = np.zeros(num, dtype=np.int64)
+            new[order] = np.arange(len(order))
+            by_source = np.lexsort((new[dst], mark, new[src]))
+            return self._build(x, y, consumed[order], [s in stop for s in order],
+                               new[src][by_source], mark[by_source], new[dst][by_source],
+                               None, before), None
 
-        pending: dict[int, tuple[int, ...]] = {}
-        cls: dict[int, int] = {}
-        classes: dict[tuple, int] = {}
-        merged_arcs: list[tuple[int, int, int]] = []
-        positions: list[tuple[int, int]] = []
-        final: list[bool] = []
-        heights: list[int] = []
+        offsets = np.searchsorted(src, np.arange(num + 1)).tolist()
+        marks, dsts, start = mark.tolist(), dst.tolist(), self.start
+        steps = [width if is_x else 1 for is_x in self.is_x]
+        position = consumed.tolist()  # then "as soon as possible", for the states visited
+        pending: list[tuple[int, ...]] = [()] * num  # common prefix of the outputs to come
+        cls = [0] * num
+        chains: dict[tuple[int, int], int] = {}  # (mark, class of dst) -> class
+        classes: dict[tuple, int] = {}  # (final, position, out-arcs) -> class
+        info: list[tuple[int, bool, int, int]] = []  # per class: position, final, height, paths
+        arcs: list[tuple[int, int, int]] = []  # (class, mark, class of dst)
         for s in reversed(order):
-            futures = [emitted + pending[t] for _, t, emitted in arcs[s]]
-            if s in stop:
-                futures.append(stop[s])
+            lo, hi = offsets[s], offsets[s + 1]
+            if hi - lo == 1 and s != start and s not in stop:
+                # One way on: the same position as the successor, which decides the class.
+                t, e = dsts[lo], emit[lo]
+                pending[s] = e + pending[t] if e else pending[t]
+                key = (marks[lo], cls[t])
+                c = chains.get(key)
+                if c is None:
+                    c = chains[key] = len(info)
+                    at, _, height, paths = info[key[1]]
+                    info.append((at, False, height + 1, paths))
+                    arcs.append((c,) + key)
+                cls[s] = c
+                continue
+            final = s in stop
+            futures = [stop[s]] if final else []
+            out = []
+            for a in range(lo, hi):
+                futures.append(emit[a] + pending[dsts[a]])
+                out.append((marks[a], cls[dsts[a]]))
             pending[s] = common = futures[0] if len(futures) == 1 else _common_prefix(futures)
-            position = consumed[s]
-            if common and s != self.start:  # nothing is consumed before the first mark
-                dx, dy = self.counts(common)
-                position = (position[0] + dx, position[1] + dy)
-            out = sorted([(m, cls[t]) for m, t, _ in arcs[s]])
-            signature = (s in stop, position, tuple(out))
+            at = position[s]
+            if common and s != start:  # nothing is consumed before the first mark
+                for label in common:
+                    at += steps[label]
+            signature = (final, at, tuple(out))
             c = classes.get(signature)
             if c is None:
-                c = classes[signature] = len(classes)
-                merged_arcs.extend((c, m, d) for m, d in out)
-                positions.append(position)
-                final.append(s in stop)
-                heights.append(1 + max([heights[d] for _, d in out]) if out else 0)
+                c = classes[signature] = len(info)
+                height, paths = -1, int(final)
+                for m, d in reversed(out):
+                    arcs.append((c, m, d))
+                    target = info[d]
+                    height, paths = max(height, target[2]), paths + target[3]
+                info.append((at, final, height + 1, paths))
             cls[s] = c
-        k = len(classes)  # reverse the class ids: start becomes 0, arcs go forwards
-        return self._build(x, y, positions[::-1], final[::-1],
-                           [(k - 1 - c, m, k - 1 - d) for c, m, d in merged_arcs],
-                           heights[::-1], before)
+        # Reverse the class ids: the start becomes 0, arcs go forwards and, read backwards,
+        # are sorted by source and mark.
+        at, final, heights, paths = zip(*reversed(info))
+        arc_array = np.fromiter(chain.from_iterable(reversed(arcs)), np.int64, 3 * len(arcs))
+        src, mark, dst = arc_array.reshape(-1, 3).T
+        flip = len(info) - 1
+        lattice = self._build(x, y, np.asarray(at), final, flip - src, mark, flip - dst,
+                              heights, before)
+        return lattice, paths[flip - cls[start]]
 
-    def _build(self, x, y, positions, final, arc_list, heights, before) -> Lattice:
-        arc_list.sort()
-        arr = np.asarray(arc_list, dtype=np.int64).reshape(-1, 3)
+    def _build(self, x, y, positions, final, src, mark, dst, heights, before) -> Lattice:
+        """A Lattice from per-state positions (i·(|y|+1) + j) and finality, arc arrays sorted
+        by (src, mark), and heights (None if cyclic)."""
         num = len(final)
         return Lattice(
-            mark_vocab=self.marks, x=x, y=y, arc_src=arr[:, 0].copy(), arc_dst=arr[:, 2].copy(),
-            arc_mark=arr[:, 1].copy(), final=np.asarray(final, dtype=bool),
-            positions=np.asarray(positions, dtype=np.int64).reshape(num, 2),
+            mark_vocab=self.marks, x=x, y=y, arc_src=src, arc_dst=dst,
+            arc_mark=mark, final=np.asarray(final, dtype=bool),
+            positions=np.stack(np.divmod(positions, len(y) + 1), axis=1).reshape(num, 2),
             height=np.asarray(heights if heights is not None else [-1] * num, dtype=np.int64),
             states_before_min=before[0], arcs_before_min=before[1])
 
 
 def _common_prefix(strings: list[tuple[int, ...]]) -> tuple[int, ...]:
-    first = min(strings, key=len)
-    if not first or all(other == first for other in strings):
-        return first
-    for k, label in enumerate(first):
-        if any(other[k] != label for other in strings):
-            return first[:k]
-    return first
+    """The longest common prefix of a set is that of its lexicographic least and greatest."""
+    low, high = min(strings), max(strings)
+    for k, label in enumerate(low):
+        if label != high[k]:
+            return low[:k]
+    return low

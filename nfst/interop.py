@@ -14,6 +14,7 @@ from typing import Optional
 
 import numpy as np
 import pynini
+import pywrapfst
 
 from .lattice import Lattice
 
@@ -32,11 +33,12 @@ class FstArrays:
 
 
 def read_fst(fst: pynini.Fst) -> FstArrays:
-    """Parse a VectorFst's binary form: a header, then per state (final weight, int64 arc
-    count, arcs of (int32 ilabel, int32 olabel, weight, int32 nextstate))."""
-    data = fst.write_to_string()
-    wsize = {"standard": 4, "log": 4, "tropical": 4, "log64": 8, "tropical64": 8}[fst.arc_type()]
-    wfmt = "<f" if wsize == 4 else "<d"
+    """Parse the FST's binary form as a ConstFst: a header, then one C struct per state
+    (final weight, first arc, arc count, two ε counts), then one C struct per arc (int32
+    ilabel, int32 olabel, weight, int32 nextstate), so numpy reads both arrays in one go."""
+    data = pywrapfst.convert(fst, "const").write_to_string()
+    weight = {"standard": "<f4", "log": "<f4", "tropical": "<f4",
+              "log64": "<f8", "tropical64": "<f8"}[fst.arc_type()]
     pos = 4
     for _ in range(2):  # FST type and arc type strings
         (n,) = struct.unpack_from("<i", data, pos)
@@ -44,27 +46,19 @@ def read_fst(fst: pynini.Fst) -> FstArrays:
     flags = struct.unpack_from("<i", data, pos + 4)[0]
     if flags & 0b11:
         raise ValueError("read_fst: FSTs with attached symbol tables are not supported")
-    start, num_states = struct.unpack_from("<qq", data, pos + 16)
+    start, num_states, num_arcs = struct.unpack_from("<qqq", data, pos + 16)
     pos += 40
-    rec = 12 + wsize
-    final = np.empty(num_states)
-    blocks = np.empty(num_states, dtype=np.int64)
-    counts = np.empty(num_states, dtype=np.int64)
-    unpack_w, unpack_n = struct.Struct(wfmt).unpack_from, struct.Struct("<q").unpack_from
-    for s in range(num_states):
-        final[s] = unpack_w(data, pos)[0]
-        n = unpack_n(data, pos + wsize)[0]
-        blocks[s], counts[s] = pos + wsize + 8, n
-        pos += wsize + 8 + n * rec
-    total = int(counts.sum())
-    first = np.repeat(blocks, counts)
-    rank = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-    raw = np.frombuffer(data, dtype=np.uint8)[(first + rank * rec)[:, None] + np.arange(rec)]
-    arcs = raw.copy().view(np.dtype([("i", "<i4"), ("o", "<i4"), ("w", wfmt), ("d", "<i4")]))[:, 0]
-    return FstArrays(start=int(start), final=final,
-                     src=np.repeat(np.arange(num_states), counts), ilabel=arcs["i"].astype(np.int64),
-                     olabel=arcs["o"].astype(np.int64), cost=arcs["w"].astype(np.float64),
-                     dst=arcs["d"].astype(np.int64))
+    state_t = np.dtype([("final", weight), ("first", "<u4"), ("narcs", "<u4"),
+                        ("ieps", "<u4"), ("oeps", "<u4")], align=True)
+    arc_t = np.dtype([("i", "<i4"), ("o", "<i4"), ("w", weight), ("d", "<i4")], align=True)
+    if pos + num_states * state_t.itemsize + num_arcs * arc_t.itemsize != len(data):
+        raise ValueError("read_fst: unexpected ConstFst layout")
+    states = np.frombuffer(data, state_t, num_states, pos)
+    arcs = np.frombuffer(data, arc_t, num_arcs, pos + num_states * state_t.itemsize)
+    return FstArrays(start=int(start), final=states["final"].astype(np.float64),
+                     src=np.repeat(np.arange(num_states), states["narcs"].astype(np.int64)),
+                     ilabel=arcs["i"].astype(np.int64), olabel=arcs["o"].astype(np.int64),
+                     cost=arcs["w"].astype(np.float64), dst=arcs["d"].astype(np.int64))
 
 
 def lattice_to_fst(lattice: Lattice, arc_weights: Optional[np.ndarray] = None,

@@ -26,6 +26,26 @@ def generating_paths(T: MarkedFST, x: tuple, y: tuple, max_arcs: int = 40):
     return found
 
 
+def path_marks(T: MarkedFST, max_marks: int):
+    """Mark strings of T's successful paths, with repeats, and whether paths with more than
+    ``max_marks`` marks were cut off (so the list is complete when the flag is False)."""
+    out = {q: T.out_arcs(q) for q in range(T.num_states)}
+    found, cut = [], False
+
+    def walk(q, marks):
+        nonlocal cut
+        if q in T.finals:
+            found.append(marks)
+        for a in out[q]:
+            if len(marks) + len(a.marks) > max_marks:
+                cut = True
+            else:
+                walk(a.dst, marks + a.marks)
+
+    walk(T.start, ())
+    return found, cut
+
+
 def asap_positions(paths, prefix: tuple) -> tuple[int, int]:
     """(i, j) consumed "as soon as possible" after a mark prefix: the counts of x and y symbols
     in the longest common prefix of the tagged streams of every path extending it. Symbols ride

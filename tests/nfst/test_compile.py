@@ -1,11 +1,12 @@
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
 from nfst import (AmbiguousMFSTError, CompileOptions, CyclicLatticeError, InvalidMFSTError,
                   LatticeTooLargeError, MarkedFST, NoPathError, UnknownSymbolError,
                   compile_lattice)
-from tests.brute import asap_positions, generating_paths, walk_marks
+from nfst.compile import _Encoding
+from tests.brute import asap_positions, generating_paths, path_marks, walk_marks
 from tests.strategies import small_mfsts
 
 
@@ -46,6 +47,37 @@ def test_lattice_matches_brute_force(T, pair):
         assert len(set(out.tolist())) == len(out)
         assert lat.final[s] or len(out) > 0
     assert (lat.arc_dst > lat.arc_src).all()
+
+
+def two_ways_to_mark_m():
+    T = MarkedFST()
+    T.set_final(T.add_state())
+    T.add_arc(0, 1, input="a", marks="m")
+    T.add_arc(0, 1, input="b", marks="m")
+    return T
+
+
+@settings(max_examples=300, deadline=None)
+@given(small_mfsts())
+@example(two_ways_to_mark_m())  # acyclic and ambiguous: rare among the random ones
+def test_unambiguity_matches_brute_force(T):
+    """Whether T lets two paths share a mark string (then every pair's paths are counted)."""
+    marks, cut = path_marks(T, max_marks=8)
+    repeated = len(set(marks)) < len(marks)
+    if cut:  # a cycle: a repeat found among the short paths must still be reported
+        assert not (repeated and _Encoding(T).unambiguous)
+    else:
+        assert _Encoding(T).unambiguous == (not repeated)
+
+
+def test_marks_that_do_not_fix_the_output_are_fine_pair_by_pair():
+    T = MarkedFST()
+    T.set_final(0)
+    T.add_arc(0, 0, input="a", output="c", marks="sub sub")
+    T.add_arc(0, 0, input="b", output="d", marks="sub sub")
+    assert not _Encoding(T).unambiguous  # two paths of T mark "sub sub" ...
+    lat = compile_lattice(T, "ab", "cd")  # ... but one path of T_{x,y} marks each string
+    assert list(lat.mark_strings()) == [("sub",) * 4]
 
 
 def del_ins(sigma="ab", delta="cd"):
