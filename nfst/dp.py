@@ -84,29 +84,6 @@ class _Backward(torch.autograd.Function):
         return grad_arcs, grad_final.index_select(0, batch.level_index), None, None
 
 
-def backward(ctx, grad_beta):
-        arc_weights, final_weights, beta = ctx.saved_tensors
-        batch, semiring = ctx.batch, ctx.semiring
-        adj = grad_beta[batch.level_order].clone()  # ∂L/∂β(s), completed top-down
-        grad_arcs = torch.zeros_like(arc_weights)
-        grad_final = torch.zeros_like(beta)
-        for level in reversed(batch.backward_levels[1:]):
-            lo, hi = level.states.start, level.states.stop
-            n = hi - lo
-            vals = torch.cat([arc_weights[level.arcs] + beta[level.other],
-                              final_weights[batch.level_order[lo:hi]]])
-            seg = torch.cat([level.segment, torch.arange(n, device=vals.device)])
-            local = semiring.segment_grad(vals, seg, beta[lo:hi]) * adj[lo:hi][seg]
-            m = len(level.arcs)
-            grad_arcs[level.arcs] = local[:m]
-            grad_final[lo:hi] = local[m:]
-            adj.index_add_(0, level.other, local[:m])
-        dead = batch.backward_levels[0].states  # height 0: β(s) = final(s)
-        grad_final[dead] = torch.where(torch.isfinite(beta[dead]), adj[dead],
-                                       torch.zeros_like(adj[dead]))
-        return grad_arcs, grad_final[batch.level_index], None, None
-
-
 def backward(batch: LatticeBatch, arc_weights: torch.Tensor,
              final_weights: Optional[torch.Tensor] = None,
              semiring: type[Semiring] = LogSemiring) -> torch.Tensor:

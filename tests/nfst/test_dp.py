@@ -164,3 +164,27 @@ def test_weights_of_wrong_shape():
     batch = LatticeBatch(small_lattices())
     with pytest.raises(ValueError, match="expected arc weights"):
         backward(batch, torch.zeros(3, dtype=torch.float64))
+
+
+def test_dp_keeps_every_tensor_on_the_batch_device():
+    """On PyTorch's shape-only "meta" device, a tensor made on the CPU by mistake raises when
+    it meets the batch's tensors: this is how a CPU-only machine checks that the DP runs
+    unchanged on a GPU (sampling is left out: it asks whether any path is still alive)."""
+    batch = LatticeBatch(small_lattices(), device="meta")
+    w = torch.empty(batch.num_arcs, dtype=torch.float64, device="meta", requires_grad=True)
+    outputs = [backward(batch, w), forward(batch, w), log_partition(batch, w, semiring=MaxSemiring),
+               arc_posteriors(batch, w), *transition_log_probs(batch, w), log_path_count(batch),
+               *torch.autograd.grad(log_partition(batch, w).sum(), w)]
+    assert all(out.device.type == "meta" for out in outputs)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_matches_cpu():
+    cpu = LatticeBatch(small_lattices())
+    gpu = cpu.to("cuda")
+    w = random_weights(cpu, 5)
+    assert torch.allclose(log_partition(gpu, w.cuda()).cpu(), log_partition(cpu, w), rtol=1e-12)
+    assert torch.allclose(arc_posteriors(gpu, w.cuda()).cpu(), arc_posteriors(cpu, w),
+                          atol=1e-12)
+    arcs, log_prob = sample(gpu, w.cuda(), 8, generator=torch.Generator("cuda").manual_seed(0))
+    assert arcs.device.type == "cuda" and torch.isfinite(log_prob).all()
