@@ -266,14 +266,12 @@ class _Exporter:
         self.start = self.fst.start
 
     # -- step 1 ---------------------------------------------------------------------------
-    def contract(self, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                            list, dict]:
+    def contract(self, step: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                   np.ndarray, list, dict]:
         """Arcs as (src, mark, dst) arrays sorted by (src, mark); what each arc moves through
-        the alignment grid (i·width + j counts a move of i symbols of x and j of y), and the
-        labels it emits; the residual labels STOP owes at each final state."""
+        the alignment grid (the sum of ``step`` over its labels), and the labels it emits; the
+        residual labels STOP owes at each final state."""
         fst = self.fst
-        step = np.where(np.asarray(self.is_x) == 1, width, 1)
-        step[0] = 0  # ε
         finals = np.flatnonzero(np.isfinite(fst.final)).tolist()
         if not (fst.ilabel == 0).any():  # the common case: nothing to contract
             src, mark, dst, olabel = fst.src, fst.ilabel - 1, fst.dst, fst.olabel
@@ -352,8 +350,10 @@ class _Exporter:
     # -- steps 3 and 4 ----------------------------------------------------------------------
     def lattice(self, x: tuple, y: tuple, acyclic: bool) -> tuple[Lattice, int | None]:
         """The lattice, and its number of paths (acyclic only; None otherwise)."""
-        width = len(y) + 1
-        src, mark, dst, moves, emit, stop = self.contract(width)
+        width = len(y) + 1  # a position (i, j) is coded as i·width + j
+        step = np.where(np.asarray(self.is_x) == 1, width, 1)  # per output label
+        step[0] = 0  # ε
+        src, mark, dst, moves, emit, stop = self.contract(step)
         num = len(self.fst.final)
         live = np.zeros(num, dtype=bool)
         live[dst], live[self.start] = True, True
@@ -373,7 +373,7 @@ class _Exporter:
 
         offsets = np.searchsorted(src, np.arange(num + 1)).tolist()
         marks, dsts, start = mark.tolist(), dst.tolist(), self.start
-        steps = [width if is_x else 1 for is_x in self.is_x]
+        steps = step.tolist()
         position = consumed.tolist()  # then "as soon as possible", for the states visited
         pending: list[tuple[int, ...]] = [()] * num  # common prefix of the outputs to come
         cls = [0] * num
