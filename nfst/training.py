@@ -330,6 +330,15 @@ def _distributed() -> tuple[int, int]:
     return 0, 1
 
 
+def _from_every_rank(value, world: int) -> list:
+    """``value`` as every process has it, in rank order (a collective: all ranks call it)."""
+    if world == 1:
+        return [value]
+    values = [None] * world
+    torch.distributed.all_gather_object(values, value)
+    return values
+
+
 def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
                   dev: Sequence[Lattice], config: SamplerTrainConfig = SamplerTrainConfig(), *,
                   seed: int = 0, device: torch.device | str = "cpu",
@@ -364,7 +373,10 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     if state is not None:
         sampler.load_state_dict(state["sampler"])
         opt.load_state_dict(state["opt"])
-        set_rng_state(state["rng"], generator)
+        # One RNG state per rank (a single one in checkpoints from before); resumed on a
+        # different number of processes, the run goes on but is not bit-identical.
+        rngs = state["rng"] if isinstance(state["rng"], list) else [state["rng"]]
+        set_rng_state(rngs[rank % len(rngs)], generator)
         baseline.value = state["baseline"]
         history, start = state["history"], state["step"]
         best, best_step, since_best, stopped = state["best"], state["best_step"], \
@@ -372,13 +384,19 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
         best_params = state["best_params"]
 
     def save(step: int) -> None:
-        if checkpoint is not None and rank == 0:
+        """Rank 0 writes what every rank needs to resume; all ranks return once it is written."""
+        if checkpoint is None:
+            return
+        rngs = _from_every_rank(rng_state(generator), world)
+        if rank == 0:
             storage.save(checkpoint, {
                 "config": config_key(config), "step": step, "history": history,
                 "sampler": sampler.state_dict(), "opt": opt.state_dict(),
-                "rng": rng_state(generator), "baseline": baseline.value, "best": best,
+                "rng": rngs, "baseline": baseline.value, "best": best,
                 "best_step": best_step, "since_best": since_best, "stopped": stopped,
                 "best_params": best_params}, durable=True)
+        if world > 1:
+            torch.distributed.barrier()
 
     bar = tqdm(range(start, config.steps), desc=f"train {sampler.name}", disable=quiet,
                initial=start, total=config.steps)
@@ -412,7 +430,7 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
             save(step + 1)
         if callback is not None:
             callback(step + 1, record)
-        if interrupt_requested():
+        if any(_from_every_rank(interrupt_requested(), world)):  # all ranks stop together
             save(step + 1)
             raise Interrupted(f"interrupted after step {step + 1}; checkpoint {checkpoint}")
     save(history[-1]["step"] if history else 0)

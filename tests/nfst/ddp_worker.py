@@ -1,6 +1,8 @@
 """Run by tests/nfst/test_distributed.py under torchrun: DDP sampler training on 2 CPU ranks."""
 
+import dataclasses
 import sys
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -14,15 +16,30 @@ T = deletion_insertion("ab", "cd")
 lats = [compile_lattice(T, x, y) for x, y in [("ab", "c"), ("ba", "dc"), ("a", "cd"), ("b", "d")]]
 torch.manual_seed(0)
 scorer = ArcFactoredScorer(torch.randn(len(lats[0].mark_vocab) + 1))
-torch.manual_seed(1)
-s = make_sampler("swa", len(lats[0].mark_vocab), SamplerConfig(d=8, dropout=0.0), "abcd")
-cfg = SamplerTrainConfig(sampler=SamplerConfig(d=8, dropout=0.0), lr=1e-2, steps=6, batch_size=4, k=4, eval_every=3)
-r = train_sampler(s, scorer, lats, lats, cfg, quiet=True)
-flat = torch.cat([p.detach().flatten() for p in r.sampler.parameters()])
+cfg = SamplerTrainConfig(sampler=SamplerConfig(d=8, dropout=0.1), lr=1e-2, steps=6, batch_size=4,
+                         k=4, eval_every=3)
+
+
+def train(steps, checkpoint=None):
+    torch.manual_seed(1)
+    s = make_sampler("swa", len(lats[0].mark_vocab), cfg.sampler, "abcd")
+    r = train_sampler(s, scorer, lats, lats, dataclasses.replace(cfg, steps=steps), quiet=True,
+                      checkpoint=checkpoint)
+    return r, torch.cat([p.detach().flatten() for p in r.sampler.parameters()])
+
+
+r, flat = train(6)
 out = [torch.zeros_like(flat) for _ in range(dist.get_world_size())]
 dist.all_gather(out, flat)
 assert all(torch.equal(out[0], o) for o in out), "parameters differ across ranks"
 assert len({round(h["loss"], 6) for h in r.history}) > 1
+# Stopped after 3 steps and resumed, each rank must continue from its own random state.
+checkpoint = Path(sys.argv[1]) / "sampler.ckpt"
+train(3, checkpoint)
+resumed, flat_resumed = train(6, checkpoint)
+assert torch.equal(flat_resumed, flat), "a resumed run differs from an uninterrupted one"
+if dist.get_rank() == 0:  # the checkpoint keeps rank 0's history of local losses
+    assert [h["loss"] for h in resumed.history] == [h["loss"] for h in r.history]
 sys.stdout.write(f"rank {dist.get_rank()} ok\n")  # one write: ranks share the pipe
 sys.stdout.flush()
 dist.destroy_process_group()
