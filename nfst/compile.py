@@ -209,16 +209,18 @@ def _openfst_messages():
         lines += _stderr_sink.read().decode(errors="replace").splitlines()
 
 
-def _marks_determine_paths(fst: pynini.Fst) -> bool:
+def _marks_determine_paths(fst: pynini.Fst, max_pairs: int = 2_000_000) -> bool:
     """Whether no two successful paths of ``fst`` share an input (mark) string.
 
     Numbering the arcs, the self-product synchronised on marks pairs every two paths with
     equal marks; two different paths meet off the pairs (a, a), so the FST is unambiguous iff
     every arc of the trimmed product pairs an arc with itself. ε inputs (marks-less arcs of
-    T) would need ε-aware pairing: those FSTs are reported as possibly ambiguous.
+    T) would need ε-aware pairing, and a product that may exceed ``max_pairs`` arcs (Σ over
+    marks of (arcs with that mark)²) costs more than it saves: both answer False, which only
+    means that each T_{x,y} gets its paths counted.
     """
     arrays = read_fst(fst)
-    if (arrays.ilabel == 0).any():
+    if (arrays.ilabel == 0).any() or (np.bincount(arrays.ilabel) ** 2).sum() > max_pairs:
         return False
     numbered = pynini.Fst()
     numbered.add_states(len(arrays.final))

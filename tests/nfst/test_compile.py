@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 from nfst import (AmbiguousMFSTError, CompileOptions, CyclicLatticeError, InvalidMFSTError,
                   LatticeTooLargeError, MarkedFST, NoPathError, UnknownSymbolError,
                   compile_lattice)
-from nfst.compile import _Encoding
+from nfst.compile import _Encoding, _marks_determine_paths
 from tests.brute import asap_positions, generating_paths, path_marks, walk_marks
 from tests.strategies import small_mfsts
 
@@ -78,6 +78,12 @@ def test_marks_that_do_not_fix_the_output_are_fine_pair_by_pair():
     assert not _Encoding(T).unambiguous  # two paths of T mark "sub sub" ...
     lat = compile_lattice(T, "ab", "cd")  # ... but one path of T_{x,y} marks each string
     assert list(lat.mark_strings()) == [("sub",) * 4]
+
+
+def test_unambiguity_check_gives_up_on_large_products():
+    fst = _Encoding(del_ins()).fst
+    assert _marks_determine_paths(fst)
+    assert not _marks_determine_paths(fst, max_pairs=1)  # then every pair is counted instead
 
 
 def del_ins(sigma="ab", delta="cd"):
