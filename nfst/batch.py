@@ -97,9 +97,10 @@ class LatticeBatch:
         self.forward_arc_order, self.forward_levels = forward_arc_order, forward_levels[::-1]
 
         t = lambda a: torch.as_tensor(a, device=device)  # noqa: E731
-        self.device = torch.device(device)
-        self.state_offsets, self.arc_offsets = t(s_off), t(a_off)
         self.start = t(s_off[:-1])
+        self.device = self.start.device
+        """Where the tensors live, with its index ("cuda:0" for "cuda"), as tensors report it."""
+        self.state_offsets, self.arc_offsets = t(s_off), t(a_off)
         self.arc_src, self.arc_dst, self.arc_mark = t(src), t(dst), t(mark)
         self.final, self.height, self.positions = t(final), t(height), t(positions)
         self.state_lattice = t(np.repeat(np.arange(len(lattices)), n_states))

@@ -67,8 +67,8 @@ PAIRS = [("ab", "ba"), ("a", "b"), ("abc", "ca"), ("ab", "c")]
 """Lattices of 16, 5, 32 and 8 paths, all over the same 9-mark vocabulary."""
 
 
-def small_batch() -> LatticeBatch:
-    return LatticeBatch([compile_lattice(CIPHER, x, y) for x, y in PAIRS])
+def small_batch(device: torch.device | str = "cpu") -> LatticeBatch:
+    return LatticeBatch([compile_lattice(CIPHER, x, y) for x, y in PAIRS], device)
 
 
 def exact_sampler(batch: LatticeBatch, scorer: ArcFactoredScorer) -> FixedWeightSampler:
@@ -80,7 +80,7 @@ def noisy_sampler(batch: LatticeBatch, seed: int, scale: float = 0.5) -> FixedWe
     """A poor proposal: a local softmax of random arc weights unrelated to the scorer (its
     importance weights stay light-tailed on ``small_batch``: Var(p/q) ≤ 10 per lattice)."""
     g = torch.Generator().manual_seed(seed)
-    w = torch.randn(batch.num_arcs, generator=g, dtype=torch.float64) * scale
+    w = (torch.randn(batch.num_arcs, generator=g, dtype=torch.float64) * scale).to(batch.device)
     final = batch.final_weights().masked_fill(batch.final, 0.0)
     return FixedWeightSampler(batch, w, final, local=True)
 

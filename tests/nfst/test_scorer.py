@@ -54,11 +54,13 @@ def tiny_trained_scorer():
     return result.scorer.double()
 
 
-def test_lstm_log_prob_matches_step_by_step():
+def test_lstm_log_prob_matches_step_by_step(device):
     scorer = LSTMScorer(5, hidden=8, layers=2, dropout=0.3).double().eval()
     strings = [[0, 1, 2], [], [4, 4, 4, 4, 1], [3]]
     marks, lengths = pad(strings)
-    torch.testing.assert_close(scorer.log_prob(marks, lengths), step_by_step(scorer, strings))
+    on_device = scorer.to(device).log_prob(marks.to(device), lengths.to(device))
+    assert on_device.device == device
+    torch.testing.assert_close(on_device.cpu(), step_by_step(scorer.cpu(), strings))
 
 
 def test_trained_scorer_is_a_sub_probability_distribution():

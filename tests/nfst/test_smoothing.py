@@ -25,7 +25,7 @@ def noisy_lookahead(scorer, seed):
     """An inexact lookahead: log β under the scorer's weights plus per-arc noise."""
     def weights(batch):
         g = torch.Generator().manual_seed(seed)
-        noise = 0.3 * torch.randn(batch.num_arcs, generator=g, dtype=torch.float64)
+        noise = 0.3 * torch.randn(batch.num_arcs, generator=g, dtype=torch.float64).to(batch.device)
         return scorer.arc_weights(batch).detach() + noise, scorer.final_weights(batch).detach()
     return BetaLookahead(weights)
 
@@ -35,7 +35,7 @@ UNBIASED_CASES = [("none", 0.0, "zero"), ("multinomial", 0.5, "zero"), ("stratif
 
 
 @pytest.mark.parametrize("scheme,tau,look", UNBIASED_CASES)
-def test_z_hat_is_unbiased(scheme, tau, look):
+def test_z_hat_is_unbiased(scheme, tau, look, device):
     """(i) E[Ẑ] = p̃(x, y): R independent runs (the batch's lattices repeated R times) of M = 8
     particles with a poor proposal; the mean of Ẑ / Z is 1 within 4.5 standard errors of the
     mean (estimated from the R runs).
@@ -44,17 +44,18 @@ def test_z_hat_is_unbiased(scheme, tau, look):
     few overestimate hugely), and then the sample standard error is unreliable. The flat
     scorer (scale 0.3) and mild lookahead noise keep the tails light: over 20 seeds per case
     no |z| exceeded 3.7."""
-    batch = small_batch()
-    scorer = unigram_scorer(len(batch.mark_vocab), seed=0, scale=0.3)
+    batch = small_batch(device)
+    scorer = unigram_scorer(len(batch.mark_vocab), seed=0, scale=0.3).to(device)
     log_z = log_partition(batch, scorer.arc_weights(batch), scorer.final_weights(batch)).detach()
     R, M = 300, 8
-    big = LatticeBatch(batch.lattices * R)
+    big = LatticeBatch(batch.lattices * R, device)
     lookahead = ZeroLookahead() if look == "zero" else noisy_lookahead(scorer, seed=3)
     config = SMCConfig(particles=M, resample_threshold=tau,
                        resampling="multinomial" if scheme == "none" else scheme)
     with torch.no_grad():
         r = smc(big, noisy_sampler(batch, seed=1), scorer, lookahead, config,
-                torch.Generator().manual_seed(7))
+                torch.Generator(device).manual_seed(7))
+    assert r.log_z.device == batch.device
     if tau > 0:
         assert r.resampled.any()
     else:

@@ -98,17 +98,18 @@ def test_early_stopping_keeps_the_best_parameters():
     assert not result.sampler.training
 
 
-def test_training_improves_dev_partial_kl():
+def test_training_improves_dev_partial_kl(device):
     lats = [cipher_lattice()]  # a peaked posterior (on del/ins lattices it is uniform)
-    scorer = random_scorer(len(lats[0].mark_vocab), seed=1, scale=2.0)
-    sampler = new_sampler("swp", lats).float()
+    scorer = random_scorer(len(lats[0].mark_vocab), seed=1, scale=2.0).to(device)
+    sampler = new_sampler("swp", lats).float().to(device)
     config = small_config(lr=0.05, steps=30, eval_every=10, k=16, eval_k=16)
-    before = validate(sampler, scorer, lats, 16, 2, seed=0, device=torch.device("cpu"))
-    result = train_sampler(sampler, scorer, lats, lats, config, quiet=True)
+    before = validate(sampler, scorer, lats, 16, 2, seed=0, device=device)
+    result = train_sampler(sampler, scorer, lats, lats, config, quiet=True, device=device)
+    assert result.sampler.device == device
     kls = [r["dev_partial_kl"] for r in result.history if "dev_partial_kl" in r]
     assert result.best_dev_partial_kl == min(kls)
     # partial KL = KL(q ‖ p) − log Z: compare the KL parts, log Z by the backward algorithm
-    batch = LatticeBatch(lats)
+    batch = LatticeBatch(lats, device)
     log_z = log_partition(batch, scorer.arc_weights(batch), scorer.final_weights(batch)).item()
     assert before + log_z > 0.2
     assert min(kls) + log_z < (before + log_z) / 3, (before, kls, log_z)
