@@ -345,7 +345,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"nfst: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("nfst: interrupted", file=sys.stderr)
+        print("nfst: interrupted\n  hint: run the same command again: finished stages, "
+              "checkpoints and cached lattices are kept", file=sys.stderr)
         return 130
     except Exception as exc:  # an nfst bug, not bad input
         if debug:

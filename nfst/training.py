@@ -39,7 +39,7 @@ from .batch import LatticeBatch
 from .dp import cpu_threads
 from .errors import NfstError
 from .evaluation import draw, partial_kl
-from .interrupt import Interrupted, interrupt_requested
+from .interrupt import Interrupted, checkpointed, interrupt_requested
 from .lattice import Lattice
 from .objectives import EMABaseline, inclusive_kl_loss, iwae_bound, iwae_loss, sampler_loss
 from .samplers import Sampler, SamplerConfig, make_sampler
@@ -229,40 +229,41 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
     boot.train()
     bar = tqdm(range(start, config.steps), desc="train scorer", disable=quiet,
                initial=start, total=config.steps)
-    for step in bar:
-        batch = LatticeBatch(step_lattices(train, config.batch_size, seed, step), device)
-        with cpu_threads(device):
-            paths = boot.sample(batch, config.K, generator)
-            B, K, L = paths.marks.shape
-            log_p, smoothed = scorer.log_prob_smoothed(paths.marks.reshape(B * K, L),
-                                                       paths.lengths.reshape(-1),
-                                                       config.label_smoothing)
-            log_p, smoothed = log_p.view(B, K), smoothed.view(B, K)
-            loss_p = iwae_loss(log_p.detach(), paths.log_q, surrogate=smoothed)
-            loss_q = inclusive_kl_loss(log_p.detach(), paths.log_q)
-            check_finite(loss_p, "the scorer's IWAE loss", step, checkpoint)
-            check_finite(loss_q, "the bootstrap sampler's loss", step, checkpoint)
-            opt_p.zero_grad()
-            opt_q.zero_grad()
-            (loss_p + loss_q).backward()  # disjoint parameters: one backward serves both
-            for module in (scorer, boot):
-                norm = torch.nn.utils.clip_grad_norm_(module.parameters(), config.grad_clip)
-                check_finite(norm, "a gradient norm", step, checkpoint)
-            opt_p.step()
-            opt_q.step()
-        record = {"step": step + 1,
-                  "iwae": float(iwae_bound(log_p.detach(), paths.log_q.detach()).mean()),
-                  "sampler_loss": float(loss_q.detach())}
-        history.append(record)
-        bar.set_postfix(iwae=f"{record['iwae']:.2f}")
-        if (step + 1) % config.checkpoint_every == 0:
-            save(step + 1)
-        if callback is not None:
-            callback(step + 1, record)
-        if interrupt_requested():
-            save(step + 1)
-            raise Interrupted(f"interrupted after step {step + 1}; checkpoint {checkpoint}")
-    save(config.steps)
+    with checkpointed():
+        for step in bar:
+            batch = LatticeBatch(step_lattices(train, config.batch_size, seed, step), device)
+            with cpu_threads(device):
+                paths = boot.sample(batch, config.K, generator)
+                B, K, L = paths.marks.shape
+                log_p, smoothed = scorer.log_prob_smoothed(paths.marks.reshape(B * K, L),
+                                                           paths.lengths.reshape(-1),
+                                                           config.label_smoothing)
+                log_p, smoothed = log_p.view(B, K), smoothed.view(B, K)
+                loss_p = iwae_loss(log_p.detach(), paths.log_q, surrogate=smoothed)
+                loss_q = inclusive_kl_loss(log_p.detach(), paths.log_q)
+                check_finite(loss_p, "the scorer's IWAE loss", step, checkpoint)
+                check_finite(loss_q, "the bootstrap sampler's loss", step, checkpoint)
+                opt_p.zero_grad()
+                opt_q.zero_grad()
+                (loss_p + loss_q).backward()  # disjoint parameters: one backward serves both
+                for module in (scorer, boot):
+                    norm = torch.nn.utils.clip_grad_norm_(module.parameters(), config.grad_clip)
+                    check_finite(norm, "a gradient norm", step, checkpoint)
+                opt_p.step()
+                opt_q.step()
+            record = {"step": step + 1,
+                      "iwae": float(iwae_bound(log_p.detach(), paths.log_q.detach()).mean()),
+                      "sampler_loss": float(loss_q.detach())}
+            history.append(record)
+            bar.set_postfix(iwae=f"{record['iwae']:.2f}")
+            if (step + 1) % config.checkpoint_every == 0:
+                save(step + 1)
+            if callback is not None:
+                callback(step + 1, record)
+            if interrupt_requested():
+                save(step + 1)
+                raise Interrupted(f"interrupted after step {step + 1}; checkpoint {checkpoint}")
+        save(config.steps)
     return ScorerResult(scorer.freeze(), history)
 
 
@@ -400,40 +401,41 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
 
     bar = tqdm(range(start, config.steps), desc=f"train {sampler.name}", disable=quiet,
                initial=start, total=config.steps)
-    for step in bar:
-        if stopped:
-            break
-        sampler.train()
-        batch = LatticeBatch(step_lattices(train, config.batch_size, seed, step)[rank::world],
-                             device)
-        with cpu_threads(device):
-            loss = step_loss(batch, generator, baseline)
-            check_finite(loss, f"the {sampler.name} sampler's loss", step, checkpoint)
-            opt.zero_grad()
-            loss.backward()
-            norm = torch.nn.utils.clip_grad_norm_(sampler.parameters(), config.grad_clip)
-            check_finite(norm, f"the {sampler.name} sampler's gradient norm", step, checkpoint)
-            opt.step()
-        record = {"step": step + 1, "loss": float(loss.detach())}
-        if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
-            kl = validate(sampler, scorer, dev, config.eval_k, config.batch_size, seed, device)
-            record["dev_partial_kl"] = kl
-            if kl < best:
-                best, best_step, since_best = kl, step + 1, 0
-                best_params = {key: v.detach().clone() for key, v in sampler.state_dict().items()}
-            else:
-                since_best += 1
-                stopped = since_best >= config.patience
-            bar.set_postfix(dev_kl=f"{kl:.2f}", best=f"{best:.2f}")
-        history.append(record)
-        if (step + 1) % config.checkpoint_every == 0 or stopped:
-            save(step + 1)
-        if callback is not None:
-            callback(step + 1, record)
-        if any(_from_every_rank(interrupt_requested(), world)):  # all ranks stop together
-            save(step + 1)
-            raise Interrupted(f"interrupted after step {step + 1}; checkpoint {checkpoint}")
-    save(history[-1]["step"] if history else 0)
+    with checkpointed():
+        for step in bar:
+            if stopped:
+                break
+            sampler.train()
+            batch = LatticeBatch(step_lattices(train, config.batch_size, seed, step)[rank::world],
+                                 device)
+            with cpu_threads(device):
+                loss = step_loss(batch, generator, baseline)
+                check_finite(loss, f"the {sampler.name} sampler's loss", step, checkpoint)
+                opt.zero_grad()
+                loss.backward()
+                norm = torch.nn.utils.clip_grad_norm_(sampler.parameters(), config.grad_clip)
+                check_finite(norm, f"the {sampler.name} sampler's gradient norm", step, checkpoint)
+                opt.step()
+            record = {"step": step + 1, "loss": float(loss.detach())}
+            if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
+                kl = validate(sampler, scorer, dev, config.eval_k, config.batch_size, seed, device)
+                record["dev_partial_kl"] = kl
+                if kl < best:
+                    best, best_step, since_best = kl, step + 1, 0
+                    best_params = {key: v.detach().clone() for key, v in sampler.state_dict().items()}
+                else:
+                    since_best += 1
+                    stopped = since_best >= config.patience
+                bar.set_postfix(dev_kl=f"{kl:.2f}", best=f"{best:.2f}")
+            history.append(record)
+            if (step + 1) % config.checkpoint_every == 0 or stopped:
+                save(step + 1)
+            if callback is not None:
+                callback(step + 1, record)
+            if any(_from_every_rank(interrupt_requested(), world)):  # all ranks stop together
+                save(step + 1)
+                raise Interrupted(f"interrupted after step {step + 1}; checkpoint {checkpoint}")
+        save(history[-1]["step"] if history else 0)
     sampler.load_state_dict(best_params)
     sampler.eval()
     return SamplerResult(sampler, history, best_step, best, stopped)
