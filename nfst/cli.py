@@ -184,7 +184,8 @@ def _run_train_scorer(args):
 
 def _add_train_sampler(p):
     _run_args(p, samplers=False)
-    p.add_argument("--sampler", required=True, help="nolookahead, swa, sws, swp or swp-prefix")
+    p.add_argument("--sampler", required=True,
+                   help="nolookahead, swa, sws, swp, swp-prefix or swp-sws")
 
 
 def _run_train_sampler(args):
@@ -200,8 +201,7 @@ def _add_evaluate(p):
 def _run_evaluate(args):
     from .evaluation import format_table
     run = _make_run(args)
-    result = run.done("evaluate") or run._finish("evaluate", run.stage_evaluate())
-    print(format_table(result))
+    print(format_table(run.evaluation()))
     print(f"written: {run.dir / 'stages' / 'evaluate.json'}")
 
 
@@ -210,10 +210,12 @@ def _add_smc(p):
 
 
 def _run_smc(args):
+    from .smc_eval import format_table
     run = _make_run(args)
-    evaluation = run.done("evaluate") or run._finish("evaluate", run.stage_evaluate())
-    result = run.done("smc") or run._finish("smc", run.stage_smc(evaluation))
-    print(json.dumps({m: r["offset_kl"] for m, r in result["methods"].items()}))
+    result = run.smoothing()
+    print(f"{result['pairs']} test pairs, proposal {result['sampler']}")
+    for metric in ("offset_kl", "dedup_ess", "log_z_var"):
+        print(format_table(result, metric))
     print(f"written: {run.dir / 'stages' / 'smc.json'}")
 
 

@@ -121,6 +121,7 @@ class Run:
         self.T = self.task.mfst(data_dir)
         self.symbols = self.T.input_alphabet + self.T.output_alphabet
         self._lattices: dict[str, list[Lattice]] = {}
+        self._skipped: dict[str, int] = {}
 
     @classmethod
     def open(cls, run_dir: str | Path, **kwargs) -> "Run":
@@ -196,7 +197,7 @@ class Run:
                 raise NfstError(f"{self.task.name}/{split}: no pair compiled "
                                 f"({len(data.skipped)} skipped)", "check the data and the MFST")
             self._lattices[split] = data.lattices
-            self._skipped = getattr(self, "_skipped", {}) | {split: len(data.skipped)}
+            self._skipped[split] = len(data.skipped)
         return self._lattices[split]
 
     def stage_compile(self) -> dict:
@@ -250,24 +251,31 @@ class Run:
         sampler.load_state_dict(storage.load(path)["state"])
         return sampler.to(self.device).eval()
 
-    def stage_evaluate(self) -> dict:
+    def evaluation(self) -> dict:
+        """Partial KL, ESS and expected length of every sampler on the test pairs."""
+        done = self.done("evaluate")
+        if done is not None:
+            return done
         from .evaluation import evaluate
+        self._say("evaluating samplers")
         samplers = {name: self.sampler(name) for name in self.config.samplers}
-        return evaluate(samplers, self.scorer(), self.lattices("test"), k=self.config.eval_k,
-                        seed=self.config.seed, device=self.device, quiet=self.quiet)
+        return self._finish("evaluate", evaluate(
+            samplers, self.scorer(), self.lattices("test"), k=self.config.eval_k,
+            seed=self.config.seed, device=self.device, quiet=self.quiet))
 
-    def stage_smc(self, evaluation: dict) -> Optional[dict]:
-        try:
-            from .smc_eval import evaluate_smc
-        except ImportError:
-            log.warning("particle smoothing is not available; skipping the smc stage")
-            return None
+    def smoothing(self) -> dict:
+        """Offset KL against M of the SMC methods, with the best sampler as proposal."""
+        done = self.done("smc")
+        if done is not None:
+            return done
+        from .smc_eval import evaluate_smc
+        evaluation = self.evaluation()
         best = min(evaluation["samplers"], key=lambda s: evaluation["samplers"][s]["partial_kl"])
-        return evaluate_smc(self.sampler(best), self.scorer(),
-                            self.lattices("test")[:self.config.smc_pairs],
-                            particles=self.config.smc_particles, seed=self.config.seed,
-                            device=self.device, train_lattices=self.lattices("train")[:256],
-                            quiet=self.quiet) | {"sampler": best}
+        self._say(f"particle smoothing with the {best} sampler")
+        return self._finish("smc", evaluate_smc(
+            self.sampler(best), self.scorer(), self.lattices("test")[:self.config.smc_pairs],
+            particles=self.config.smc_particles, seed=self.config.seed, device=self.device,
+            train_lattices=self.lattices("train")[:256], quiet=self.quiet) | {"sampler": best})
 
     def results(self) -> dict:
         evaluation = self.done("evaluate")
@@ -303,13 +311,6 @@ class Run:
             self._say(f"sampler {name}: "
                       f"{'reusing' if self.done(f'sampler-{name}') else 'training'}")
             self.sampler(name)
-        if self.done("evaluate") is None:
-            self._say("evaluating samplers")
-            self._finish("evaluate", self.stage_evaluate())
-        if self.done("smc") is None:
-            self._say("particle smoothing")
-            smc = self.stage_smc(self.done("evaluate"))
-            if smc is not None:
-                self._finish("smc", smc)
+        self.smoothing()  # evaluates first
         (self.dir / "results.json").write_text(json.dumps(self.results(), indent=1))
         return write_report([self.dir], self.dir / "report")

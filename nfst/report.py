@@ -110,20 +110,37 @@ def _plot_curves(runs: list[dict], out: Path) -> list[str]:
     return names
 
 
-def _plot_smc(runs: list[dict], out: Path) -> list[str]:
+def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:
+    """Offset KL against M per SMC method (``nfst.smc_eval.evaluate_smc``'s result), with
+    standard errors and a log-scaled M axis, like 000 Fig. 2 (a PNG)."""
     plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    for name, res in result["methods"].items():
+        ax.errorbar(result["M"], res["offset_kl"], yerr=res.get("offset_kl_se"), label=name,
+                    marker="o", capsize=2,
+                    linestyle="--" if name.startswith(("IS", "PS:R[")) else "-")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")  # the methods differ by orders of magnitude
+    ax.set_xticks(result["M"], [str(m) for m in result["M"]])
+    ax.set(xlabel="particles M", ylabel="offset KL (nats)",
+           title=title or f"offset KL on {result['pairs']} pairs (000 Fig. 2)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _plot_smc(runs: list[dict], out: Path) -> list[str]:
     names = []
     for run in runs:
         smc = run.get("smc")
-        if not smc:
-            continue
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for method, res in smc["methods"].items():
-            ax.plot(smc["M"], res["offset_kl"], label=method, marker="o")
-        ax.set_xscale("log", base=2)
-        ax.set(xlabel="particles M", ylabel="offset KL (nats)",
-               title=f"{run['task']}: SMC with {smc.get('sampler', '?')} proposals")
-        names.append(_save(fig, ax, out, f"smc-{run['task']}.png"))
+        if smc:
+            name = f"smc-{run['task']}.png"
+            plot_offset_kl(smc, out / name,
+                           f"{run['task']}: SMC with {smc.get('sampler', '?')} proposals")
+            names.append(name)
     return names
 
 

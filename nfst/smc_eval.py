@@ -30,12 +30,9 @@ adaptive (ESS < M/2, 000 fn. 9), multinomial by default as in 000.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 import torch
@@ -197,64 +194,10 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
     return out
 
 
-def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:
-    """Offset KL against M per method, log-scaled M axis, like 000 Fig. 2 (a PNG)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4))
-    for name, res in result["methods"].items():
-        ax.errorbar(result["M"], res["offset_kl"], yerr=res.get("offset_kl_se"), label=name,
-                    marker="o", capsize=2, linestyle="--" if name.startswith(("IS", "PS:R[")) else "-")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(result["M"], [str(m) for m in result["M"]])
-    ax.set(xlabel="particles M", ylabel="offset KL (nats)",
-           title=title or f"offset KL on {result['pairs']} pairs (000 Fig. 2)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
 def format_table(result: dict, metric: str = "offset_kl") -> str:
-    head = f"{metric:>14} " + " ".join(f"{'M=' + str(m):>9}" for m in result["M"])
-    rows = [head] + [f"{name:>14} " + " ".join(f"{v:9.2f}" for v in res[metric])
+    """One metric of ``evaluate_smc``'s result as a text table: methods × M."""
+    width = max(len(metric), *(len(name) for name in result["methods"]))
+    head = f"{metric:>{width}} " + " ".join(f"{'M=' + str(m):>9}" for m in result["M"])
+    rows = [head] + [f"{name:>{width}} " + " ".join(f"{v:9.2f}" for v in res[metric])
                      for name, res in result["methods"].items()]
     return "\n".join(rows)
-
-
-def main(argv=None) -> None:
-    """``python -m nfst.smc_eval RUN_DIR``: evaluate a finished run's trained sampler."""
-    from .pipeline import Run
-
-    p = argparse.ArgumentParser(description="offset KL against M for SMC methods (000 Fig. 2)")
-    p.add_argument("run_dir", help="a run directory of `nfst run` (trained scorer and sampler)")
-    p.add_argument("--sampler", default="swp", help="the trained sampler to use as proposal")
-    p.add_argument("--pairs", type=int, default=16, help="test pairs to evaluate")
-    p.add_argument("--particles", type=int, nargs="+", default=list(PARTICLES))
-    p.add_argument("--runs", type=int, default=2)
-    p.add_argument("--lookahead-steps", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--out", default="smc.json", help="where to write the JSON result")
-    p.add_argument("--plot", default="smc.png", help="where to write the plot")
-    args = p.parse_args(argv)
-    run = Run.open(args.run_dir, device=args.device, quiet=True)
-    config = SMCEvalConfig(runs=args.runs, lookahead_steps=args.lookahead_steps)
-    result = evaluate_smc(run.sampler(args.sampler), run.scorer(),
-                          run.lattices("test")[:args.pairs], particles=args.particles,
-                          seed=args.seed, device=args.device,
-                          train_lattices=run.lattices("train")[:256], config=config,
-                          quiet=False) | {"sampler": args.sampler}
-    Path(args.out).write_text(json.dumps(result, indent=1))
-    plot_offset_kl(result, args.plot, title=f"{args.run_dir}: SMC, {args.sampler} proposals")
-    for metric in ("offset_kl", "dedup_ess", "log_z_var"):
-        print(format_table(result, metric))
-    print(f"written: {args.out}, {args.plot}")
-
-
-if __name__ == "__main__":
-    main()

@@ -5,7 +5,8 @@ import torch
 
 from nfst.dp import log_partition
 from nfst.lookahead import BetaLookahead
-from nfst.smc_eval import evaluate_smc, format_table, merge_duplicates, plot_offset_kl
+from nfst.report import plot_offset_kl
+from nfst.smc_eval import evaluate_smc, format_table, merge_duplicates
 from nfst.smoothing import Particles
 from tests.nfst.smc_helpers import exact_sampler, small_batch, unigram_scorer
 
