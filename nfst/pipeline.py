@@ -5,9 +5,11 @@ Stages, each skipped when its result is already in the run directory:
 1. ``compile``  – lattices of the train/dev/test pairs (through the on-disk cache);
 2. ``scorer``   – train the LSTM scorer p̃_θ (003 §4), then freeze it (``scorer.pt``);
 3. ``sampler-NAME`` – train each proposal sampler against the frozen scorer
-   (``samplers/NAME.pt``, its training curve in ``samplers/NAME.json``);
-4. ``evaluate`` – partial KL, deduplicated ESS and expected length on test (``evaluation.json``);
-5. ``smc``      – particle smoothing with the best sampler: offset KL against M (``smc.json``);
+   (``samplers/NAME.pt``, its training curve in ``stages/sampler-NAME.json``);
+4. ``evaluate`` – partial KL, deduplicated ESS and expected length on test
+   (``stages/evaluate.json``);
+5. ``smc``      – particle smoothing with the best sampler: offset KL against M
+   (``stages/smc.json``);
 6. ``report``   – ``results.json`` and ``report/report.md`` with plots.
 
 Every setting used is written to ``config.json``; re-running with other settings in the same
