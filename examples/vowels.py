@@ -9,7 +9,6 @@ only copies, deletions and insertions remain); a consonant may also be inserted 
     NFST_TASKS=examples/vowels.py nfst run vowels --preset small --samplers swa,swp-prefix
 """
 
-import random
 from dataclasses import dataclass
 
 from nfst import MarkedFST

@@ -34,7 +34,7 @@ from .dataset import compile_dataset
 from .errors import NfstError
 from .interrupt import graceful_interrupts
 from .lattice import Lattice
-from .samplers import SAMPLERS, Sampler, SamplerConfig, make_sampler
+from .samplers import SAMPLERS, Sampler, make_sampler
 from .scorer import LSTMScorer
 from .task import DataError, Task, get_task
 from .training import Preset, preset, train_sampler, train_scorer

@@ -10,7 +10,7 @@ from nfst import NfstError
 from nfst.batch import LatticeBatch
 from nfst.samplers import SamplerConfig
 from nfst.training import (PRESETS, SamplerTrainConfig, ScorerConfig, TrainingDivergedError,
-                           preset, step_lattices, train_sampler, train_scorer, validate)
+                           preset, step_lattices, train_sampler, train_scorer)
 from tests.nfst.samplers import (all_paths, cipher_lattice, del_ins_lattices, exact_log_p,
                                  new_sampler, random_scorer, symbols_of)
 

@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from nfst.batch import LatticeBatch
+from nfst.objectives import inclusive_kl_loss
 from nfst.samplers import SamplerConfig, make_sampler
 from nfst.samplers.swp import WFSTSampler
 from nfst.scorer import ArcFactoredScorer
@@ -85,3 +86,24 @@ class FreeWeights(WFSTSampler):
 
     def arc_log_weights(self, batch):
         return self.log_w, None, None
+
+
+def exact_inclusive_kl(sampler, scorer, batch):
+    """(B,) KL(p ‖ q) by enumeration."""
+    arcs, mask = all_paths(batch)
+    log_p = exact_log_p(scorer, batch, arcs).masked_fill(~mask, float("-inf"))
+    log_p = log_p - torch.logsumexp(log_p, 1, keepdim=True)
+    log_q = sampler.score(batch, arcs)
+    p = log_p.exp()
+    return torch.where(mask, p * (log_p - log_q), torch.zeros_like(p)).sum(1)
+
+
+def fit(sampler, scorer, batch, steps, lr, k=16, seed=0):
+    opt = torch.optim.Adam(sampler.parameters(), lr=lr)
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        paths = sampler.sample(batch, k, g)
+        loss = inclusive_kl_loss(scorer.score_paths(paths).detach(), paths.log_q)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
