@@ -30,6 +30,7 @@ from typing import Optional, Sequence
 
 import torch
 from torch import Tensor
+from tqdm.auto import tqdm
 
 from .batch import LatticeBatch
 from .dp import cpu_threads
@@ -146,14 +147,15 @@ def adapt(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice],
 def fit_lookahead(lookahead: LearnedLookahead, sampler: Sampler, scorer: Scorer,
                   lattices: Sequence[Lattice], steps: int = 200, batch_size: int = 16,
                   particles: int = 16, lr: float = 1e-2, seed: int = 0,
-                  device: str | torch.device = "cpu") -> list[float]:
+                  device: str | torch.device = "cpu", quiet: bool = True) -> list[float]:
     """Regress c_φ on the log-weight-to-go of complete paths drawn from ``sampler`` by
     importance sampling (``LearnedLookahead.regression_loss``); returns the loss per step."""
     opt = torch.optim.Adam(lookahead.parameters(), lr=lr)
     generator = torch.Generator(device=device).manual_seed(seed)
     config = SMCConfig(particles=particles, resample_threshold=0.0)
     history = []
-    for lats in _minibatches(lattices, batch_size, steps, seed):
+    for lats in tqdm(_minibatches(lattices, batch_size, steps, seed), total=steps,
+                     desc="fit lookahead", disable=quiet):
         batch = LatticeBatch(lats, device)
         with cpu_threads(batch.device):
             with torch.no_grad():

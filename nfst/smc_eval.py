@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Optional, Sequence
 
 import torch
+from tqdm.auto import tqdm
 
 from .batch import LatticeBatch
 from .lattice import Lattice
@@ -128,7 +129,7 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
         started = time.time()
         history = fit_lookahead(lookahead, sampler, scorer, list(train_lattices or lattices),
                                 steps=config.lookahead_steps, particles=config.lookahead_particles,
-                                seed=seed, device=device)
+                                seed=seed, device=device, quiet=quiet)
         look_info = {"kind": "LearnedLookahead", "fit_steps": len(history),
                      "fit_loss_first": history[0], "fit_loss_last": history[-1],
                      "fit_seconds": round(time.time() - started, 2)}
@@ -143,8 +144,11 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
     stats: dict[str, dict[int, list[list[tuple]]]] = {name: {} for name in draws}
     seconds: dict[str, dict[int, float]] = {name: {} for name in draws}
     generator = torch.Generator(device=device).manual_seed(seed)
+    bar = tqdm(total=len(draws) * len(config.particles), desc="smc", unit="setting",
+               disable=quiet)
     for name, draw in draws.items():
         for M in config.particles:
+            bar.set_postfix_str(f"{name} M={M}")
             started = time.time()
             per_run = []
             for _ in range(config.runs if name != "BEAM" else 1):
@@ -168,8 +172,8 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
                 per_run.append(rows)
             stats[name][M] = per_run
             seconds[name][M] = (time.time() - started) / len(per_run)
-            if not quiet:
-                print(f"smc {name} M={M}: {seconds[name][M]:.1f}s per run", flush=True)
+            bar.update()
+    bar.close()
     z = [torch.logsumexp(torch.tensor(list(s.values()), dtype=torch.float64), 0).item()
          for s in seen]
     out = {"M": list(config.particles), "pairs": n, "runs": config.runs, "methods": {},
