@@ -98,7 +98,9 @@ def exact_inclusive_kl(sampler, scorer, batch):
     return torch.where(mask, p * (log_p - log_q), torch.zeros_like(p)).sum(1)
 
 
-def fit(sampler, scorer, batch, steps, lr, k=16, seed=0):
+def fit_by_inclusive_kl(sampler, scorer, batch, steps, lr, k=128, seed=0):
+    """Sampled inclusive-KL steps (Adam); returns the exact KL(p ‖ q) (B,) before and after."""
+    before = exact_inclusive_kl(sampler, scorer, batch).detach()
     opt = torch.optim.Adam(sampler.parameters(), lr=lr)
     g = torch.Generator().manual_seed(seed)
     for _ in range(steps):
@@ -107,3 +109,5 @@ def fit(sampler, scorer, batch, steps, lr, k=16, seed=0):
         opt.zero_grad()
         loss.backward()
         opt.step()
+    with torch.no_grad():
+        return before, exact_inclusive_kl(sampler, scorer, batch)
