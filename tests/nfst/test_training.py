@@ -97,7 +97,7 @@ def test_early_stopping_keeps_the_best_parameters():
     assert not result.sampler.training
 
 
-def exact_kl(sampler, scorer, lattices):
+def exact_exclusive_kl(sampler, scorer, lattices):
     """KL(q ‖ p) in nats on one small lattice, by enumerating its paths."""
     batch = LatticeBatch(lattices, sampler.device)
     arcs, _ = all_paths(batch.to("cpu"))
@@ -112,12 +112,12 @@ def test_training_improves_dev_partial_kl(device):
     scorer = random_scorer(len(lats[0].mark_vocab), seed=1, scale=2.0).to(device)
     sampler = new_sampler("swp", lats).float().to(device)
     config = small_config(lr=0.05, steps=30, eval_every=10, k=16, eval_k=16)
-    before = exact_kl(sampler, scorer, lats)
+    before = exact_exclusive_kl(sampler, scorer, lats)
     result = train_sampler(sampler, scorer, lats, lats, config, quiet=True, device=device)
     assert result.sampler.device == device
     kls = [r["dev_partial_kl"] for r in result.history if "dev_partial_kl" in r]
     assert result.best_dev_partial_kl == min(kls)
-    after = exact_kl(result.sampler, scorer, lats)
+    after = exact_exclusive_kl(result.sampler, scorer, lats)
     assert before > 0.1  # room to improve
     assert after < before / 3, (before, after)
 
