@@ -12,7 +12,7 @@ only copies, deletions and insertions remain); a consonant may also be inserted 
 from dataclasses import dataclass
 
 from nfst import MarkedFST
-from nfst.task import Task, TaskSettings, register_task
+from nfst.tasks import Task, TaskSettings, register_task
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 VOWELS = "aeiou"

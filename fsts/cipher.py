@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-from nfst import MarkedFST
+from ..fst.mfst import MarkedFST
 
 from .edit import deletion_insertion_copy
 

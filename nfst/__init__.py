@@ -1,10 +1,10 @@
 """nfst: path inference in neural finite-state transducers."""
 
-from .compile import CompileOptions, compile_lattice
+from .fst.compile import CompileOptions, compile_lattice
 from .errors import (AmbiguousMFSTError, CorruptCacheError, CyclicLatticeError, InvalidMFSTError,
                      LatticeTooLargeError, NfstError, NoPathError, UnknownSymbolError)
-from .lattice import Lattice
-from .mfst import Arc, MarkedFST
+from .fst.lattice import Lattice
+from .fst.mfst import Arc, MarkedFST
 
 __all__ = [
     "AmbiguousMFSTError", "Arc", "CompileOptions", "CorruptCacheError", "CyclicLatticeError",

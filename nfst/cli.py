@@ -58,7 +58,7 @@ def _settings(pairs: list[str]) -> dict:
 
 
 def _get_task(args):
-    from .task import get_task
+    from .tasks import get_task
     return get_task(args.task, **_settings(args.task_settings))
 
 
@@ -68,7 +68,7 @@ def _add_tasks(p):
 
 
 def _run_tasks(args):
-    from .task import get_task, task_names
+    from .tasks import get_task, task_names
     for name in task_names():
         task = get_task(name)
         print(f"{name:10s} splits: {', '.join(task.splits)}")
@@ -79,7 +79,7 @@ def _add_compile(p):
 
 
 def _run_compile(args):
-    from .dataset import compile_dataset
+    from .fst.dataset import compile_dataset
     task = _get_task(args)
     pairs = task.subset(task.pairs(args.split, args.data_dir), args.limit, f"cli:{args.split}")
     data = compile_dataset(task.mfst(args.data_dir), pairs, cache_dir=args.cache_dir,
@@ -96,7 +96,7 @@ def _add_stats(p):
 
 
 def _run_stats(args):
-    from .stats import format_stats_table, task_stats
+    from .experiment.stats import format_stats_table, task_stats
     stats = task_stats(_get_task(args), args.split, args.limit, data_dir=args.data_dir,
                        cache_dir=args.cache_dir, processes=args.processes,
                        progress=not args.quiet)
@@ -154,7 +154,7 @@ def _run_args(p: argparse.ArgumentParser, samplers: bool = True) -> None:
 
 def _make_run(args, samplers=None):
     """The run in ``--out`` if it exists (its recorded settings win), else a new one."""
-    from .pipeline import Run, RunConfig
+    from .experiment.run import Run, RunConfig
     if args.command != "run" and args.out and os.path.exists(os.path.join(args.out, "config.json")):
         return Run.open(args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
                         device=args.device, processes=args.processes, quiet=args.quiet)
@@ -199,7 +199,7 @@ def _add_evaluate(p):
 
 
 def _run_evaluate(args):
-    from .evaluation import format_table
+    from .evaluate.samplers import format_table
     run = _make_run(args)
     print(format_table(run.evaluation()))
     print(f"written: {run.dir / 'stages' / 'evaluate.json'}")
@@ -210,7 +210,7 @@ def _add_smc(p):
 
 
 def _run_smc(args):
-    from .smc_eval import format_table
+    from .evaluate.smc import format_table
     run = _make_run(args)
     result = run.smoothing()
     print(f"{result['pairs']} test pairs, proposal {result['sampler']}")
@@ -225,7 +225,7 @@ def _add_report(p):
 
 
 def _run_report(args):
-    from .report import write_report
+    from .experiment.report import write_report
     print(f"report: {write_report(args.runs, args.out)}")
 
 
@@ -240,7 +240,7 @@ def _add_sample(p):
 
 
 def _run_sample(args):
-    from .sample import sample_pair
+    from .experiment.sample import sample_pair
     print(sample_pair(_make_run(args, samplers=(args.sampler,)), args.sampler, args.x.split(),
                       args.y.split(), args.k, dot=args.dot, png=args.png))
 
@@ -332,12 +332,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         args = parse_args(argv)
         logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                             format="%(levelname)s %(name)s: %(message)s")
-        import torch
-        torch.set_num_threads(args.threads)
+        from .runtime.threads import set_threads
+        set_threads(args.threads)
         args.device = str(resolve_device(args.device))
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun
             args.device = _init_distributed(args.device)
-        from .interrupt import graceful_interrupts
+        from .runtime.interrupt import graceful_interrupts
         with graceful_interrupts():
             COMMANDS[args.command][2](args)
         return 0

@@ -53,3 +53,45 @@ class CorruptCacheError(NfstError):
     """A cached file or checkpoint does not pass its integrity check."""
 
     hint = "it is rebuilt automatically; delete the file if this repeats"
+
+
+class DataError(NfstError):
+    """A data file is missing, empty or malformed."""
+
+    hint = "pass data_dir=... (--data-dir) or set NFST_DATA_DIR to the folder holding the data"
+
+
+class TaskError(NfstError):
+    """An unknown task, split or setting, or a task file that does not load."""
+
+
+class PathTooLongError(NfstError):
+    """A walker was still going after the length cap."""
+
+    hint = ("raise max_length (SamplerConfig.max_length, or the max_length argument), or drop "
+            "pairs with very long lattices; a cyclic lattice has paths of every length")
+
+
+class TrainingDivergedError(NfstError):
+    """The loss or its gradient became NaN or infinite."""
+
+    hint = ("lower the learning rate or the gradient clip, or resume from the last checkpoint "
+            "with another seed")
+
+
+class Interrupted(NfstError):
+    """Stopped by SIGINT/SIGTERM after writing a checkpoint."""
+
+    hint = "run the same command again to resume from the checkpoint"
+
+
+class RunConfigError(NfstError):
+    """A run directory holds a run made with other settings, or a setting is malformed."""
+
+    hint = "use another --out directory, or delete the old run"
+
+
+class ReportError(NfstError):
+    """A run directory has no results to report."""
+
+    hint = "pass run directories written by `nfst run` (each holds results.json)"

@@ -39,9 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from fsts import cipher_mfst, substitution_ciphers
-from nfst.mfst import MarkedFST
-from nfst.task import Pair, PaperStats, Task, TaskError, TaskSettings, register_task
+from ..fsts import cipher_mfst, substitution_ciphers
+from ..fst.mfst import MarkedFST
+from ..errors import TaskError
+from .base import Pair, PaperStats, Task, TaskSettings
+from .registry import register_task
 
 
 @dataclass(frozen=True)

@@ -39,10 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from fsts import deletion_insertion
-from nfst.mfst import MarkedFST
-from nfst.task import (DataError, Pair, PaperStats, Task, TaskSettings, read_lines,
-                       register_task)
+from ..fsts import deletion_insertion
+from ..fst.mfst import MarkedFST
+from ..errors import DataError
+from .base import Pair, PaperStats, Task, TaskSettings, read_lines
+from .registry import register_task
 
 VERBS = {"walk": "I_WALK", "look": "I_LOOK", "run": "I_RUN", "jump": "I_JUMP"}
 TURNS = {"left": "I_TURN_LEFT", "right": "I_TURN_RIGHT"}

@@ -22,9 +22,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from fsts import deletion_insertion
-from nfst.mfst import MarkedFST
-from nfst.task import DataError, Pair, PaperStats, Task, data_file, read_lines, register_task
+from ..fsts import deletion_insertion
+from ..fst.mfst import MarkedFST
+from ..errors import DataError
+from .base import Pair, PaperStats, Task, data_file, read_lines
+from .registry import register_task
 
 SCRIPT_TAG = "<ur>"
 FILE = "dakshina-ur/ur.translit.sampled.{split}.tsv"

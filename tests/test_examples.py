@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from nfst.dataset import compile_dataset
-from nfst.task import get_task, load_task_file
+from nfst.fst.dataset import compile_dataset
+from nfst.tasks import get_task, load_task_file
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "vowels.py"
 

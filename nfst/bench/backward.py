@@ -14,9 +14,9 @@ import numpy as np
 import pynini
 import torch
 
-from ..batch import LatticeBatch
-from ..dp import backward
-from ..interop import lattice_to_fst, reverse_shortest_distance
+from ..dp.batch import LatticeBatch
+from ..dp.passes import backward
+from ..fst.openfst import lattice_to_fst, reverse_shortest_distance
 from .common import cipher_lattices, emit, median_seconds
 
 

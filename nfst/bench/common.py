@@ -8,9 +8,9 @@ import sys
 import time
 from typing import Callable, Optional
 
-from ..dataset import compile_dataset
-from ..lattice import Lattice
-from ..task import get_task
+from ..fst.dataset import compile_dataset
+from ..fst.lattice import Lattice
+from ..tasks import get_task
 
 
 def cipher_lattices(n: int, split: str = "train", cache_dir: Optional[str] = None,

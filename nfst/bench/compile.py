@@ -9,9 +9,9 @@ import time
 
 import numpy as np
 
-from ..compile import openfst_lattice
-from ..dataset import compile_dataset
-from ..task import get_task
+from ..fst.compile import openfst_lattice
+from ..fst.dataset import compile_dataset
+from ..tasks import get_task
 from .common import emit
 
 

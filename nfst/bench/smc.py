@@ -1,6 +1,6 @@
 """SMC over cipher test lattices (``nfst bench smc``): 16 pairs × 64 particles by default.
 
-One run of :func:`nfst.smoothing.smc` — proposal, scorer, learned lookahead, adaptive
+One run of :func:`nfst.smc.engine.smc` — proposal, scorer, learned lookahead, adaptive
 resampling — over the first ``pairs`` lattices of the cipher task's test split (synthetic: no
 data needed), with untrained models of the ``small`` preset's sizes (sampler d = 64, LSTM
 scorer hidden 64; the timing does not depend on training). ``seconds`` is the median of
@@ -15,12 +15,12 @@ import argparse
 
 import torch
 
-from ..batch import LatticeBatch
-from ..lookahead import LearnedLookahead
-from ..samplers import SamplerConfig, make_sampler
-from ..scorer import LSTMScorer
-from ..smoothing import SMCConfig, smc
-from ..task import get_task
+from ..dp.batch import LatticeBatch
+from ..smc.lookahead import LearnedLookahead
+from ..models.samplers import SamplerConfig, make_sampler
+from ..models.scorer import LSTMScorer
+from ..smc.engine import SMCConfig, smc
+from ..tasks import get_task
 from .common import cipher_lattices, emit, median_seconds
 
 

@@ -1,6 +1,6 @@
 """One training step of each sampler on the same cipher batch (``nfst bench step``).
 
-A step is what :func:`nfst.training.train_sampler` does per minibatch: sample k paths per
+A step is what :func:`nfst.train.loops.train_sampler` does per minibatch: sample k paths per
 lattice with gradients, score them with the frozen scorer, the inclusive-KL loss, backward,
 clip and an Adam update. Every sampler gets the same batch (16 cipher training lattices, the
 first of the task's seeded training subset), the same scorer and the same seeds, in one run.
@@ -21,12 +21,12 @@ from typing import Sequence
 
 import torch
 
-from ..batch import LatticeBatch
-from ..dp import cpu_threads
-from ..objectives import inclusive_kl_loss
-from ..samplers import SamplerConfig, make_sampler
-from ..scorer import LSTMScorer
-from ..task import get_task
+from ..dp.batch import LatticeBatch
+from ..runtime.threads import cpu_threads
+from ..train.objectives import inclusive_kl_loss
+from ..models.samplers import SamplerConfig, make_sampler
+from ..models.scorer import LSTMScorer
+from ..tasks import get_task
 from .common import cipher_lattices, emit
 
 SAMPLER_NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix", "swp-sws")

@@ -4,8 +4,8 @@ import statistics
 
 import pytest
 
-from nfst.dataset import compile_dataset
-from nfst.task import TaskError, get_task
+from nfst.fst.dataset import compile_dataset
+from nfst.tasks import TaskError, get_task
 
 
 def walk(lattice, marks) -> bool:

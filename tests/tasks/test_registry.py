@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from nfst.dataset import compile_dataset
-from nfst.task import (DataError, Task, TaskError, data_file, get_task, load_task_file,
+from nfst.fst.dataset import compile_dataset
+from nfst.tasks import (DataError, Task, TaskError, data_file, get_task, load_task_file,
                        read_lines, register_task, resolve_data_dir, task_names)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tasks.md"
 
 USER_TASK = '''
-from fsts import deletion_insertion
-from nfst.task import Task, register_task
+from nfst.fsts import deletion_insertion
+from nfst.tasks import Task, register_task
 
 @register_task
 class Mirror(Task):

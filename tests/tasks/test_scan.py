@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from nfst.dataset import compile_dataset
-from nfst.task import DataError, get_task
-from tasks.scan import length_split, read_scan_file, scan_commands
+from nfst.fst.dataset import compile_dataset
+from nfst.tasks import DataError, get_task
+from nfst.tasks.scan import length_split, read_scan_file, scan_commands
 from tests.tasks.test_tr import grid_size
 
 EXAMPLES = {  # 003 Tables 1 and 5, and Lake & Baroni's examples

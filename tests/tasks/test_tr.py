@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nfst.dataset import compile_dataset
-from nfst.task import DataError, get_task
+from nfst.fst.dataset import compile_dataset
+from nfst.tasks import DataError, get_task
 
 TRAIN = ["سلام\tsalaam\t3", "سلام\tsalam\t1", "سلام\tsalaam\t2",  # a duplicate pair
          "کتاب\tkitab\t1", "پانی\tpani\t4", "دل\tdil\t1"]

@@ -1,0 +1,131 @@
+"""A batch of lattices as one disjoint union, with the schedules the batched passes use.
+
+State ids of lattice b are ``state_offsets[b]:state_offsets[b + 1]`` and its start state is
+``state_offsets[b]``; arcs likewise. The *level schedule* groups states by height (longest arc
+count to a dead end, DESIGN §3): every arc leaves a state of greater height than the one it
+enters, so all states of one height are independent given the lower ones, and a backward pass
+is ``max height`` vectorised steps over the whole batch whatever the number of states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..fst.lattice import Lattice
+
+
+@dataclass
+class Level:
+    """One step of a level-synchronous pass (indices into the level-ordered state array)."""
+
+    states: slice
+    """States of this height, a contiguous block in level order."""
+    arcs: slice
+    """Arcs whose source (backward) or destination (forward) is at this height: a block of
+    the pass's arc order (``backward_arc_order`` / ``forward_arc_order``)."""
+    segment: torch.Tensor
+    """(n_arcs,) index of that source/destination within ``states``."""
+    other: torch.Tensor
+    """(n_arcs,) level-order index of the arc's other end (destination / source)."""
+
+
+class LatticeBatch:
+    """Disjoint union of lattices, on any torch device.
+
+    Tensors (S states, A arcs, B lattices, D = most out-arcs of a state):
+      arc_src, arc_dst, arc_mark: (A,) long       final: (S,) bool
+      positions: (S, 2) long                      height: (S,) long
+      state_lattice: (S,) long                    arc_lattice: (A,) long
+      start: (B,) long                            out_arcs: (S, D) long, -1 padded
+    """
+
+    def __init__(self, lattices: Sequence[Lattice], device: torch.device | str = "cpu"):
+        if not lattices:
+            raise ValueError("a LatticeBatch needs at least one lattice")
+        for lat in lattices:
+            lat.require_acyclic("LatticeBatch")
+        self.lattices = list(lattices)
+        self.mark_vocab = lattices[0].mark_vocab
+        n_states = np.array([lat.num_states for lat in lattices])
+        n_arcs = np.array([lat.num_arcs for lat in lattices])
+        s_off = np.concatenate([[0], np.cumsum(n_states)])
+        a_off = np.concatenate([[0], np.cumsum(n_arcs)])
+        rep_s = np.repeat(s_off[:-1], n_arcs)
+        src = np.concatenate([lat.arc_src for lat in lattices]) + rep_s
+        dst = np.concatenate([lat.arc_dst for lat in lattices]) + rep_s
+        mark = np.concatenate([lat.arc_mark for lat in lattices])
+        final = np.concatenate([lat.final for lat in lattices])
+        height = np.concatenate([lat.height for lat in lattices])
+        positions = np.concatenate([lat.positions for lat in lattices])
+        S, A = int(s_off[-1]), int(a_off[-1])
+
+        # Out-arc table for sampling: arcs are sorted by source within each lattice.
+        out_deg = np.bincount(src, minlength=S)
+        first = np.concatenate([[0], np.cumsum(out_deg)[:-1]])
+        D = max(1, int(out_deg.max()) if A else 1)
+        out_arcs = np.full((S, D), -1, dtype=np.int64)
+        rank = np.arange(A) - first[src]
+        out_arcs[src, rank] = np.arange(A)
+
+        # Level schedule: states in (height, id) order.
+        order = np.lexsort((np.arange(S), height))
+        level_of = np.empty(S, dtype=np.int64)
+        level_of[order] = np.arange(S)
+        bounds = np.searchsorted(height[order], np.arange(height.max() + 2))
+        self.max_height = int(height.max())
+
+        def schedule(key_state: np.ndarray, other_state: np.ndarray) -> tuple[np.ndarray, list[Level]]:
+            arc_order = np.lexsort((level_of[key_state], height[key_state]))
+            arc_bounds = np.searchsorted(height[key_state][arc_order], np.arange(self.max_height + 2))
+            levels = []
+            for h in range(self.max_height + 1):
+                a0, a1 = int(arc_bounds[h]), int(arc_bounds[h + 1])
+                arcs = arc_order[a0:a1]
+                lo = bounds[h]
+                levels.append(Level(
+                    states=slice(int(lo), int(bounds[h + 1])), arcs=slice(a0, a1),
+                    segment=torch.as_tensor(level_of[key_state[arcs]] - lo, device=device),
+                    other=torch.as_tensor(level_of[other_state[arcs]], device=device)))
+            return torch.as_tensor(arc_order, device=device), levels
+
+        self.backward_arc_order, self.backward_levels = schedule(src, dst)
+        forward_arc_order, forward_levels = schedule(dst, src)
+        self.forward_arc_order, self.forward_levels = forward_arc_order, forward_levels[::-1]
+
+        t = lambda a: torch.as_tensor(a, device=device)  # noqa: E731
+        self.start = t(s_off[:-1])
+        self.device = self.start.device
+        """Where the tensors live, with its index ("cuda:0" for "cuda"), as tensors report it."""
+        self.state_offsets, self.arc_offsets = t(s_off), t(a_off)
+        self.arc_src, self.arc_dst, self.arc_mark = t(src), t(dst), t(mark)
+        self.final, self.height, self.positions = t(final), t(height), t(positions)
+        self.state_lattice = t(np.repeat(np.arange(len(lattices)), n_states))
+        self.arc_lattice = t(np.repeat(np.arange(len(lattices)), n_arcs))
+        self.out_arcs = t(out_arcs)
+        self.level_order = t(order)
+        """(S,) state id at each level-order slot; ``level_index`` is its inverse."""
+        self.level_index = t(level_of)
+
+    @property
+    def batch_size(self) -> int:
+        return len(self.lattices)
+
+    @property
+    def num_states(self) -> int:
+        return len(self.final)
+
+    @property
+    def num_arcs(self) -> int:
+        return len(self.arc_src)
+
+    def final_weights(self, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        """(S,) log weight of STOP: 0 at final states, -inf elsewhere."""
+        zero = torch.zeros(self.num_states, dtype=dtype, device=self.device)
+        return zero.masked_fill(~self.final, float("-inf"))
+
+    def to(self, device: torch.device | str) -> "LatticeBatch":
+        return LatticeBatch(self.lattices, device)

@@ -1,0 +1,207 @@
+"""Evaluating SMC samplers: offset KL against the number of particles M (000 §7, Fig. 2).
+
+For each method and each M ∈ {8, 16, 32, 64, 128}, ``runs`` independent SMC runs on every
+evaluation pair give weighted particles p̂ (duplicates merged: p̂(ω) = Σ_{m: ω_m = ω} w̄_m).
+Per pair, in nats:
+
+- partial KL of the SMC estimate (as 003:7, with p̂ in place of q):
+      Σ_ω p̂(ω) [log p̂(ω) − log p̃_θ(ω)]  =  KL(p̂ ‖ p) − log Z(x, y)
+- offset KL (000:34, §7.1): KL(p̂ ‖ p) with log Z replaced by z = log Σ_{ω ∈ 𝒴} p̃_θ(ω), 𝒴
+  every distinct path any method drew for the pair at any M in any run (z ≤ log Z, so the
+  offset KL is a "best effort" lower bound on KL(p̂ ‖ p); differences between methods are
+  exact).
+- ESS (Σw)²/Σw² of the final particles, and deduplicated ESS (003 Table 7: merge identical
+  paths first); the mean and, over runs, the variance of log Ẑ.
+
+Methods (the names of the returned dict):
+
+- ``PF``, ``PF:R``: 000's particle filter — proposal q ∝ p_θ over the lattice's legal marks
+  (``LookaheadProposal`` with C = 0), without / with resampling;
+- ``PS``, ``PS:R``: 000's particle smoother — proposal q ∝ p_θ · exp(C) (000:26) and C in
+  the weights (000:31), without / with resampling;
+- ``BEAM``: the M best prefixes (000 §7.2), weighted by p̃_θ;
+- ``IS[name]``: the given trained sampler, importance sampling (no lookahead, no resampling);
+- ``PS:R[name]``: the same sampler as proposal with C in the weights and resampling.
+
+C is a :class:`~nfst.smc.lookahead.LearnedLookahead` fitted by regression on the trained
+sampler's particles (``nfst.train.nasmc.fit_lookahead``) unless one is given. Resampling is
+adaptive (ESS < M/2, 000 fn. 9), multinomial by default as in 000.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable, Optional, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from ..dp.batch import LatticeBatch
+from ..fst.lattice import Lattice
+from ..smc.lookahead import LearnedLookahead, Lookahead, LookaheadProposal, ZeroLookahead
+from ..train.nasmc import fit_lookahead
+from ..smc.resampling import ess
+from ..models.samplers.base import Sampler
+from ..models.scorer import Scorer
+from ..smc.engine import Particles, SMCConfig, beam_search, smc
+
+PARTICLES = (8, 16, 32, 64, 128)
+
+
+@dataclass
+class SMCEvalConfig:
+    particles: tuple[int, ...] = PARTICLES
+    runs: int = 2
+    """Independent runs per method and M (≥ 2 for the variance of log Ẑ)."""
+    resample_threshold: float = 0.5
+    resampling: str = "multinomial"
+    batch_size: int = 16
+    """Pairs per SMC call."""
+    lookahead_steps: int = 100
+    """Regression steps of the learned lookahead (when none is given)."""
+    lookahead_particles: int = 16
+
+
+Draw = Callable[[LatticeBatch, int, torch.Generator], Particles]
+
+
+def methods(sampler: Sampler, scorer: Scorer, lookahead: Lookahead,
+            config: SMCEvalConfig) -> dict[str, Draw]:
+    """The methods of the module docstring, each ``draw(batch, M, generator) -> Particles``."""
+    pf = LookaheadProposal(scorer, ZeroLookahead())
+    ps = LookaheadProposal(scorer, lookahead)
+    name = sampler.name or type(sampler).__name__
+
+    def run(proposal, look, tau):
+        def draw(batch, M, generator):
+            cfg = SMCConfig(particles=M, resample_threshold=tau, resampling=config.resampling)
+            return smc(batch, proposal, scorer, look, cfg, generator)
+        return draw
+
+    tau = config.resample_threshold
+    return {"PF": run(pf, None, 0.0), "PF:R": run(pf, None, tau),
+            "PS": run(ps, lookahead, 0.0), "PS:R": run(ps, lookahead, tau),
+            "BEAM": lambda batch, M, generator: beam_search(batch, scorer, M),
+            f"IS[{name}]": run(sampler, None, 0.0),
+            f"PS:R[{name}]": run(sampler, lookahead, tau)}
+
+
+def merge_duplicates(particles: Particles, b: int) -> tuple[list[tuple], torch.Tensor, torch.Tensor]:
+    """Lattice b's distinct paths (tuples of arc ids), their merged normalised weights p̂ and
+    their log p̃, dropping zero-weight slots."""
+    w = particles.weights[b].double()
+    table: dict[tuple, list] = {}
+    for m in range(len(w)):
+        if w[m] > 0:
+            key = tuple(particles.arcs[b, m, :particles.lengths[b, m]].tolist())
+            entry = table.setdefault(key, [0.0, float(particles.log_p[b, m])])
+            entry[0] += float(w[m])
+    keys = list(table)
+    return keys, torch.tensor([table[k][0] for k in keys], dtype=torch.float64), \
+        torch.tensor([table[k][1] for k in keys], dtype=torch.float64)
+
+
+def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], *,
+                 particles: Sequence[int] = PARTICLES, runs: Optional[int] = None,
+                 seed: int = 0, device: str | torch.device = "cpu",
+                 lookahead: Optional[Lookahead] = None,
+                 train_lattices: Optional[Sequence[Lattice]] = None,
+                 config: Optional[SMCEvalConfig] = None, quiet: bool = True) -> dict:
+    """Offset KL and friends for every method at every M; a JSON-serialisable dict
+
+        {"M": [...], "pairs": n, "runs": r, "methods": {name: {"offset_kl": [per M], ...}},
+         "z_paths": mean |𝒴| per pair, "lookahead": {...}, "config": {...}}
+
+    ``lookahead``: C for the smoothing methods; default a LearnedLookahead fitted on
+    ``train_lattices`` (default: the evaluation lattices themselves — no labels are used,
+    only the scorer and the sampler)."""
+    config = config if config is not None else SMCEvalConfig()
+    config = SMCEvalConfig(**(asdict(config) | {"particles": tuple(particles)}
+                              | ({"runs": runs} if runs is not None else {})))
+    device = torch.device(device)
+    sampler, scorer = sampler.to(device).eval(), scorer.to(device).eval()
+    look_info: dict = {"kind": type(lookahead).__name__ if lookahead is not None else None}
+    if lookahead is None:
+        torch.manual_seed(seed)
+        lookahead = LearnedLookahead(scorer.vocab_size).to(device)
+        started = time.time()
+        history = fit_lookahead(lookahead, sampler, scorer, list(train_lattices or lattices),
+                                steps=config.lookahead_steps, particles=config.lookahead_particles,
+                                seed=seed, device=device, quiet=quiet)
+        look_info = {"kind": "LearnedLookahead", "fit_steps": len(history),
+                     "fit_loss_first": history[0], "fit_loss_last": history[-1],
+                     "fit_seconds": round(time.time() - started, 2)}
+    lookahead = lookahead.eval()
+    draws = methods(sampler, scorer, lookahead, config)
+    chunks = [list(lattices[i:i + config.batch_size])
+              for i in range(0, len(lattices), config.batch_size)]
+    batches = [LatticeBatch(c, device) for c in chunks]
+    n = len(lattices)
+    seen: list[dict[tuple, float]] = [{} for _ in range(n)]  # 𝒴 per pair
+    # per method, M, run, pair: (partial KL, ESS, dedup ESS, log Ẑ)
+    stats: dict[str, dict[int, list[list[tuple]]]] = {name: {} for name in draws}
+    seconds: dict[str, dict[int, float]] = {name: {} for name in draws}
+    generator = torch.Generator(device=device).manual_seed(seed)
+    bar = tqdm(total=len(draws) * len(config.particles), desc="smc", unit="setting",
+               disable=quiet)
+    for name, draw in draws.items():
+        for M in config.particles:
+            bar.set_postfix_str(f"{name} M={M}")
+            started = time.time()
+            per_run = []
+            for _ in range(config.runs if name != "BEAM" else 1):
+                rows, offset = [], 0
+                for batch in batches:
+                    with torch.no_grad():
+                        p = draw(batch, M, generator)
+                    log_z = getattr(p, "log_z", None)
+                    if log_z is None:  # beam: the mass it found, a lower bound on log Z
+                        log_z = torch.logsumexp(p.log_p.masked_fill(
+                            ~torch.isfinite(p.log_weights), float("-inf")), -1)
+                    full_ess = ess(p.log_weights.double())
+                    for b in range(batch.batch_size):
+                        keys, w, log_p = merge_duplicates(p, b)
+                        for k, lp in zip(keys, log_p.tolist()):
+                            seen[offset + b][k] = lp
+                        partial = float((w * (w.log() - log_p)).sum())
+                        dedup = float(w.sum() ** 2 / (w ** 2).sum())
+                        rows.append((partial, float(full_ess[b]), dedup, float(log_z[b])))
+                    offset += batch.batch_size
+                per_run.append(rows)
+            stats[name][M] = per_run
+            seconds[name][M] = (time.time() - started) / len(per_run)
+            bar.update()
+    bar.close()
+    z = [torch.logsumexp(torch.tensor(list(s.values()), dtype=torch.float64), 0).item()
+         for s in seen]
+    out = {"M": list(config.particles), "pairs": n, "runs": config.runs, "methods": {},
+           "z_paths": sum(len(s) for s in seen) / n, "lookahead": look_info,
+           "config": asdict(config) | {"particles": list(config.particles)}, "units": "nats"}
+    for name in draws:
+        res = {key: [] for key in ("offset_kl", "offset_kl_se", "partial_kl", "ess", "dedup_ess",
+                                   "log_z", "log_z_var", "seconds")}
+        for M in config.particles:
+            table = torch.tensor(stats[name][M], dtype=torch.float64)  # (runs, n, 4)
+            offset_kl = table[..., 0] + torch.tensor(z, dtype=torch.float64)
+            per_pair = offset_kl.mean(0)
+            res["offset_kl"].append(float(per_pair.mean()))
+            res["offset_kl_se"].append(float(per_pair.std() / math.sqrt(n)) if n > 1 else 0.0)
+            res["partial_kl"].append(float(table[..., 0].mean()))
+            res["ess"].append(float(table[..., 1].mean()))
+            res["dedup_ess"].append(float(table[..., 2].mean()))
+            res["log_z"].append(float(table[..., 3].mean()))
+            res["log_z_var"].append(float(table[..., 3].var(0).mean()) if len(table) > 1 else 0.0)
+            res["seconds"].append(round(seconds[name][M], 3))
+        out["methods"][name] = res
+    return out
+
+
+def format_table(result: dict, metric: str = "offset_kl") -> str:
+    """One metric of ``evaluate_smc``'s result as a text table: methods × M."""
+    width = max(len(metric), *(len(name) for name in result["methods"]))
+    head = f"{metric:>{width}} " + " ".join(f"{'M=' + str(m):>9}" for m in result["M"])
+    rows = [head] + [f"{name:>{width}} " + " ".join(f"{v:9.2f}" for v in res[metric])
+                     for name, res in result["methods"].items()]
+    return "\n".join(rows)

@@ -1,0 +1,187 @@
+"""The partial-KL report: tables in the form of 003 Fig. 4a, 4b and Table 7, training curves,
+offset KL against the number of particles (000 Fig. 2) and qualitative proposals (003 Tables
+4–6), from the ``results.json`` of one or more runs (``nfst report RUN_DIR ...``).
+
+Writes ``report.md``, ``report.json`` (the same numbers) and PNG plots into one folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import NfstError, ReportError
+
+SAMPLER_ORDER = ("swa", "sws", "swp", "swp-prefix", "nolookahead")
+TASK_ORDER = ("tr", "scan", "cipher")
+
+# 003 Fig. 4a / Fig. 7 (partial KL, nats) and Table 7 (deduplicated ESS).
+PAPER_PARTIAL_KL = {
+    "swa": {"tr": 23.3, "scan": 38.1, "cipher": 101.3},
+    "sws": {"tr": 21.8, "scan": 25.4, "cipher": 87.1},
+    "swp": {"tr": 38.1, "scan": 102.9, "cipher": 73.9},
+    "nolookahead": {"tr": 31.9, "scan": 39.9, "cipher": 95.5},
+}
+PAPER_ESS = {
+    "swa": {"tr": 1.0, "scan": 7.9, "cipher": 1.1},
+    "sws": {"tr": 1.1, "scan": 4.3, "cipher": 1.3},
+    "swp": {"tr": 1.0, "scan": 1.1, "cipher": 1.0},
+}
+
+
+def load_runs(run_dirs: Sequence[str | Path]) -> list[dict]:
+    runs = []
+    for d in run_dirs:
+        path = Path(d) / "results.json"
+        try:
+            runs.append(json.loads(path.read_text()) | {"run_dir": str(d)})
+        except FileNotFoundError:
+            raise ReportError(f"{path}: not found (has the run finished its evaluate stage?)")
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"{path}: not valid JSON ({exc})")
+    return runs
+
+
+def _ordered(names, order):
+    return [n for n in order if n in names] + sorted(set(names) - set(order))
+
+
+def _fmt(value, se=None, digits=1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    text = f"{value:.{digits}f}"
+    return f"{text} ± {se:.{digits}f}" if se is not None else text
+
+
+def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, title: str) -> list[str]:
+    tasks = _ordered([r["task"] for r in runs], TASK_ORDER)
+    samplers = _ordered({s for r in runs for s in r.get("samplers", {})}, SAMPLER_ORDER)
+    by_task = {r["task"]: r for r in runs}
+    head = "| sampler | " + " | ".join(tasks) + " |"
+    lines = [f"### {title}", "", head, "|---" * (len(tasks) + 1) + "|"]
+    for s in samplers:
+        cells = []
+        for t in tasks:
+            res = by_task[t].get("samplers", {}).get(s)
+            ours = _fmt(res.get(key), res.get(se_key) if se_key else None) if res else "–"
+            ref = paper.get(s, {}).get(t) if paper else None
+            cells.append(f"{ours} ({ref})" if ref is not None else ours)
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    if paper:
+        lines += ["", "Ours ± standard error; the paper's figure in parentheses. Absolute values "
+                      "depend on the frozen scorer: compare orderings and ratios."]
+    return lines + [""]
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save(fig, ax, out: Path, name: str) -> str:
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=120)
+    _pyplot().close(fig)
+    return name
+
+
+def _plot_curves(runs: list[dict], out: Path) -> list[str]:
+    plt = _pyplot()
+    names = []
+    for run in runs:
+        curves = {s: r["curve"] for s, r in run.get("samplers", {}).items() if r.get("curve")}
+        if not curves:
+            continue
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for s in _ordered(curves, SAMPLER_ORDER):
+            ax.plot(curves[s]["step"], curves[s]["val_partial_kl"], label=s, marker=".")
+        ax.set(xlabel="training step", ylabel="validation partial KL (nats)",
+               title=f"{run['task']}: sampler training")
+        names.append(_save(fig, ax, out, f"curves-{run['task']}.png"))
+    return names
+
+
+def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:
+    """Offset KL against M per SMC method (``nfst.evaluate.smc.evaluate_smc``'s result), with
+    standard errors and a log-scaled M axis, like 000 Fig. 2 (a PNG)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    for name, res in result["methods"].items():
+        ax.errorbar(result["M"], res["offset_kl"], yerr=res.get("offset_kl_se"), label=name,
+                    marker="o", capsize=2,
+                    linestyle="--" if name.startswith(("IS", "PS:R[")) else "-")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")  # the methods differ by orders of magnitude
+    ax.set_xticks(result["M"], [str(m) for m in result["M"]])
+    ax.set(xlabel="particles M", ylabel="offset KL (nats)",
+           title=title or f"offset KL on {result['pairs']} pairs (000 Fig. 2)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _plot_smc(runs: list[dict], out: Path) -> list[str]:
+    names = []
+    for run in runs:
+        smc = run.get("smc")
+        if smc:
+            name = f"smc-{run['task']}.png"
+            plot_offset_kl(smc, out / name,
+                           f"{run['task']}: SMC with {smc.get('sampler', '?')} proposals")
+            names.append(name)
+    return names
+
+
+def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
+    """Merge the runs (one per task) into ``out_dir/report.md``; returns its path."""
+    runs = load_runs(run_dirs)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    lines = ["# nfst report", "",
+             "Runs: " + ", ".join(f"`{r['run_dir']}` ({r['task']}, preset {r.get('preset')})"
+                                  for r in runs), ""]
+    lines += _table(runs, "partial_kl", "partial_kl_se", PAPER_PARTIAL_KL,
+                    "Partial KL, lower is better (003 Fig. 4a)")
+    lines += _table(runs, "expected_length", "expected_length_se", None,
+                    "Expected mark-string length under p, by self-normalised IS (003 Fig. 4b)")
+    lines += _table(runs, "ess", None, PAPER_ESS, "Deduplicated ESS (003 Table 7)")
+    for name in _plot_curves(runs, out):
+        lines += [f"![training curves]({name})", ""]
+    smc_plots = _plot_smc(runs, out)
+    if smc_plots:
+        lines += ["## Particle smoothing: offset KL against M (000 Fig. 2)", ""]
+        for run in runs:
+            smc = run.get("smc")
+            if not smc:
+                continue
+            lines += [f"### {run['task']}", "", "| method | " + " | ".join(
+                f"M={m}" for m in smc["M"]) + " |", "|---" * (len(smc["M"]) + 1) + "|"]
+            for method, res in smc["methods"].items():
+                lines.append(f"| {method} | " + " | ".join(_fmt(v, digits=2)
+                                                           for v in res["offset_kl"]) + " |")
+            lines.append("")
+        lines += [f"![offset KL]({name})" for name in smc_plots] + [""]
+    lines += ["## Qualitative proposals (003 Tables 4–6)", "",
+              "For each test pair, the sample with the largest importance weight p̃/q.", ""]
+    for run in runs:
+        for s in _ordered(run.get("samplers", {}), SAMPLER_ORDER):
+            examples = run["samplers"][s].get("proposals", [])
+            if not examples:
+                continue
+            lines += [f"**{run['task']} / {s}**", "", "| x | y | log q | log p̃ | marks |",
+                      "|---|---|---|---|---|"]
+            lines += [f"| `{ex['x']}` | `{ex['y']}` | {ex['log_q']:.2f} | {ex['log_p']:.2f} | "
+                      f"`{ex['proposal']}` |" for ex in examples]
+            lines.append("")
+    path = out / "report.md"
+    path.write_text("\n".join(lines))
+    (out / "report.json").write_text(json.dumps({"runs": runs}, indent=1))
+    return path

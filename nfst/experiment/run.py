@@ -1,0 +1,314 @@
+"""``nfst run TASK --preset P``: the whole pipeline for one task, into one run directory.
+
+Stages, each skipped when its result is already in the run directory:
+
+1. ``compile``  – lattices of the train/dev/test pairs (through the on-disk cache);
+2. ``scorer``   – train the LSTM scorer p̃_θ (003 §4), then freeze it (``scorer.pt``);
+3. ``sampler-NAME`` – train each proposal sampler against the frozen scorer
+   (``samplers/NAME.pt``, its training curve in ``stages/sampler-NAME.json``);
+4. ``evaluate`` – partial KL, deduplicated ESS and expected length on test
+   (``stages/evaluate.json``);
+5. ``smc``      – particle smoothing with the best sampler: offset KL against M
+   (``stages/smc.json``);
+6. ``report``   – ``results.json`` and ``report/report.md`` with plots.
+
+Every setting used is written to ``config.json``; re-running with other settings in the same
+directory is refused, so results never mix. Training stages checkpoint (``checkpoints/``) and
+resume after an interruption.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+import torch
+
+from ..runtime import storage
+from ..fst.dataset import compile_dataset
+from ..errors import NfstError, RunConfigError
+from ..runtime.interrupt import graceful_interrupts
+from ..fst.lattice import Lattice
+from ..models.samplers import SAMPLERS, Sampler, make_sampler
+from ..models.scorer import LSTMScorer
+from ..tasks import DataError, Task, get_task
+from ..train.loops import Preset, preset, train_sampler, train_scorer
+
+log = logging.getLogger("nfst")
+DEFAULT_SAMPLERS = ("nolookahead", "swa", "sws", "swp", "swp-prefix")
+
+
+@dataclass
+class RunConfig:
+    task: str = "cipher"
+    preset: str = "small"
+    seed: int = 0
+    samplers: tuple[str, ...] = DEFAULT_SAMPLERS
+    task_settings: dict = field(default_factory=dict)
+    overrides: tuple[str, ...] = ()
+    """Preset settings as dotted ``KEY=VALUE``, e.g. ``sampler.steps=100``."""
+    eval_k: int = 16
+    smc_particles: tuple[int, ...] = (8, 16, 32, 64, 128)
+    smc_pairs: int = 16
+
+    def default_dir(self) -> Path:
+        return Path("runs") / f"{self.task}-{self.preset}-{self.seed}"
+
+
+def apply_overrides(p: Preset, overrides: Sequence[str]) -> Preset:
+    """Set dotted fields of a preset, e.g. ``scorer.steps=50`` or ``sampler.sampler.d=32``."""
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise NfstError(f"override {item!r}: expected KEY=VALUE", "e.g. sampler.steps=100")
+        *path, name = key.strip().split(".")
+        obj = p
+        for part in path:
+            obj = getattr(obj, part, None)
+        if obj is None or not dataclasses.is_dataclass(obj) or \
+                name not in {f.name for f in dataclasses.fields(obj)}:
+            raise NfstError(f"override {item!r}: the preset has no setting {key!r}",
+                            "see the Preset, ScorerConfig and SamplerTrainConfig dataclasses "
+                            "in nfst.training")
+        current = getattr(obj, name)
+        value = None if text == "None" else type(current)(text) if current is not None else text
+        if isinstance(current, bool):
+            value = text.lower() in ("1", "true", "yes")
+        setattr(obj, name, value)
+    return p
+
+
+def _json_default(obj):
+    if dataclasses.is_dataclass(obj):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(type(obj).__name__)
+
+
+def _agrees(old, new) -> bool:
+    """Recorded settings ``old`` match ``new``; settings added to nfst since the run was
+    recorded (keys only in ``new``) are ignored, so upgrading nfst keeps old runs usable."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return set(old) <= set(new) and all(_agrees(old[k], new[k]) for k in old)
+    return old == new
+
+
+class Run:
+    """One run directory and its stages."""
+
+    def __init__(self, config: RunConfig, out_dir: Optional[str | Path] = None, *,
+                 data_dir=None, cache_dir=None, device: str = "cpu", processes: int = 2,
+                 quiet: bool = False):
+        self.config = config
+        self.dir = Path(out_dir) if out_dir else config.default_dir()
+        self.data_dir, self.cache_dir, self.quiet = data_dir, cache_dir, quiet
+        self.device, self.processes = torch.device(device), processes
+        self.task: Task = get_task(config.task, **config.task_settings)
+        self.preset = apply_overrides(preset(config.preset), config.overrides)
+        unknown = set(config.samplers) - set(SAMPLERS)
+        if unknown:
+            raise NfstError(f"unknown samplers {sorted(unknown)}",
+                            f"choose from {', '.join(SAMPLERS)}")
+        self._check_config()
+        self.T = self.task.mfst(data_dir)
+        self.symbols = self.T.input_alphabet + self.T.output_alphabet
+        self._lattices: dict[str, list[Lattice]] = {}
+        self._skipped: dict[str, int] = {}
+
+    @classmethod
+    def open(cls, run_dir: str | Path, **kwargs) -> "Run":
+        """The run recorded in ``run_dir/config.json``, with its own settings."""
+        path = Path(run_dir) / "config.json"
+        if not path.exists():
+            raise RunConfigError(f"{run_dir}: no config.json, so no run to open",
+                                 "start one with `nfst run TASK --out DIR`")
+        saved = json.loads(path.read_text())["run"]
+        fields = {f.name: f.type for f in dataclasses.fields(RunConfig)}
+        config = RunConfig(**{k: tuple(v) if isinstance(v, list) else v
+                              for k, v in saved.items() if k in fields})
+        return cls(config, run_dir, **kwargs)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def settings(self) -> dict:
+        """Everything that determines the results (not where files live or the device)."""
+        return json.loads(json.dumps({
+            "run": self.config, "task_settings": self.task.settings, "preset": self.preset},
+            default=_json_default))
+
+    def _check_config(self) -> None:
+        path = self.dir / "config.json"
+        mine = self.settings()
+        if path.exists():
+            old = json.loads(path.read_text())
+            if not _agrees(old, mine):
+                raise RunConfigError(f"{self.dir} holds a run with other settings "
+                                     f"(see {path})")
+        else:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(mine, indent=1))
+
+    def _stage_file(self, name: str) -> Path:
+        return self.dir / "stages" / f"{name}.json"
+
+    def done(self, name: str) -> Optional[dict]:
+        path = self._stage_file(name)
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def _finish(self, name: str, result: dict) -> dict:
+        path = self._stage_file(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result, indent=1))
+        tmp.replace(path)
+        return result
+
+    def _say(self, text: str) -> None:
+        if not self.quiet:
+            print(f"[{self.config.task}] {text}", flush=True)
+
+    # -- stages -------------------------------------------------------------------------------
+    def lattices(self, split: str) -> list[Lattice]:
+        if split not in self._lattices:
+            size = {"train": self.preset.train_pairs, "dev": self.preset.dev_pairs,
+                    "test": self.preset.test_pairs}[split]
+            try:
+                pairs = self.task.pairs(split, self.data_dir)
+            except DataError:
+                if split != "test" or "dev" not in self.task.splits:
+                    raise
+                # e.g. tr: the shared Dakshina data has no test file. Evaluate on dev pairs
+                # that validation does not use.
+                skip = self.preset.dev_pairs or 0
+                log.warning("%s has no test split here; testing on dev pairs after the first "
+                            "%d", self.task.name, skip)
+                pairs = self.task.pairs("dev", self.data_dir)[skip:]
+            pairs = pairs[:size] if size is not None else pairs
+            data = compile_dataset(self.T, pairs, cache_dir=self.cache_dir,
+                                   processes=self.processes, progress=not self.quiet)
+            if not data.lattices:
+                raise NfstError(f"{self.task.name}/{split}: no pair compiled "
+                                f"({len(data.skipped)} skipped)", "check the data and the MFST")
+            self._lattices[split] = data.lattices
+            self._skipped[split] = len(data.skipped)
+        return self._lattices[split]
+
+    def stage_compile(self) -> dict:
+        out = {}
+        for split in ("train", "dev", "test"):
+            lats = self.lattices(split)
+            out[split] = {"pairs": len(lats), "skipped": self._skipped[split],
+                          "mean_states": sum(lat.num_states for lat in lats) / len(lats),
+                          "mean_arcs": sum(lat.num_arcs for lat in lats) / len(lats)}
+        return out
+
+    def scorer(self) -> LSTMScorer:
+        path = self.dir / "scorer.pt"
+        cfg = self.preset.scorer
+        vocab = len(self.lattices("train")[0].mark_vocab)
+        if not path.exists():
+            started = time.time()
+            result = train_scorer(self.lattices("train"), cfg, symbols=self.symbols,
+                                  seed=self.config.seed, device=self.device,
+                                  checkpoint=self.dir / "checkpoints" / "scorer.ckpt",
+                                  quiet=self.quiet)
+            storage.save(path, {"state": result.scorer.state_dict(), "history": result.history},
+                         durable=True)
+            self._finish("scorer", {"seconds": time.time() - started,
+                                    "final_iwae": result.history[-1]["iwae"]})
+        scorer = LSTMScorer(vocab, cfg.hidden, cfg.layers, cfg.dropout)
+        scorer.load_state_dict(storage.load(path)["state"])
+        return scorer.to(self.device).freeze()
+
+    def new_sampler(self, name: str) -> Sampler:
+        vocab = len(self.lattices("train")[0].mark_vocab)
+        return make_sampler(name, vocab, self.preset.sampler.sampler, self.symbols)
+
+    def sampler(self, name: str) -> Sampler:
+        path = self.dir / "samplers" / f"{name}.pt"
+        if not path.exists():
+            scorer = self.scorer()
+            started = time.time()
+            torch.manual_seed(self.config.seed)
+            result = train_sampler(self.new_sampler(name), scorer, self.lattices("train"),
+                                   self.lattices("dev"), self.preset.sampler,
+                                   seed=self.config.seed, device=self.device,
+                                   checkpoint=self.dir / "checkpoints" / f"{name}.ckpt",
+                                   quiet=self.quiet)
+            storage.save(path, {"state": result.sampler.state_dict()}, durable=True)
+            self._finish(f"sampler-{name}", {
+                "seconds": time.time() - started, "best_step": result.best_step,
+                "best_dev_partial_kl": result.best_dev_partial_kl,
+                "stopped_early": result.stopped_early, "history": result.history})
+        sampler = self.new_sampler(name)
+        sampler.load_state_dict(storage.load(path)["state"])
+        return sampler.to(self.device).eval()
+
+    def evaluation(self) -> dict:
+        """Partial KL, ESS and expected length of every sampler on the test pairs."""
+        done = self.done("evaluate")
+        if done is not None:
+            return done
+        from ..evaluate.samplers import evaluate
+        self._say("evaluating samplers")
+        samplers = {name: self.sampler(name) for name in self.config.samplers}
+        return self._finish("evaluate", evaluate(
+            samplers, self.scorer(), self.lattices("test"), k=self.config.eval_k,
+            seed=self.config.seed, device=self.device, quiet=self.quiet))
+
+    def smoothing(self) -> dict:
+        """Offset KL against M of the SMC methods, with the best sampler as proposal."""
+        done = self.done("smc")
+        if done is not None:
+            return done
+        from ..evaluate.smc import evaluate_smc
+        evaluation = self.evaluation()
+        best = min(evaluation["samplers"], key=lambda s: evaluation["samplers"][s]["partial_kl"])
+        self._say(f"particle smoothing with the {best} sampler")
+        return self._finish("smc", evaluate_smc(
+            self.sampler(best), self.scorer(), self.lattices("test")[:self.config.smc_pairs],
+            particles=self.config.smc_particles, seed=self.config.seed, device=self.device,
+            train_lattices=self.lattices("train")[:256], quiet=self.quiet) | {"sampler": best})
+
+    def results(self) -> dict:
+        evaluation = self.done("evaluate")
+        samplers = {}
+        for name, metrics in evaluation["samplers"].items():
+            trained = self.done(f"sampler-{name}") or {}
+            history = [h for h in trained.get("history", []) if "dev_partial_kl" in h]
+            samplers[name] = {
+                **{k: v for k, v in metrics.items() if k != "examples"},
+                "train_seconds": trained.get("seconds"),
+                "curve": {"step": [h["step"] for h in history],
+                          "val_partial_kl": [h["dev_partial_kl"] for h in history]},
+                "proposals": metrics.get("examples", []),
+            }
+        return {"task": self.config.task, "preset": self.config.preset, "seed": self.config.seed,
+                "lattices": self.done("compile"), "samplers": samplers,
+                "smc": self.done("smc"), "config": self.settings()}
+
+    def run(self) -> Path:
+        """Run (or finish) every stage; returns the report's path. SIGINT/SIGTERM stop it
+        after a checkpoint; running it again resumes."""
+        with graceful_interrupts():
+            return self._run()
+
+    def _run(self) -> Path:
+        from .report import write_report
+        if self.done("compile") is None:
+            self._say("compiling lattices")
+            self._finish("compile", self.stage_compile())
+        self._say(f"scorer: {'reusing' if (self.dir / 'scorer.pt').exists() else 'training'}")
+        self.scorer()
+        for name in self.config.samplers:
+            self._say(f"sampler {name}: "
+                      f"{'reusing' if self.done(f'sampler-{name}') else 'training'}")
+            self.sampler(name)
+        self.smoothing()  # evaluates first
+        (self.dir / "results.json").write_text(json.dumps(self.results(), indent=1))
+        return write_report([self.dir], self.dir / "report")

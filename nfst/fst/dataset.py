@@ -1,0 +1,123 @@
+"""Compile the lattices of a whole dataset: in parallel processes, through an on-disk cache.
+
+Each lattice is cached under a content hash of the format version, the MFST, the compile
+options and the pair, so a changed topology or option never reads a stale entry. A cache entry
+that fails its integrity check is logged and rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import multiprocessing as mp
+import os
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from tqdm.auto import tqdm
+
+from ..runtime import storage
+from .compile import CompileOptions, compile_lattice
+from ..errors import CorruptCacheError, NfstError
+from .lattice import Lattice
+from .mfst import MarkedFST, Symbols, as_symbols
+
+FORMAT_VERSION = 2
+log = logging.getLogger("nfst")
+Pair = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+@dataclass
+class CompiledDataset:
+    pairs: list[Pair] = field(default_factory=list)
+    """The pairs that compiled, aligned with ``lattices``."""
+    lattices: list[Lattice] = field(default_factory=list)
+    skipped: list[tuple[Pair, NfstError]] = field(default_factory=list)
+    """Pairs that could not be compiled, with the reason."""
+    cache_hits: int = 0
+
+
+def cache_key(T_fingerprint: str, options: CompileOptions, pair: Pair) -> str:
+    text = repr((FORMAT_VERSION, T_fingerprint, options, pair))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class _Worker:
+    """Compiles one pair, reading and writing the cache; one instance per process."""
+
+    def __init__(self, T: MarkedFST, options: CompileOptions, cache_dir: Optional[Path]):
+        self.T, self.options, self.cache_dir = T, options, cache_dir
+        self.fingerprint = T.fingerprint()
+
+    def path(self, pair: Pair) -> Optional[Path]:
+        if self.cache_dir is None:
+            return None
+        key = cache_key(self.fingerprint, self.options, pair)
+        return self.cache_dir / key[:2] / f"{key}.lat"
+
+    def __call__(self, pair: Pair) -> tuple[Optional[Lattice], Optional[NfstError], bool]:
+        path = self.path(pair)
+        if path is not None and path.exists():
+            try:
+                return Lattice.from_state(storage.load(path)), None, True
+            except CorruptCacheError as exc:
+                log.warning("%s; rebuilding it", exc)
+        try:
+            lattice = compile_lattice(self.T, pair[0], pair[1], self.options)
+        except NfstError as exc:
+            return None, exc, False
+        if path is not None:
+            storage.save(path, lattice.to_state())
+        return lattice, None, False
+
+
+_worker: Optional[_Worker] = None
+
+
+def _init(worker: _Worker) -> None:
+    global _worker
+    _worker = worker
+    # Workers must not inherit a parent's graceful-interrupt handlers: Ctrl-C is the
+    # parent's to handle, and SIGTERM (how a pool stops its workers) must end them.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _run(pair: Pair):
+    return _worker(pair)
+
+
+def compile_dataset(T: MarkedFST, pairs: Sequence[tuple[Symbols, Symbols]], *,
+                    cache_dir: Optional[str | os.PathLike] = None, processes: int = 1,
+                    options: CompileOptions = CompileOptions(),
+                    progress: bool = True) -> CompiledDataset:
+    """Compile T_{x,y} for every pair, skipping (and reporting) pairs that fail."""
+    norm = [(as_symbols(x), as_symbols(y)) for x, y in pairs]
+    worker = _Worker(T, options, Path(cache_dir) if cache_dir is not None else None)
+    bar = dict(total=len(norm), desc=f"compile {T.name}", unit="lattice",
+               disable=not progress, leave=False)
+    if processes > 1 and len(norm) > 1:
+        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        with ctx.Pool(processes, initializer=_init, initargs=(worker,)) as pool:
+            chunk = max(1, min(64, len(norm) // (4 * processes)))
+            results = list(tqdm(pool.imap(_run, norm, chunksize=chunk), **bar))
+            pool.close()
+            pool.join()
+    else:
+        results = [worker(p) for p in tqdm(norm, **bar)]
+    out = CompiledDataset()
+    for pair, (lattice, error, hit) in zip(norm, results):
+        if lattice is None:
+            out.skipped.append((pair, error))
+        else:
+            out.pairs.append(pair)
+            out.lattices.append(lattice)
+            out.cache_hits += hit
+    if out.skipped:
+        examples = "; ".join(f"{' '.join(p[0])!r} -> {' '.join(p[1])!r}: {type(e).__name__}"
+                             for p, e in out.skipped[:3])
+        log.warning("%s: skipped %d of %d pairs (e.g. %s)", T.name, len(out.skipped), len(norm),
+                    examples)
+    return out

@@ -1,0 +1,47 @@
+"""Proposal samplers q_φ(ω | T_{x,y}) (003 §3), by name:
+
+- ``nolookahead``: the mark prefix only (003:16)
+- ``swa``: prefix GRU attending over a BiGRU encoding of x # y^R (003:2–3)
+- ``sws``: prefix GRU plus right-to-left GRUs over the unaligned suffixes of x and y (003:4)
+- ``swp``: a WFST on the lattice, weights from Algorithm 1 (003:5)
+- ``swp-prefix``: SWP's transition probabilities re-weighted by the mark prefix (003 §3.3)
+- ``swp-sws``: SWP's transition probabilities times SWS's local evidence (ours)
+
+``make_sampler(name, vocab_size, config, symbols)`` builds one; ``symbols`` (the MFST's input
+and output alphabets) is needed by the samplers that read x and y.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from .base import Paths, Sampler, SamplerConfig, Walk
+from .nolookahead import NoLookahead
+from .swa import SWA
+from .sws import SWS
+from .swp import SWP, SWPPrefix, SWPSWS
+
+SAMPLERS: dict[str, type[Sampler]] = {}
+
+
+def register_sampler(cls: type[Sampler]) -> type[Sampler]:
+    """Class decorator: make ``cls`` available to :func:`make_sampler` under ``cls.name``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__qualname__} needs a non-empty class attribute `name`")
+    SAMPLERS[cls.name] = cls
+    return cls
+
+
+def make_sampler(name: str, vocab_size: int, config: Optional[SamplerConfig] = None,
+                 symbols: Sequence[str] = ()) -> Sampler:
+    """A new sampler ``name`` over a mark vocabulary of ``vocab_size`` marks."""
+    if name not in SAMPLERS:
+        raise KeyError(f"no sampler named {name!r}; known samplers: {', '.join(SAMPLERS)}")
+    return SAMPLERS[name](vocab_size, config, symbols)
+
+
+for _cls in (NoLookahead, SWA, SWS, SWP, SWPPrefix, SWPSWS):
+    register_sampler(_cls)
+
+__all__ = ["Paths", "SAMPLERS", "Sampler", "SamplerConfig", "Walk",
+           "make_sampler", "register_sampler"]

@@ -1,0 +1,300 @@
+"""The interface every proposal sampler q_φ(ω | T_{x,y}) implements (003 §3).
+
+A sampler walks a lattice from its start state, choosing at each state s one of s's out-arcs
+(equivalently its mark, since out-arcs carry distinct marks) or STOP if s is final:
+
+    q_φ(ω | T_{x,y}) = Π_{t=1}^{T} q_φ(ω_t | ω_{<t}, T_{x,y}) · q_φ(STOP | ω, T_{x,y})
+
+Illegal marks have probability exactly 0: a sampler scores only the columns of
+``batch.out_arcs[s]`` (D of them, -1 padded) plus a last STOP column, and the generic code
+masks padding and STOP at non-final states to -inf.
+
+A subclass implements four methods over a :class:`Walk` of N walkers (particles):
+
+    prepare(batch)                       per-batch context (encodings, SWP's Algorithm 1, ...)
+    start(batch, context, lattice)       N fresh walkers, lattice (N,) says which lattice each walks
+    log_probs(batch, context, walk)      (N, D + 1) log q of each column at the current state
+    advance(batch, context, walk, choice)   take column ``choice`` (N,); STOP kills the walker
+
+and inherits :meth:`Sampler.sample` (k paths per lattice) and :meth:`Sampler.score` (log q of
+given paths, by teacher forcing), both differentiable in φ. The particle-smoothing engine drives
+the four methods itself, resampling walkers with :meth:`Walk.select`.
+
+Mark ids index the task's mark vocabulary (``lattice.mark_vocab``, shared by all lattices of a
+task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the first mark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar, Optional, Sequence
+
+import torch
+from torch import Tensor
+
+from ...dp.batch import LatticeBatch
+from ...runtime.threads import cpu_threads
+from ...errors import NfstError, PathTooLongError
+
+
+PAD, UNKNOWN, SEPARATOR = "<pad>", "<unk>", "#"
+SPECIAL_SYMBOLS = (PAD, UNKNOWN, SEPARATOR)
+"""Symbol ids 0, 1, 2; the alphabet's symbols follow. (A real symbol spelt ``#`` would share
+the separator's id: harmless, it is still one learned embedding.)"""
+
+
+@dataclass
+class SamplerConfig:
+    """Sizes shared by all samplers (003 App. D: one hidden size d for every recurrent net)."""
+
+    d: int = 256
+    """Hidden size of the recurrent nets and of every embedding (mark, symbol, arc)."""
+    dropout: float = 0.3
+    max_length: Optional[int] = None
+    """Most marks a sampled path may have; None: the batch's longest path (acyclic lattices
+    cannot go further, so the cap is never hit)."""
+
+
+def select_tree(obj: Any, index: Tensor) -> Any:
+    """Index the first dimension of every tensor in a nest of tuples/lists/dicts/dataclasses."""
+    if obj is None:
+        return None
+    if isinstance(obj, Tensor):
+        return obj[index]
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(select_tree(o, index) for o in obj)
+    if isinstance(obj, dict):
+        return {key: select_tree(o, index) for key, o in obj.items()}
+    if dataclasses.is_dataclass(obj):
+        return dataclasses.replace(obj, **{f.name: select_tree(getattr(obj, f.name), index)
+                                           for f in dataclasses.fields(obj)})
+    raise TypeError(f"cannot select walkers from a {type(obj).__name__}")
+
+
+@dataclass
+class Walk:
+    """N walkers, each on one lattice of a LatticeBatch."""
+
+    lattice: Tensor
+    """(N,) long: index into the batch."""
+    state: Tensor
+    """(N,) long: current state (batch-global id)."""
+    alive: Tensor
+    """(N,) bool: False once STOP was chosen (the walker then stays put)."""
+    length: Tensor
+    """(N,) long: marks emitted so far."""
+    last_mark: Tensor
+    """(N,) long: the previous mark id (BOS = vocab_size at the start)."""
+    hidden: Any
+    """The sampler's recurrent state, first dimension N (e.g. a GRU's h (N, d)), or None."""
+
+    def select(self, index: Tensor) -> "Walk":
+        """The walkers ``index`` (N',), in that order; duplicates are independent copies."""
+        return select_tree(self, index)
+
+    def __len__(self) -> int:
+        return len(self.state)
+
+
+@dataclass
+class Paths:
+    """k sampled paths per lattice; L is the longest path's number of marks."""
+
+    arcs: Tensor
+    """(B, k, L) long: the arcs taken, -1 after the path ends."""
+    marks: Tensor
+    """(B, k, L) long: their marks, -1 after the path ends."""
+    lengths: Tensor
+    """(B, k) long: number of marks."""
+    log_q: Tensor
+    """(B, k): log q of the whole path, STOP included (differentiable in φ)."""
+    step_log_q: Tensor
+    """(B, k, L + 1): log q of each choice (0 after STOP), the last choice being STOP."""
+
+
+class Sampler(torch.nn.Module):
+    """Base class: see the module docstring. ``symbols`` is the input ∪ output alphabet, for
+    samplers that read x and y (unknown symbols share one embedding)."""
+
+    name: ClassVar[str] = ""
+    requires_acyclic: ClassVar[bool] = False
+    """True for samplers built on the backward algorithm (SWP); they raise CyclicLatticeError."""
+
+    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
+                 symbols: Sequence[str] = ()):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.config = config if config is not None else SamplerConfig()
+        self.symbols = tuple(symbols)
+
+    @property
+    def bos(self) -> int:
+        return self.vocab_size
+
+    @property
+    def num_symbol_ids(self) -> int:
+        """Size of a symbol embedding table for :meth:`symbol_ids`."""
+        return len(self.symbols) + len(SPECIAL_SYMBOLS)
+
+    def symbol_ids(self, strings: Sequence[Sequence[str]], device: torch.device
+                   ) -> tuple[Tensor, list[int]]:
+        """Padded ids (B, L) of symbol strings (``#`` is the separator, unknown symbols
+        share one id, padding is 0) and their lengths."""
+        if not hasattr(self, "_symbol_index"):
+            self._symbol_index = {sym: i + len(SPECIAL_SYMBOLS) for i, sym in enumerate(self.symbols)}
+            self._symbol_index[SEPARATOR] = SPECIAL_SYMBOLS.index(SEPARATOR)
+        unk = SPECIAL_SYMBOLS.index(UNKNOWN)
+        lengths = [len(s) for s in strings]
+        ids = torch.zeros(len(strings), max(1, max(lengths)), dtype=torch.long)
+        for b, s in enumerate(strings):
+            ids[b, :len(s)] = torch.tensor([self._symbol_index.get(c, unk) for c in s],
+                                           dtype=torch.long)
+        return ids.to(device), lengths
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    # -- what a sampler implements ------------------------------------------------------
+    def prepare(self, batch: LatticeBatch) -> Any:
+        """Per-batch context shared by every walker (computed once, with gradients)."""
+        return None
+
+    def start(self, batch: LatticeBatch, context: Any, lattice: Tensor) -> Walk:
+        raise NotImplementedError
+
+    def log_probs(self, batch: LatticeBatch, context: Any, walk: Walk) -> Tensor:
+        raise NotImplementedError
+
+    def advance(self, batch: LatticeBatch, context: Any, walk: Walk, choice: Tensor) -> Walk:
+        raise NotImplementedError
+
+    # -- helpers for subclasses ---------------------------------------------------------
+    def initial_walk(self, batch: LatticeBatch, lattice: Tensor, hidden: Any) -> Walk:
+        n = len(lattice)
+        return Walk(lattice=lattice, state=batch.start[lattice],
+                    alive=torch.ones(n, dtype=torch.bool, device=lattice.device),
+                    length=torch.zeros(n, dtype=torch.long, device=lattice.device),
+                    last_mark=torch.full((n,), self.bos, dtype=torch.long, device=lattice.device),
+                    hidden=hidden)
+
+    @staticmethod
+    def moved(batch: LatticeBatch, walk: Walk, choice: Tensor, hidden: Any = None) -> Walk:
+        """The walk after taking column ``choice`` (N,); dead walkers stay as they are.
+        ``hidden`` is the sampler's new recurrent state (already masked to the movers)."""
+        stop = choice == batch.out_arcs.shape[1]
+        arc = batch.out_arcs[walk.state, choice.clamp(max=batch.out_arcs.shape[1] - 1)]
+        moving = walk.alive & ~stop
+        if bool((moving & (arc < 0)).any()):
+            raise ValueError("a walker chose a padding column (not an out-arc of its state)")
+        safe = arc.clamp(min=0)
+        return Walk(lattice=walk.lattice,
+                    state=torch.where(moving, batch.arc_dst[safe], walk.state),
+                    alive=walk.alive & ~stop,
+                    length=walk.length + moving.long(),
+                    last_mark=torch.where(moving, batch.arc_mark[safe], walk.last_mark),
+                    hidden=hidden)
+
+    def legal_log_probs(self, batch: LatticeBatch, walk: Walk, logits: Tensor) -> Tensor:
+        """Log-softmax of mark logits (N, vocab_size + 1), column vocab_size = STOP, over
+        just the legal choices at each walker's state: returns (N, D + 1) as in log_probs."""
+        arcs = batch.out_arcs[walk.state]  # (N, D)
+        marks = batch.arc_mark[arcs.clamp(min=0)]
+        arc_logits = logits.gather(1, marks).masked_fill(arcs < 0, float("-inf"))
+        stop = logits[:, self.vocab_size].masked_fill(~batch.final[walk.state], float("-inf"))
+        return torch.log_softmax(torch.cat([arc_logits, stop[:, None]], dim=1), dim=1)
+
+    def check_batch(self, batch: LatticeBatch) -> None:
+        """Raise if the batch's mark vocabulary has another size, or if this sampler needs
+        acyclic lattices and one is cyclic."""
+        if self.requires_acyclic:
+            for lattice in batch.lattices:
+                lattice.require_acyclic(f"the {self.name} sampler")
+        if len(batch.mark_vocab) != self.vocab_size and self.vocab_size:
+            raise ValueError(f"the {self.name} sampler has {self.vocab_size} marks, the batch's "
+                             f"mark vocabulary {len(batch.mark_vocab)}: it belongs to another task")
+
+    # -- generic sampling and scoring ---------------------------------------------------
+    def _cap(self, batch: LatticeBatch, max_length: Optional[int]) -> int:
+        if max_length is None:
+            max_length = self.config.max_length
+        return batch.max_height if max_length is None else max_length
+
+    def sample(self, batch: LatticeBatch, k: int, generator: Optional[torch.Generator] = None,
+               max_length: Optional[int] = None) -> Paths:
+        """Draw k paths per lattice (ancestral sampling); log q keeps its gradient.
+
+        ``generator`` must live on the batch's device. Raises PathTooLongError if a path
+        would exceed ``max_length`` marks (default: see SamplerConfig.max_length)."""
+        self.check_batch(batch)
+        with cpu_threads(batch.device):  # a step is many small ops: threads only add overhead
+            return self._sample(batch, k, generator, max_length)
+
+    def _sample(self, batch: LatticeBatch, k: int, generator: Optional[torch.Generator],
+                max_length: Optional[int]) -> Paths:
+        cap = self._cap(batch, max_length)
+        context = self.prepare(batch)
+        lattice = torch.arange(batch.batch_size, device=batch.device).repeat_interleave(k)
+        walk = self.start(batch, context, lattice)
+        stop_col = batch.out_arcs.shape[1]
+        stop_only = torch.full((stop_col + 1,), float("-inf"), device=batch.device)
+        stop_only[stop_col] = 0.0
+        arcs, steps = [], []
+        for t in range(cap + 1):
+            lp = self.log_probs(batch, context, walk)
+            with torch.no_grad():  # dead walkers "choose" STOP again, at no cost
+                probs = torch.where(walk.alive[:, None], lp, stop_only.to(lp.dtype)).exp()
+                choice = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+            step = lp.gather(1, choice[:, None]).squeeze(1)
+            steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
+            moving = walk.alive & (choice != stop_col)
+            arcs.append(torch.where(moving, batch.out_arcs[walk.state, choice.clamp(max=stop_col - 1)],
+                                    torch.full_like(choice, -1)))
+            walk = self.advance(batch, context, walk, choice)
+            if not bool(walk.alive.any()):
+                break
+        else:
+            raise PathTooLongError(f"{self.name}: a sampled path exceeded max_length={cap} marks")
+        arcs_t = torch.stack(arcs[:-1], dim=1) if len(arcs) > 1 else \
+            torch.zeros(len(lattice), 0, dtype=torch.long, device=batch.device)
+        step_log_q = torch.stack(steps, dim=1)
+        B = batch.batch_size
+        marks = torch.where(arcs_t >= 0, batch.arc_mark[arcs_t.clamp(min=0)], arcs_t)
+        return Paths(arcs=arcs_t.view(B, k, -1), marks=marks.view(B, k, -1),
+                     lengths=walk.length.view(B, k), log_q=step_log_q.sum(1).view(B, k),
+                     step_log_q=step_log_q.view(B, k, -1))
+
+    def score_steps(self, batch: LatticeBatch, arcs: Tensor) -> Tensor:
+        """(B, k, L + 1) log q of each choice of the given paths ``arcs`` (B, k, L), -1 padded,
+        by teacher forcing; the choice after a path's last arc is STOP."""
+        self.check_batch(batch)
+        with cpu_threads(batch.device):
+            return self._score_steps(batch, arcs)
+
+    def _score_steps(self, batch: LatticeBatch, arcs: Tensor) -> Tensor:
+        B, k, L = arcs.shape
+        flat = arcs.reshape(B * k, L)
+        context = self.prepare(batch)
+        lattice = torch.arange(B, device=batch.device).repeat_interleave(k)
+        walk = self.start(batch, context, lattice)
+        stop_col = batch.out_arcs.shape[1]
+        steps = []
+        for t in range(L + 1):
+            arc = flat[:, t] if t < L else torch.full_like(lattice, -1)
+            safe = arc.clamp(min=0)
+            if bool((walk.alive & (arc >= 0) & (batch.arc_src[safe] != walk.state)).any()):
+                raise ValueError(f"step {t}: an arc does not leave the walker's current state")
+            if bool((walk.alive & (arc < 0) & ~batch.final[walk.state]).any()):
+                raise ValueError(f"step {t}: a path ends at a non-final state")
+            first = batch.out_arcs[batch.arc_src[safe], 0]  # arcs are sorted by source
+            choice = torch.where(arc >= 0, safe - first, torch.full_like(arc, stop_col))
+            lp = self.log_probs(batch, context, walk)
+            step = lp.gather(1, choice[:, None]).squeeze(1)
+            steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
+            walk = self.advance(batch, context, walk, choice)
+        return torch.stack(steps, dim=1).view(B, k, L + 1)
+
+    def score(self, batch: LatticeBatch, arcs: Tensor) -> Tensor:
+        """(B, k) log q of the given paths ``arcs`` (B, k, L), -1 padded (differentiable)."""
+        return self.score_steps(batch, arcs).sum(-1)

@@ -1,0 +1,61 @@
+"""The no-lookahead baseline (003:16, App. F): the next mark from the mark prefix alone,
+
+    q_φ(ω_t | ω_{<t}, T_{x,y}) ∝ exp(W[1; h_{t-1}]),   h a GRU over BOS ω_1 … ω_{t-1},
+
+renormalised over the marks the lattice allows at the current state (and STOP if final).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ...dp.batch import LatticeBatch
+from .base import Sampler, SamplerConfig, Walk
+
+
+class PrefixGRU(nn.Module):
+    """h_t = GRU(e[ω_t], h_{t-1}) over the mark prefix, h_0 = GRU(e[BOS], 0): the h_{t-1} of
+    003:2, 003:4 and 003:16. Ids 0..V-1 are marks, V is BOS."""
+
+    def __init__(self, vocab_size: int, d: int, dropout: float):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size + 1, d)
+        self.cell = nn.GRUCell(d, d)
+        self.drop = nn.Dropout(dropout)
+
+    def step(self, marks: Tensor, h: Optional[Tensor] = None) -> Tensor:
+        return self.cell(self.drop(self.embed(marks)), h)
+
+    def advance(self, walk: Walk, moved: Walk) -> Tensor:
+        """The hidden state after ``walk`` moved to ``moved``: only walkers that emitted a
+        mark read it; walkers that stopped keep theirs."""
+        h = self.step(moved.last_mark, walk.hidden)
+        emitted = moved.length > walk.length
+        return torch.where(emitted[:, None], h, walk.hidden)
+
+
+class NoLookahead(Sampler):
+    name = "nolookahead"
+
+    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
+                 symbols: Sequence[str] = ()):
+        super().__init__(vocab_size, config, symbols)
+        d = self.config.d
+        self.prefix = PrefixGRU(vocab_size, d, self.config.dropout)
+        self.drop = nn.Dropout(self.config.dropout)
+        self.out = nn.Linear(d, vocab_size + 1)  # marks, then STOP
+
+    def start(self, batch: LatticeBatch, context, lattice: Tensor) -> Walk:
+        bos = torch.full_like(lattice, self.bos)
+        return self.initial_walk(batch, lattice, self.prefix.step(bos))
+
+    def log_probs(self, batch: LatticeBatch, context, walk: Walk) -> Tensor:
+        return self.legal_log_probs(batch, walk, self.out(self.drop(walk.hidden)))
+
+    def advance(self, batch: LatticeBatch, context, walk: Walk, choice: Tensor) -> Walk:
+        moved = self.moved(batch, walk, choice)
+        moved.hidden = self.prefix.advance(walk, moved)
+        return moved

@@ -1,0 +1,263 @@
+"""SWP, the sampler with path structures (003 §3.3), and two variants that also see the prefix.
+
+SWP treats the lattice as a WFST. Algorithm 1 of 003 visits states bottom-up (by height, so
+every arc's destination is done before its source) and computes, for each arc s → s' with
+mark ω and each state s,
+
+    e_{s→s'} = σ(U[1; e_ω; e_{s'}])                     arc embedding (line 4)
+    w_{s→s'} = exp(w · e_{s→s'})                         arc weight (line 5)
+    β(s)     = [s final] + Σ_{s'} w_{s→s'} β(s')          backward algorithm (line 6)
+    q(s→s' | s) = w_{s→s'} β(s') / β(s)                  transition probability (003:5)
+    e_s      = Σ_{s'} q(s→s' | s) e_{s→s'}               state embedding (line 8)
+
+(dead ends, height 0: β = 1, e_s = 0). One vectorised step per height covers every lattice of
+the batch, in log space. Sampling then just walks q: q(STOP | s) = [s final] / β(s).
+
+``swp-prefix`` keeps Algorithm 1 and re-weights each step's choice by the mark prefix (the
+"cheaper variant" at the end of 003 §3.3):
+
+    q(s→s' | s, ω_{<t}) ∝ w_{s→s'} β(s') · exp(g(h_{t-1}) · e_{s→s'}),
+    q(STOP | s, ω_{<t}) ∝ [s final] · exp(g_stop(h_{t-1})),
+
+with h a GRU over the prefix and g, g_stop linear maps that start at zero, so it starts out as
+SWP and learns how far to trust the prefix.
+
+``swp-sws`` (ours, beyond 003) multiplies SWP's transition probabilities with SWS's local
+evidence, a product of experts renormalised over the legal choices:
+
+    q(s→s' | s, ω_{<t}) ∝ (w_{s→s'} β(s') / β(s))^α · exp(SWS logit of the arc's mark)   (003:4–5)
+    q(STOP | s, ω_{<t}) ∝ ([s final] / β(s))^α · exp(SWS logit of STOP)
+
+with a learned α (starting at 1). SWP contributes the global view of the lattice (which
+alignments can still complete, e.g. which cipher explains y), SWS the prefix and the unaligned
+suffixes x_{≥i}, y_{≥j}; α → 0 recovers SWS where the lattice view does not help.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ...dp.batch import LatticeBatch
+from ...dp.passes import transition_log_probs
+from ...runtime.threads import cpu_threads
+from .base import Sampler, SamplerConfig, Walk
+from .nolookahead import PrefixGRU
+from .sws import SWS, Suffixes
+
+
+@dataclass
+class WeightedLattice:
+    """A locally normalised WFST on the batch: what SWP's ``prepare`` returns."""
+
+    table: Tensor
+    """(S, D + 1): log q of each column of ``batch.out_arcs`` and of STOP, -inf if illegal."""
+    arc_embed: Optional[Tensor] = None
+    """(A, d): Algorithm 1's arc embeddings (kept for the prefix variant)."""
+
+
+def segment_logsumexp(values: Tensor, segment: Tensor, init: Tensor) -> Tensor:
+    """log(exp(init[i]) + Σ_{j: segment[j] = i} exp(values[j])), shape (n,) = init's;
+    differentiable (the shift by the segment maximum is a constant, so it is detached)."""
+    with torch.no_grad():
+        peak = init.scatter_reduce(0, segment, values, "amax")
+        peak = peak.clamp_min(torch.finfo(peak.dtype).min)
+    total = torch.exp(init - peak).index_add(0, segment, torch.exp(values - peak[segment]))
+    return torch.log(total) + peak
+
+
+def transition_table(batch: LatticeBatch, arc_log_probs: Tensor, stop_log_probs: Tensor) -> Tensor:
+    """(S, D + 1) log q per out-arc column, STOP last, -inf for padding."""
+    arcs = batch.out_arcs
+    per_arc = arc_log_probs[arcs.clamp(min=0)].masked_fill(arcs < 0, float("-inf"))
+    return torch.cat([per_arc, stop_log_probs[:, None]], dim=1)
+
+
+class WFSTSampler(Sampler):
+    """A sampler whose q is a WFST on the lattice: subclasses give log arc weights (A,) in
+    ``arc_log_weights`` (and optionally β); q(s→s'|s) = w β(s') / β(s) by ``nfst.dp``."""
+
+    requires_acyclic = True
+
+    def arc_log_weights(self, batch: LatticeBatch) -> tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+        """(log w (A,), β (S,) or None to compute it, arc embeddings (A, d) or None)."""
+        raise NotImplementedError
+
+    def prepare(self, batch: LatticeBatch) -> WeightedLattice:
+        log_w, beta, arc_embed = self.arc_log_weights(batch)
+        arc_lp, stop_lp = transition_log_probs(batch, log_w, batch.final_weights(log_w.dtype), beta)
+        return WeightedLattice(transition_table(batch, arc_lp, stop_lp), arc_embed)
+
+    def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor) -> Walk:
+        return self.initial_walk(batch, lattice, None)
+
+    def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
+        return context.table[walk.state]
+
+    def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
+                choice: Tensor) -> Walk:
+        return self.moved(batch, walk, choice)
+
+
+class Algorithm1(torch.autograd.Function):
+    """003 Algorithm 1 over a batch, level by level, with a hand-written reverse pass.
+
+    Inputs: ``mark_part`` (V, d) = U_1 + U_mark e_ω for every mark, ``U_state`` (d, d) and
+    ``w`` (d,). Outputs: log w (A,), log β (S,) and the arc embeddings e (A, d).
+
+    Why not plain autograd: each level reads states of any lower level, so autograd would
+    allocate (and zero) a gradient the size of every state's embedding at every level, which
+    dominated the run time. The reverse pass instead visits levels top-down, accumulating each
+    state's adjoints in one buffer, like the backward algorithm's own gradient in ``nfst.dp``.
+    """
+
+    @staticmethod
+    def forward(ctx, mark_part: Tensor, U_state: Tensor, w: Tensor, batch: LatticeBatch):
+        S, A, d = batch.num_states, batch.num_arcs, mark_part.shape[1]
+        order = batch.backward_arc_order  # arcs in level order, level by level
+        marks = batch.arc_mark[order]
+        # Per state in level order: log β, e_s and U_state e_s. States of height 0 are dead
+        # ends (final): β = 1, e_s = 0.
+        beta = batch.final_weights(mark_part.dtype)[batch.level_order]
+        embed_s = mark_part.new_zeros(S, d)
+        proj_s = mark_part.new_zeros(S, d)
+        # Per arc in level order: e, log w and q.
+        embed = mark_part.new_empty(A, d)
+        log_w = mark_part.new_empty(A)
+        q = mark_part.new_empty(A)
+        for level in batch.backward_levels[1:]:
+            lo, hi, arcs = level.states.start, level.states.stop, level.arcs
+            e = torch.sigmoid(mark_part[marks[arcs]] + proj_s[level.other])       # line 4
+            lw = e @ w                                                              # line 5
+            through = lw + beta[level.other]  # log w β(s') per arc
+            b = segment_logsumexp(through, level.segment, beta[lo:hi])              # line 6
+            qa = torch.exp(through - b[level.segment])                              # line 7
+            e_s = e.new_zeros(hi - lo, d).index_add_(0, level.segment, qa[:, None] * e)  # line 8
+            beta[lo:hi], embed_s[lo:hi], proj_s[lo:hi] = b, e_s, e_s @ U_state.T
+            embed[arcs], log_w[arcs], q[arcs] = e, lw, qa
+        ctx.save_for_backward(mark_part, U_state, w, embed_s, embed, q)
+        ctx.batch = batch
+        natural = torch.empty_like(order)
+        natural[order] = torch.arange(A, device=order.device)
+        return log_w[natural], beta[batch.level_index], embed[natural]
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_log_w, grad_beta, grad_embed):
+        mark_part, U_state, w, embed_s, embed, q = ctx.saved_tensors
+        batch = ctx.batch
+        order = batch.backward_arc_order
+        # Adjoints, in the forward pass's orders; a state's are complete once every level
+        # above it has been visited (only arcs from higher levels read it).
+        g_beta = grad_beta[batch.level_order].clone()
+        g_proj = torch.zeros_like(embed_s)
+        g_embed = grad_embed[order]
+        g_log_w = grad_log_w[order]
+        g_mark, g_U, g_w = torch.zeros_like(mark_part), torch.zeros_like(U_state), torch.zeros_like(w)
+        marks = batch.arc_mark[order]
+        with cpu_threads(batch.device):  # many small ops: see nfst.runtime.threads
+            for level in reversed(batch.backward_levels[1:]):
+                lo, hi, arcs, seg = level.states.start, level.states.stop, level.arcs, level.segment
+                e, qa = embed[arcs], q[arcs]
+                g_U += g_proj[lo:hi].T @ embed_s[lo:hi]          # proj_s = e_s U_stateᵀ
+                g_e_s = g_proj[lo:hi] @ U_state
+                g_q = (g_e_s[seg] * e).sum(1)                     # e_s = Σ q e
+                g_e = g_embed[arcs] + qa[:, None] * g_e_s[seg]
+                # q = exp(through − b): b's adjoint collects −Σ g_q q; b = logsumexp(through, final)
+                g_b = g_beta[lo:hi] - torch.zeros_like(g_beta[lo:hi]).index_add_(0, seg, g_q * qa)
+                g_through = qa * (g_q + g_b[seg])
+                g_beta.index_add_(0, level.other, g_through)     # through = log w + β(s')
+                g_lw = g_log_w[arcs] + g_through
+                g_w += e.T @ g_lw                                 # log w = w · e
+                g_pre = (g_e + g_lw[:, None] * w) * e * (1 - e)   # e = σ(pre)
+                g_mark.index_add_(0, marks[arcs], g_pre)          # pre = mark_part[ω] + proj(s')
+                g_proj.index_add_(0, level.other, g_pre)
+        return g_mark, g_U, g_w, None
+
+
+class SWP(WFSTSampler):
+    name = "swp"
+
+    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
+                 symbols: Sequence[str] = ()):
+        super().__init__(vocab_size, config, symbols)
+        d = self.config.d
+        self.mark_embed = nn.Embedding(vocab_size, d)
+        self.U_mark = nn.Linear(d, d)  # U = [U_1 | U_mark | U_state]; U_1 is this bias
+        self.U_state = nn.Linear(d, d, bias=False)
+        self.w = nn.Linear(d, 1, bias=False)
+        self.drop = nn.Dropout(self.config.dropout)
+
+    def arc_log_weights(self, batch: LatticeBatch) -> tuple[Tensor, Tensor, Tensor]:
+        """Algorithm 1 over the batch: log w (A,), log β (S,), e (A, d). Dropout applies to
+        the mark embeddings."""
+        mark_part = self.U_mark(self.drop(self.mark_embed.weight))  # (V, d): U_1 + U_mark e_ω
+        with cpu_threads(batch.device):
+            return Algorithm1.apply(mark_part, self.U_state.weight, self.w.weight[0], batch)
+
+
+class SWPPrefix(SWP):
+    name = "swp-prefix"
+
+    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
+                 symbols: Sequence[str] = ()):
+        super().__init__(vocab_size, config, symbols)
+        d = self.config.d
+        self.prefix = PrefixGRU(vocab_size, d, self.config.dropout)
+        self.g = nn.Linear(d, d + 1)  # g(h) for arcs, then g_stop(h)
+        nn.init.zeros_(self.g.weight)
+        nn.init.zeros_(self.g.bias)
+
+    def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor) -> Walk:
+        return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
+
+    def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
+        g = self.g(self.drop(walk.hidden))  # (N, d + 1)
+        arcs = batch.out_arcs[walk.state]  # (N, D)
+        bonus = torch.einsum("nd,nkd->nk", g[:, :-1], context.arc_embed[arcs.clamp(min=0)])
+        bonus = torch.cat([bonus, g[:, -1:]], dim=1)
+        return torch.log_softmax(context.table[walk.state] + bonus, dim=1)
+
+    def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
+                choice: Tensor) -> Walk:
+        moved = self.moved(batch, walk, choice)
+        moved.hidden = self.prefix.advance(walk, moved)
+        return moved
+
+
+@dataclass
+class HybridContext:
+    swp: WeightedLattice
+    sws: Suffixes
+
+
+class SWPSWS(SWP):
+    name = "swp-sws"
+
+    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
+                 symbols: Sequence[str] = ()):
+        super().__init__(vocab_size, config, symbols)
+        self.sws = SWS(vocab_size, config, symbols)
+        self.alpha = nn.Parameter(torch.ones(()))
+
+    def prepare(self, batch: LatticeBatch) -> HybridContext:
+        return HybridContext(super().prepare(batch), self.sws.prepare(batch))
+
+    def start(self, batch: LatticeBatch, context: HybridContext, lattice: Tensor) -> Walk:
+        return self.sws.start(batch, context.sws, lattice)
+
+    def log_probs(self, batch: LatticeBatch, context: HybridContext, walk: Walk) -> Tensor:
+        logits = self.sws.mark_logits(batch, context.sws, walk)
+        marks = batch.arc_mark[batch.out_arcs[walk.state].clamp(min=0)]
+        local = torch.cat([logits.gather(1, marks), logits[:, -1:]], dim=1)
+        table = context.swp.table[walk.state]  # -inf exactly where a choice is illegal
+        illegal = torch.isinf(table)
+        scaled = (self.alpha * table.masked_fill(illegal, 0.0)).masked_fill(illegal, float("-inf"))
+        return torch.log_softmax(scaled + local, dim=1)
+
+    def advance(self, batch: LatticeBatch, context: HybridContext, walk: Walk,
+                choice: Tensor) -> Walk:
+        return self.sws.advance(batch, context.sws, walk, choice)

@@ -1,0 +1,51 @@
+"""Checksummed, atomically written files for caches and checkpoints.
+
+Layout: an 8-byte magic tag, the SHA-256 of the payload, then the payload (a pickle). A reader
+that finds a wrong tag or digest raises CorruptCacheError instead of trusting the bytes; a
+writer writes a temporary file in the same directory and renames it, so a crash never leaves a
+half-written file under the final name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..errors import CorruptCacheError
+
+MAGIC = b"NFST\x00v1\n"
+
+
+def save(path: str | os.PathLike, obj: Any, *, durable: bool = False) -> None:
+    """Write ``obj``; ``durable`` also flushes it to disk (for checkpoints, not caches)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(MAGIC + hashlib.sha256(payload).digest() + payload)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load(path: str | os.PathLike) -> Any:
+    """Read a file written by ``save``; raises CorruptCacheError if it fails its check."""
+    data = Path(path).read_bytes()
+    head, digest, payload = data[:len(MAGIC)], data[len(MAGIC):len(MAGIC) + 32], data[len(MAGIC) + 32:]
+    if head != MAGIC or hashlib.sha256(payload).digest() != digest:
+        raise CorruptCacheError(f"{path}: failed its integrity check (truncated or overwritten)")
+    try:
+        return pickle.loads(payload)
+    except Exception as exc:  # a matching digest over an unreadable pickle: wrong version
+        raise CorruptCacheError(f"{path}: unreadable ({exc})") from exc

@@ -1,0 +1,168 @@
+"""Training from particles: proposals adapted on SMC output (002 §3, 000 §5) and the learned
+lookahead fitted on it (000 §3.3). DESIGN §6.
+
+Losses, each a scalar to minimise (mean over the lattices of a batch), computed from an
+:class:`~nfst.smc.engine.SMCResult` of a run made with gradients enabled:
+
+- :func:`nasmc_loss` — the NASMC gradient (002:1):
+
+      ∇_φ KL(p ‖ q_φ) ≈ −Σ_t Σ_m w̃_t^m ∇_φ log q_φ(z_t^m | z^{A_t^m}_{<t})
+
+  every step's choice of every particle, weighted by its normalised *filtering* weight w̃_t
+  (after step t's reweighting, before its resampling), not only the final particles' weights:
+  less variance than the final weighted paths, at the price of some bias (002 §3).
+- :func:`mixture_loss` — 000's λ-mixture (1 − λ) KL(p ‖ q) + λ KL(q ‖ p) (000:32). The
+  inclusive term uses the final particles p̂ (000:39); the exclusive term is REINFORCE
+  (000:43–45) and needs paths drawn from q, i.e. a run without resampling.
+
+:func:`adapt` is a small training loop over lattices for either loss, with any sampler — a
+neural sampler, or :class:`~nfst.smc.lookahead.LookaheadProposal`, whose only parameters are the
+lookahead's: that trains c_φ through the proposal it defines, as in 000 §5.
+:func:`fit_lookahead` fits a :class:`~nfst.smc.lookahead.LearnedLookahead` by regression on the
+particles of a fixed proposal (``LearnedLookahead.regression_loss``).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+from typing import Optional, Sequence
+
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from ..dp.batch import LatticeBatch
+from ..runtime.threads import cpu_threads
+from ..fst.lattice import Lattice
+from ..smc.lookahead import LearnedLookahead, Lookahead
+from .objectives import EMABaseline, exclusive_kl_loss
+from ..models.samplers.base import Sampler
+from ..models.scorer import Scorer
+from ..smc.engine import SMCConfig, SMCResult, smc, trace
+
+
+def nasmc_loss(result: SMCResult) -> Tensor:
+    """−Σ_t Σ_m w̃_t^m log q(z_t^m | ancestral prefix) (002:1), averaged over lattices."""
+    w = result.filtering_log_weights.exp().detach()  # (B, T, M)
+    return -(w.to(result.step_choice_log_q.dtype) * result.step_choice_log_q).sum((1, 2)).mean()
+
+
+def path_log_q(result: SMCResult) -> Tensor:
+    """(B, M) log q of each final particle's path, with the sampler's gradient."""
+    return trace(result.ancestors, result.step_choice_log_q).sum(-1)
+
+
+def mixture_loss(result: SMCResult, lam: float = 0.5,
+                 baseline: Optional[EMABaseline] = None) -> Tensor:
+    """(1 − λ) · (−Σ_m w̄_m log q(z_m)) + λ · REINFORCE exclusive KL (000:32, 39, 45).
+
+    The REINFORCE baseline b is, by default, each lattice's leave-one-out mean of
+    d = log q − log p̃ over its other M − 1 particles (unbiased, and it follows log Z, which
+    varies by tens of nats between pairs); pass an ``EMABaseline`` for 000's single running
+    average instead."""
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"the mixture weight λ must be in [0, 1], got {lam}")
+    log_q = path_log_q(result)
+    loss = -(result.weights.detach().to(log_q.dtype) * log_q).sum(-1).mean()
+    if lam == 0:
+        return loss
+    if bool(result.resampled.any()):
+        raise ValueError("the exclusive KL term needs paths drawn from q: run SMC with "
+                         "resample_threshold=0 for the mixture objective")
+    log_p = result.log_p.to(log_q.dtype)
+    if baseline is not None:
+        exclusive = exclusive_kl_loss(log_p, log_q, baseline)
+    else:
+        d = (log_q - log_p).detach()
+        M = d.shape[1]
+        if M < 2:
+            raise ValueError("the leave-one-out baseline needs at least 2 particles")
+        b = (d.sum(1, keepdim=True) - d) / (M - 1)
+        exclusive = ((d - b) * log_q).mean()
+    return (1 - lam) * loss + lam * exclusive
+
+
+@dataclass
+class AdaptConfig:
+    """Training from particles (``adapt``); ``objective`` is "nasmc" or "mixture"."""
+
+    objective: str = "nasmc"
+    lam: float = 0.5
+    """λ of the mixture (000 §5: ½)."""
+    smc: SMCConfig = field(default_factory=lambda: SMCConfig(particles=16))
+    """The SMC runs that produce the particles (the mixture forces τ = 0)."""
+    steps: int = 200
+    batch_size: int = 16
+    lr: float = 1e-3
+    grad_clip: float = 5.0
+
+
+def _minibatches(lattices: Sequence[Lattice], batch_size: int, steps: int, seed: int):
+    rng = random.Random(seed)
+    order: list[int] = []
+    for _ in range(steps):
+        if len(order) < batch_size:
+            order += rng.sample(range(len(lattices)), len(lattices))
+        picked, order = order[:batch_size], order[batch_size:]
+        yield [lattices[i] for i in picked]
+
+
+def adapt(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice],
+          config: Optional[AdaptConfig] = None, lookahead: Optional[Lookahead] = None,
+          seed: int = 0, device: str | torch.device = "cpu") -> list[float]:
+    """Train ``sampler`` on its own SMC particles with ``config.objective``; returns the
+    loss of each step. ``lookahead`` shapes the SMC targets (default C = 0). The sampler
+    stays in the mode it is in (train/eval); the scorer should be frozen.
+
+    NASMC needs a lookahead: with C = 0 the filtering targets ignore the rest of the lattice
+    and the gradient is biased (see tests/nfst/test_nasmc.py). Do not give a
+    LookaheadProposal its own learned C here: the SMC targets would then move with the
+    parameters being trained (on small lattices this collapsed q); train it with the
+    mixture, as 000 §5 does."""
+    config = config if config is not None else AdaptConfig()
+    if config.objective not in ("nasmc", "mixture"):
+        raise ValueError(f"unknown objective {config.objective!r}: use 'nasmc' or 'mixture'")
+    smc_config = config.smc
+    if config.objective == "mixture" and smc_config.resample_threshold > 0:
+        smc_config = replace(smc_config, resample_threshold=0.0)
+    params = [p for p in sampler.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=config.lr)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    history = []
+    for lats in _minibatches(lattices, config.batch_size, config.steps, seed):
+        batch = LatticeBatch(lats, device)
+        with cpu_threads(batch.device):  # many small ops: see nfst.runtime.threads
+            result = smc(batch, sampler, scorer, lookahead, smc_config, generator)
+            loss = nasmc_loss(result) if config.objective == "nasmc" else \
+                mixture_loss(result, config.lam)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
+            opt.step()
+        history.append(float(loss.detach()))
+    return history
+
+
+def fit_lookahead(lookahead: LearnedLookahead, sampler: Sampler, scorer: Scorer,
+                  lattices: Sequence[Lattice], steps: int = 200, batch_size: int = 16,
+                  particles: int = 16, lr: float = 1e-2, seed: int = 0,
+                  device: str | torch.device = "cpu", quiet: bool = True) -> list[float]:
+    """Regress c_φ on the log-weight-to-go of complete paths drawn from ``sampler`` by
+    importance sampling (``LearnedLookahead.regression_loss``); returns the loss per step."""
+    opt = torch.optim.Adam(lookahead.parameters(), lr=lr)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    config = SMCConfig(particles=particles, resample_threshold=0.0)
+    history = []
+    for lats in tqdm(_minibatches(lattices, batch_size, steps, seed), total=steps,
+                     desc="fit lookahead", disable=quiet):
+        batch = LatticeBatch(lats, device)
+        with cpu_threads(batch.device):
+            with torch.no_grad():
+                r = smc(batch, sampler, scorer, None, config, generator)
+            loss = lookahead.regression_loss(batch, r.arcs, r.step_log_p, r.step_log_q)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        history.append(float(loss.detach()))
+    return history

@@ -1,0 +1,158 @@
+"""The task abstraction: where the (x, y) pairs of a dataset come from, and the MFST T that
+aligns them (see ``nfst.tasks`` for a complete example).
+
+``Task.pairs(split)`` is what users call: it takes the raw pairs of :meth:`Task.load`, drops
+duplicates (keeping the first) and, if more than ``train_size`` (train) or ``eval_size``
+(other splits) remain, keeps that many from a seeded shuffle.
+
+Data files are found under a data directory: the ``data_dir`` argument, else the
+``NFST_DATA_DIR`` environment variable. Malformed files raise :class:`DataError` naming the file
+and line; pairs the MFST cannot align are skipped later, by ``compile_dataset``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Iterable, Optional, Sequence
+
+from ..errors import DataError, TaskError
+from ..fst.mfst import MarkedFST
+
+Pair = tuple[tuple[str, ...], tuple[str, ...]]
+DATA_ENV = "NFST_DATA_DIR"
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """Settings every task has; a task subclasses this to add its own (and change defaults)."""
+
+    train_size: Optional[int] = 2_000
+    """Keep at most this many training pairs (a seeded random subset); None keeps all."""
+    eval_size: Optional[int] = 1_000
+    """The same for every other split."""
+    seed: int = 0
+    """Seeds the subsets (and, for synthetic tasks, the data itself)."""
+
+
+@dataclass(frozen=True)
+class PaperStats:
+    """One row of 003 Table 2: means over the (x, y) pairs of a split."""
+
+    x_len: float
+    y_len: float
+    states_before_min: float
+    arcs_before_min: float
+    mark_vocab: int
+
+
+class Task:
+    """Base class of a task; see the module docstring for a complete example.
+
+    Subclasses set ``name`` and ``splits``, and implement :meth:`build_mfst` and :meth:`load`.
+    They may set ``Settings`` to a subclass of :class:`TaskSettings`, and ``paper`` to the
+    paper's Table 2 figures per split, which ``nfst stats`` prints beside ours.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    splits: ClassVar[tuple[str, ...]] = ("train", "dev", "test")
+    Settings: ClassVar[type[TaskSettings]] = TaskSettings
+    paper: ClassVar[dict[str, PaperStats]] = {}
+
+    def __init__(self, settings: Optional[TaskSettings] = None, **overrides):
+        base = settings if settings is not None else self.Settings()
+        try:
+            self.settings = dataclasses.replace(base, **overrides)
+        except TypeError:
+            known = ", ".join(f.name for f in dataclasses.fields(base))
+            raise TaskError(f"task {self.name!r} has no setting among {sorted(overrides)}; "
+                            f"its settings are: {known}") from None
+        self._mfst: dict[Optional[Path], MarkedFST] = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.settings})"
+
+    # -- what a task implements ----------------------------------------------------------
+    def build_mfst(self, data_dir: Optional[Path]) -> MarkedFST:
+        """The task's MFST T (called once per data directory; see :meth:`mfst`)."""
+        raise NotImplementedError
+
+    def load(self, split: str, data_dir: Optional[Path]) -> Iterable[Pair]:
+        """Every (x, y) pair of ``split``, before deduplication and subsetting."""
+        raise NotImplementedError
+
+    # -- what users call ---------------------------------------------------------------
+    def mfst(self, data_dir: Optional[str | os.PathLike] = None) -> MarkedFST:
+        """T, built once; it may depend on the data (e.g. the training alphabet)."""
+        key = resolve_data_dir(data_dir)
+        if key not in self._mfst:
+            self._mfst[key] = self.build_mfst(key)
+        return self._mfst[key]
+
+    def pairs(self, split: str, data_dir: Optional[str | os.PathLike] = None) -> list[Pair]:
+        """The deduplicated pairs of ``split``, at most :meth:`size` of them (seeded subset)."""
+        self.check_split(split)
+        unique = list(dict.fromkeys(self.load(split, resolve_data_dir(data_dir))))
+        return self.subset(unique, self.size(split), split)
+
+    def size(self, split: str) -> Optional[int]:
+        return self.settings.train_size if split == "train" else self.settings.eval_size
+
+    def subset(self, items: Sequence, size: Optional[int], salt: str) -> list:
+        """The first ``size`` items of a seeded shuffle (all items, unshuffled, if there are
+        no more than ``size``). A smaller size gives a prefix of a larger one."""
+        if size is None or size >= len(items):
+            return list(items)
+        order = list(range(len(items)))
+        self.rng(salt).shuffle(order)
+        return [items[i] for i in order[:size]]
+
+    def rng(self, salt: str) -> random.Random:
+        """A generator seeded by the task name, the ``seed`` setting and ``salt``. (String
+        seeds are hashed with SHA-512, so this is the same in every process and run.)"""
+        return random.Random(f"{self.name}:{self.settings.seed}:{salt}")
+
+    def check_split(self, split: str) -> None:
+        if split not in self.splits:
+            raise TaskError(f"task {self.name!r} has no split {split!r}; it has "
+                            f"{', '.join(self.splits)}")
+
+
+# -- data files ---------------------------------------------------------------------------
+def resolve_data_dir(data_dir: Optional[str | os.PathLike] = None) -> Optional[Path]:
+    """The explicit ``data_dir``, else ``$NFST_DATA_DIR``, else None (no data directory)."""
+    if data_dir is not None:
+        return Path(data_dir)
+    env = os.environ.get(DATA_ENV)
+    return Path(env) if env else None
+
+
+def data_file(task: str, relative: str, data_dir: Optional[Path]) -> Path:
+    """``data_dir / relative``, or a DataError saying which file is missing and how to fix it."""
+    if data_dir is None:
+        raise DataError(f"task {task!r} reads {relative} from a data directory, and none is set")
+    path = data_dir / relative
+    if not path.is_file():
+        raise DataError(f"task {task!r}: {path} does not exist")
+    return path
+
+
+def read_lines(path: Path) -> Iterable[tuple[int, str]]:
+    """(line number, line without its newline) for each non-blank line of a UTF-8 file;
+    DataError if a line is not UTF-8 or the file has no non-blank line."""
+    empty = True
+    with open(path, "rb") as f:  # decode line by line so an error names the exact line
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{path}:{lineno}: not UTF-8 ({exc.reason})") from None
+            if line.strip():
+                empty = False
+                yield lineno, line
+    if empty:
+        raise DataError(f"{path} is empty")

@@ -1,0 +1,181 @@
+import math
+
+import numpy as np
+import pynini
+import pytest
+import torch
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from nfst import NfstError, compile_lattice
+from nfst.dp.batch import LatticeBatch
+from nfst.dp.passes import (arc_posteriors, backward, forward, log_partition, log_path_count, sample,
+                     transition_log_probs)
+from nfst.fst.openfst import lattice_to_fst, reverse_shortest_distance
+from nfst.dp.semiring import MaxSemiring
+from tests.helpers.brute import chi_square_critical, lattice_paths
+from tests.helpers.lattices import small_lattices
+from tests.helpers.strategies import small_mfsts
+
+
+def random_weights(batch, seed, scale=2.0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(batch.num_arcs, generator=g, dtype=torch.float64) * scale).to(batch.device)
+
+
+def brute_log_z(lattice, w):
+    return torch.logsumexp(torch.stack([w[p].sum() if p else torch.zeros((), dtype=w.dtype)
+                                        for p in lattice_paths(lattice)]), 0)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_mfsts(), st.lists(st.sampled_from("ab"), max_size=3),
+       st.lists(st.sampled_from("cd"), max_size=3), st.integers(0, 2**31))
+def test_backward_matches_openfst_on_random_lattices(T, x, y, seed):
+    try:
+        lat = compile_lattice(T, x, y)
+    except NfstError:
+        assume(False)
+    batch = LatticeBatch([lat, lat])
+    w = random_weights(batch, seed)
+    beta = backward(batch, w)
+    for b in range(2):
+        wb = w[batch.arc_offsets[b]:batch.arc_offsets[b + 1]].numpy()
+        ref = reverse_shortest_distance(lat, wb)
+        # the exact values agree with pynini's own (decimal-rounded) shortestdistance
+        rounded = [-float(d) for d in pynini.shortestdistance(lattice_to_fst(lat, wb), reverse=True)]
+        np.testing.assert_allclose(ref, rounded, rtol=1e-7, atol=1e-7)
+        ours = beta[batch.state_offsets[b]:batch.state_offsets[b + 1]].numpy()
+        np.testing.assert_allclose(ours, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_backward_and_forward_match_brute_force(device):
+    lats = small_lattices()
+    batch = LatticeBatch(lats, device)
+    w = random_weights(batch, 0)
+    log_z = log_partition(batch, w).cpu()
+    best = log_partition(batch, w, semiring=MaxSemiring).cpu()
+    alpha = forward(batch, w).cpu()
+    beta = backward(batch, w).cpu()
+    w, batch = w.cpu(), batch.to("cpu")
+    for b, lat in enumerate(lats):
+        wb = w[batch.arc_offsets[b]:batch.arc_offsets[b + 1]]
+        scores = torch.stack([wb[p].sum() for p in lattice_paths(lat)])
+        assert torch.allclose(log_z[b], torch.logsumexp(scores, 0), rtol=1e-12)
+        assert torch.allclose(best[b], scores.max(), rtol=1e-12)
+        finals = batch.state_offsets[b] + torch.as_tensor(np.flatnonzero(lat.final))
+        assert torch.allclose(torch.logsumexp(alpha[finals], 0), log_z[b], rtol=1e-12)
+    # α(s) + β(s) ≤ log Z with equality somewhere on every path
+    assert (alpha + beta <= log_z[batch.state_lattice] + 1e-9).all()
+
+
+def test_gradient_is_arc_posterior(device):
+    lats = small_lattices()
+    batch = LatticeBatch(lats, device)
+    w = random_weights(batch, 1).requires_grad_()
+    log_partition(batch, w).sum().backward()
+    post = arc_posteriors(batch, w.detach())
+    assert torch.allclose(w.grad, post, atol=1e-12)
+    w, post, batch = w.cpu(), post.cpu(), batch.to("cpu")
+    for b, lat in enumerate(lats):  # against enumeration
+        wb = w.detach()[batch.arc_offsets[b]:batch.arc_offsets[b + 1]]
+        paths = lattice_paths(lat)
+        p = torch.softmax(torch.stack([wb[q].sum() for q in paths]), 0)
+        expected = torch.zeros(lat.num_arcs, dtype=torch.float64)
+        for q, pq in zip(paths, p):
+            expected[q] += pq
+        assert torch.allclose(post[batch.arc_offsets[b]:batch.arc_offsets[b + 1]], expected,
+                              atol=1e-12)
+
+
+@pytest.mark.parametrize("semiring", ["log", "max"])
+def test_gradcheck_all_states(semiring):
+    from nfst.dp.semiring import SEMIRINGS
+    batch = LatticeBatch(small_lattices()[:3])
+    w = random_weights(batch, 2).requires_grad_()
+    f = torch.zeros(batch.num_states, dtype=torch.float64).masked_fill(~batch.final, -math.inf)
+    f = (f + torch.randn(batch.num_states, dtype=torch.float64) * 0.1).requires_grad_()
+    # gradients of every β(s) through a random projection, wrt arc and final weights
+    proj = torch.randn(batch.num_states, dtype=torch.float64)
+    func = lambda w, f: (backward(batch, w, f, SEMIRINGS[semiring]).nan_to_num(neginf=0) * proj).sum()  # noqa: E731
+    if semiring == "log":
+        assert torch.autograd.gradcheck(func, (w, f), check_undefined_grad=False)
+    else:  # max is piecewise linear: compare with finite differences away from ties
+        (gw, gf) = torch.autograd.grad(func(w, f), (w, f))
+        eps = 1e-6
+        for i in range(0, batch.num_arcs, 3):
+            d = torch.zeros_like(w)
+            d[i] = eps
+            fd = (func(w + d, f) - func(w - d, f)) / (2 * eps)
+            assert abs(fd - gw[i]) < 1e-6
+
+
+def test_minus_infinity_arcs_have_zero_gradient():
+    batch = LatticeBatch(small_lattices())
+    w = random_weights(batch, 3)
+    w[::4] = -math.inf
+    w.requires_grad_()
+    beta = backward(batch, w)
+    beta.nan_to_num(neginf=0.0).sum().backward()
+    assert not torch.isnan(w.grad).any()
+    assert (w.grad[::4] == 0).all()
+
+
+def test_float32_agrees_with_float64():
+    batch = LatticeBatch(small_lattices())
+    w = random_weights(batch, 4)
+    z64 = log_partition(batch, w)
+    z32 = log_partition(batch, w.float())
+    assert z32.dtype == torch.float32
+    assert torch.allclose(z32.double(), z64, rtol=1e-5)
+
+
+def test_path_count():
+    lats = small_lattices()
+    counts = log_path_count(LatticeBatch(lats)).exp()
+    assert [round(c) for c in counts.tolist()] == [lat.num_paths() for lat in lats]
+    assert [lat.num_paths() for lat in lats] == [len(lattice_paths(lat)) for lat in lats]
+
+
+def test_exact_sampling_frequencies(device):
+    """χ² goodness of fit of sampled paths against the exact path distribution."""
+    lats = small_lattices()
+    batch = LatticeBatch(lats, device)
+    w = random_weights(batch, 5, scale=1.0)
+    n = 20000
+    arcs, log_prob = sample(batch, w, n, generator=torch.Generator(device).manual_seed(0))
+    assert arcs.device == log_prob.device == batch.device
+    arcs, log_prob, w, batch = arcs.cpu(), log_prob.cpu(), w.cpu(), batch.to("cpu")
+    for b, lat in enumerate(lats):
+        off = int(batch.arc_offsets[b])
+        wb = w[off:off + lat.num_arcs]
+        paths = lattice_paths(lat)
+        p = torch.softmax(torch.stack([wb[q].sum() if q else torch.zeros((), dtype=w.dtype)
+                                       for q in paths]), 0).numpy()
+        index = {tuple(q): i for i, q in enumerate(paths)}
+        counts = np.zeros(len(paths))
+        for row, lp in zip(arcs[b].tolist(), log_prob[b].tolist()):
+            q = tuple(a - off for a in row if a >= 0)
+            counts[index[q]] += 1
+            assert math.isclose(lp, math.log(p[index[q]]), rel_tol=1e-9, abs_tol=1e-9)
+        if len(paths) > 1:
+            stat = ((counts - n * p) ** 2 / (n * p)).sum()
+            assert stat < chi_square_critical(len(paths) - 1)
+
+
+def test_weights_of_wrong_shape():
+    batch = LatticeBatch(small_lattices())
+    with pytest.raises(ValueError, match="expected arc weights"):
+        backward(batch, torch.zeros(3, dtype=torch.float64))
+
+
+def test_dp_keeps_every_tensor_on_the_batch_device():
+    """On PyTorch's shape-only "meta" device, a tensor made on the CPU by mistake raises when
+    it meets the batch's tensors: this is how a CPU-only machine checks that the DP runs
+    unchanged on a GPU (sampling is left out: it asks whether any path is still alive)."""
+    batch = LatticeBatch(small_lattices(), device="meta")
+    w = torch.empty(batch.num_arcs, dtype=torch.float64, device="meta", requires_grad=True)
+    outputs = [backward(batch, w), forward(batch, w), log_partition(batch, w, semiring=MaxSemiring),
+               arc_posteriors(batch, w), *transition_log_probs(batch, w), log_path_count(batch),
+               *torch.autograd.grad(log_partition(batch, w).sum(), w)]
+    assert all(out.device.type == "meta" for out in outputs)

@@ -1,0 +1,76 @@
+import json
+
+import pytest
+import torch
+
+from nfst.dp.passes import log_partition
+from nfst.smc.lookahead import BetaLookahead
+from nfst.experiment.report import plot_offset_kl
+from nfst.evaluate.smc import evaluate_smc, format_table, merge_duplicates
+from nfst.smc.engine import Particles
+from tests.helpers.smc import exact_sampler, small_batch, unigram_scorer
+
+
+@pytest.fixture(scope="module")
+def evaluated():
+    """Every method at M = 4 and 32 on the small lattices (5 to 32 paths each), with the exact
+    posterior as the trained sampler and the exact lookahead."""
+    batch = small_batch()
+    scorer = unigram_scorer(len(batch.mark_vocab), seed=0, scale=0.5)
+    log_z = log_partition(batch, scorer.arc_weights(batch), scorer.final_weights(batch)).detach()
+    result = evaluate_smc(exact_sampler(batch, scorer), scorer, batch.lattices, particles=(4, 32),
+                          runs=2, lookahead=BetaLookahead.exact(scorer), seed=0)
+    return result, log_z
+
+
+def test_result_is_json_with_every_method_and_M(evaluated):
+    result, _ = evaluated
+    assert json.loads(json.dumps(result)) == result
+    assert result["M"] == [4, 32] and result["pairs"] == 4
+    assert set(result["methods"]) == {"PF", "PF:R", "PS", "PS:R", "BEAM", "IS[fixed-weights]",
+                                      "PS:R[fixed-weights]"}
+    for res in result["methods"].values():
+        assert all(len(v) == 2 for v in res.values())
+    assert "PF" in format_table(result)
+
+
+def test_offset_kl_is_a_kl_to_p_restricted_to_the_paths_drawn(evaluated):
+    """z sums p̃ over every path drawn, so the offset KL is KL(p̂ ‖ p restricted to 𝒴) ≥ 0; a
+    beam as wide as the largest lattice (32 paths) finds every path: its p̂ is p itself
+    (offset KL 0) and its mass is Z."""
+    result, log_z = evaluated
+    for res in result["methods"].values():
+        assert min(res["offset_kl"]) >= -1e-9
+    beam = result["methods"]["BEAM"]
+    assert beam["offset_kl"][1] == pytest.approx(0.0, abs=1e-9)
+    assert beam["log_z"][1] == pytest.approx(log_z.mean().item(), abs=1e-9)
+    assert beam["partial_kl"][1] == pytest.approx(-log_z.mean().item(), abs=1e-9)
+
+
+def test_exact_proposal_and_lookahead_have_equal_weights_and_exact_log_z(evaluated):
+    result, log_z = evaluated
+    exact = result["methods"]["PS:R[fixed-weights]"]
+    assert exact["ess"] == pytest.approx([4.0, 32.0])
+    assert exact["log_z"] == pytest.approx([log_z.mean().item()] * 2, abs=1e-9)
+    assert exact["log_z_var"] == pytest.approx([0.0, 0.0], abs=1e-12)
+    # the smoother of 000 with the exact C proposes from the posterior too (000:26)
+    assert result["methods"]["PS"]["log_z_var"] == pytest.approx([0.0, 0.0], abs=1e-12)
+
+
+def test_duplicates_are_merged_before_the_kl_and_the_ess():
+    arcs = torch.tensor([[[0, 1, -1], [0, 1, -1], [2, -1, -1], [3, 4, 5]]])
+    log_w = torch.log(torch.tensor([[1.0, 1.0, 2.0, 0.0]], dtype=torch.float64))
+    p = Particles(arcs=arcs, marks=arcs, lengths=torch.tensor([[2, 2, 1, 3]]),
+                  log_p=torch.tensor([[-1.0, -1.0, -2.0, -3.0]], dtype=torch.float64),
+                  log_weights=log_w)
+    keys, w, log_p = merge_duplicates(p, 0)
+    assert keys == [(0, 1), (2,)]  # the zero-weight particle is dropped
+    assert w.tolist() == pytest.approx([0.5, 0.5]) and log_p.tolist() == [-1.0, -2.0]
+    assert (w.sum() ** 2 / (w ** 2).sum()).item() == pytest.approx(2.0)
+
+
+def test_plot_writes_a_png(evaluated, tmp_path):
+    pytest.importorskip("matplotlib")
+    result, _ = evaluated
+    path = plot_offset_kl(result, tmp_path / "smc.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

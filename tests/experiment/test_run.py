@@ -1,0 +1,109 @@
+"""End-to-end: a tiny `nfst run`, stage skipping, config protection, and crash safety."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from nfst.runtime import storage
+from nfst.cli import main
+from nfst.errors import RunConfigError
+from nfst.experiment.run import Run, RunConfig
+
+TINY = ["scorer.hidden=16", "scorer.bootstrap.d=16", "sampler.sampler.d=16", "scorer.steps=4",
+        "sampler.steps=12", "sampler.eval_every=4", "sampler.eval_k=4",
+        "sampler.checkpoint_every=1", "train_pairs=16", "dev_pairs=4", "test_pairs=4"]
+TASK = {"train_size": 16, "eval_size": 4}
+
+
+def tiny_config(**kw):
+    return RunConfig(task="cipher", samplers=("swa", "swp"), task_settings=TASK,
+                     overrides=tuple(TINY), eval_k=4, smc_particles=(4, 8), smc_pairs=2, **kw)
+
+
+def test_run_writes_everything_and_skips_finished_stages(tmp_path):
+    run = Run(tiny_config(), tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True,
+              processes=1)
+    report = run.run()
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert set(results["samplers"]) == {"swa", "swp"}
+    for metrics in results["samplers"].values():
+        assert metrics["partial_kl"] > 0 and metrics["ess"] >= 1.0
+        assert metrics["curve"]["step"] == [4, 8, 12]
+    assert "Partial KL" in report.read_text()
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["preset"]["sampler"]["steps"] == 12 and config["task_settings"]["seed"] == 0
+
+    stamp = (tmp_path / "run" / "stages" / "evaluate.json").stat().st_mtime_ns
+    t = time.time()
+    Run(tiny_config(), tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True).run()
+    assert time.time() - t < 10  # nothing retrained
+    assert (tmp_path / "run" / "stages" / "evaluate.json").stat().st_mtime_ns == stamp
+
+    with pytest.raises(RunConfigError):
+        Run(tiny_config(seed=1), tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True)
+
+
+def test_corrupt_model_file_is_reported(tmp_path, capsys):
+    run = Run(tiny_config(), tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True,
+              processes=1)
+    run.scorer()
+    path = tmp_path / "run" / "scorer.pt"
+    path.write_bytes(path.read_bytes()[:-3])
+    assert main(["train-scorer", "cipher", "--out", str(path.parent), "--quiet"]) == 2
+    assert "integrity" in capsys.readouterr().err
+
+
+def _cli(out, cache):
+    return [sys.executable, "-m", "nfst.cli", "train-sampler", "cipher", "--sampler", "swa",
+            "--out", str(out), "--cache-dir", str(cache), "--quiet", "--processes", "1"] + \
+        [a for o in TINY for a in ("--option", o)] + \
+        [a for k, v in TASK.items() for a in ("--set", f"{k}={v}")]
+
+
+def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    subprocess.run(_cli(tmp_path / "a", tmp_path / "cache"), check=True, env=env,
+                   capture_output=True)
+    victim = subprocess.Popen(_cli(tmp_path / "b", tmp_path / "cache"), env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ckpt = tmp_path / "b" / "checkpoints" / "swa.ckpt"
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill once the sampler has checkpointed part-way
+        if ckpt.exists() and 0 < storage.load(ckpt)["step"] < 12:
+            break
+        time.sleep(0.05)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    assert not (tmp_path / "b" / "samplers" / "swa.pt").exists(), "killed too late"
+    subprocess.run(_cli(tmp_path / "b", tmp_path / "cache"), check=True, env=env,
+                   capture_output=True)
+    a = storage.load(tmp_path / "a" / "samplers" / "swa.pt")["state"]
+    b = storage.load(tmp_path / "b" / "samplers" / "swa.pt")["state"]
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    ha = json.loads((tmp_path / "a" / "stages" / "sampler-swa.json").read_text())
+    hb = json.loads((tmp_path / "b" / "stages" / "sampler-swa.json").read_text())
+    assert ha["best_dev_partial_kl"] == hb["best_dev_partial_kl"]
+    assert ha["history"] == hb["history"]
+
+
+def test_sigterm_checkpoints_a_whole_step_and_says_so(tmp_path):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(_cli(tmp_path / "c", tmp_path / "cache"), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ckpt = tmp_path / "c" / "checkpoints" / "swa.ckpt"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (ckpt.exists() and storage.load(ckpt)["step"] >= 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    assert "interrupted after step" in err and "hint: run the same command again" in err
+    step = int(err.split("interrupted after step ")[1].split(";")[0])
+    assert storage.load(ckpt)["step"] == step < 12

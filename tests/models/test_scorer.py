@@ -1,0 +1,114 @@
+"""Scorers: whole-string and step-by-step scoring agree, a trained LSTM scorer is a
+(sub-)probability distribution, and the arc-factored scorer is a WFST on the lattice."""
+
+import itertools
+import math
+
+import torch
+
+from nfst.dp.batch import LatticeBatch
+from nfst.dp.passes import log_partition
+from nfst.models.scorer import ArcFactoredScorer, LSTMScorer
+from nfst.train.loops import ScorerConfig, train_scorer
+from nfst.models.samplers import SamplerConfig
+from tests.helpers.samplers import (all_paths, cipher_lattice, del_ins_lattices, exact_log_p,
+                                 random_scorer, symbols_of)
+
+
+def pad(strings):
+    L = max(1, max(len(s) for s in strings))
+    marks = torch.full((len(strings), L), -1, dtype=torch.long)
+    for i, s in enumerate(strings):
+        marks[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+    return marks, torch.tensor([len(s) for s in strings])
+
+
+def step_by_step(scorer, strings):
+    """Σ_t log p(ω_t | ω_<t) + log p(EOS | ω) via start/next_log_probs/advance, with the
+    prefixes shuffled by select_state half way."""
+    n = len(strings)
+    state, total = scorer.start(n), torch.zeros(n, dtype=torch.float64)
+    order = torch.arange(n)
+    for t in range(max(len(s) for s in strings) + 1):
+        lp = scorer.next_log_probs(state).double()
+        for row, i in enumerate(order.tolist()):
+            s = strings[i]
+            if t < len(s):
+                total[i] += lp[row, s[t]]
+            elif t == len(s):
+                total[i] += lp[row, scorer.eos]
+        nxt = torch.tensor([strings[i][t] if t < len(strings[i]) else 0 for i in order.tolist()])
+        state = scorer.advance(state, nxt)
+        if t == 1:  # reorder (and duplicate nothing): the engine's resampling path
+            perm = torch.randperm(n, generator=torch.Generator().manual_seed(0))
+            state, order = scorer.select_state(state, perm), order[perm]
+    return total
+
+
+def tiny_trained_scorer():
+    """An LSTM scorer after a few real training steps on del/ins lattices (vocab 6)."""
+    lats = del_ins_lattices()
+    config = ScorerConfig(hidden=8, layers=2, dropout=0.1, steps=6, batch_size=3, K=4,
+                          bootstrap=SamplerConfig(d=8, dropout=0.0), checkpoint_every=100)
+    result = train_scorer(lats, config, symbols=symbols_of(lats), quiet=True)
+    return result.scorer.double()
+
+
+def test_lstm_log_prob_matches_step_by_step(device):
+    scorer = LSTMScorer(5, hidden=8, layers=2, dropout=0.3).double().eval()
+    strings = [[0, 1, 2], [], [4, 4, 4, 4, 1], [3]]
+    marks, lengths = pad(strings)
+    on_device = scorer.to(device).log_prob(marks.to(device), lengths.to(device))
+    assert on_device.device == device
+    torch.testing.assert_close(on_device.cpu(), step_by_step(scorer.cpu(), strings))
+
+
+def test_trained_scorer_is_a_sub_probability_distribution():
+    """Σ over all strings up to length n of p̃ plus the mass of the longer ones (= the
+    probability of each length-(n+1) prefix) is exactly 1; so Σ p̃ ≤ 1."""
+    scorer = tiny_trained_scorer()
+    assert not scorer.training and not any(p.requires_grad for p in scorer.parameters())
+    V, n = scorer.vocab_size, 3
+    strings = [list(s) for k in range(n + 1) for s in itertools.product(range(V), repeat=k)]
+    marks, lengths = pad(strings)
+    with torch.no_grad():
+        complete = scorer.log_prob(marks, lengths).exp().sum()
+        longer = [list(s) for s in itertools.product(range(V), repeat=n + 1)]
+        # p(prefix) = p̃(prefix + EOS) / p(EOS | prefix)
+        m, ln = pad(longer)
+        state = scorer.start(len(longer))
+        for t in range(n + 1):
+            state = scorer.advance(state, m[:, t])
+        eos = scorer.next_log_probs(state)[:, scorer.eos]
+        prefix_mass = (scorer.log_prob(m, ln) - eos).exp().sum()
+    assert complete <= 1.0
+    torch.testing.assert_close(complete + prefix_mass, torch.tensor(1.0, dtype=torch.float64))
+    torch.testing.assert_close(scorer.log_prob(marks[:50], lengths[:50]),
+                               step_by_step(scorer, strings[:50]))
+
+
+def test_arc_factored_scorer_is_a_wfst_on_the_lattice():
+    lats = [cipher_lattice()]
+    batch = LatticeBatch(lats)
+    scorer = random_scorer(len(lats[0].mark_vocab), seed=3)
+    arcs, _ = all_paths(batch)
+    log_p = exact_log_p(scorer, batch, arcs)
+    # p̃ of each path = Σ of its arc weights + the EOS weight, and log Z by the backward pass
+    w = scorer.arc_weights(batch)
+    direct = torch.stack([w[row[row >= 0]].sum() for row in arcs[0]]) + scorer.weights[-1]
+    torch.testing.assert_close(log_p[0], direct)
+    log_z = log_partition(batch, w, scorer.final_weights(batch))
+    torch.testing.assert_close(log_z, torch.logsumexp(log_p, 1))
+    strings = [[1, 2], [0], []]
+    marks, lengths = pad(strings)
+    torch.testing.assert_close(scorer.log_prob(marks, lengths), step_by_step(scorer, strings))
+
+
+def test_normalised_arc_factored_scorer_sums_to_one():
+    weights = torch.log_softmax(torch.tensor([0.3, -1.0, 2.0], dtype=torch.float64), 0)
+    scorer = ArcFactoredScorer(weights)
+    n = 10
+    strings = [list(s) for k in range(n + 1) for s in itertools.product(range(2), repeat=k)]
+    total = scorer.log_prob(*pad(strings)).exp().sum().item()
+    p_eos = math.exp(weights[-1].item())
+    assert abs(total - (1 - (1 - p_eos) ** (n + 1))) < 1e-12

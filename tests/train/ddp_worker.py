@@ -1,0 +1,67 @@
+"""Run by tests/train/test_distributed.py under torchrun: DDP sampler training on 2 CPU ranks."""
+
+import dataclasses
+import os
+import signal
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from nfst.fsts import deletion_insertion
+from nfst import compile_lattice
+from nfst.errors import Interrupted
+from nfst.runtime.interrupt import graceful_interrupts
+from nfst.models.samplers import make_sampler, SamplerConfig
+from nfst.models.scorer import ArcFactoredScorer
+from nfst.train.loops import SamplerTrainConfig, train_sampler
+dist.init_process_group("gloo")
+T = deletion_insertion("ab", "cd")
+lats = [compile_lattice(T, x, y) for x, y in [("ab", "c"), ("ba", "dc"), ("a", "cd"), ("b", "d")]]
+torch.manual_seed(0)
+scorer = ArcFactoredScorer(torch.randn(len(lats[0].mark_vocab) + 1))
+cfg = SamplerTrainConfig(sampler=SamplerConfig(d=8, dropout=0.1), lr=1e-2, steps=6, batch_size=4,
+                         k=4, eval_every=3)
+
+
+def train(steps, checkpoint=None, callback=None):
+    torch.manual_seed(1)
+    s = make_sampler("swa", len(lats[0].mark_vocab), cfg.sampler, "abcd")
+    r = train_sampler(s, scorer, lats, lats, dataclasses.replace(cfg, steps=steps), quiet=True,
+                      checkpoint=checkpoint, callback=callback)
+    return r, torch.cat([p.detach().flatten() for p in r.sampler.parameters()])
+
+
+r, flat = train(6)
+out = [torch.zeros_like(flat) for _ in range(dist.get_world_size())]
+dist.all_gather(out, flat)
+assert all(torch.equal(out[0], o) for o in out), "parameters differ across ranks"
+assert len({round(h["loss"], 6) for h in r.history}) > 1
+# Stopped after 3 steps and resumed, each rank must continue from its own random state.
+checkpoint = Path(sys.argv[1]) / "sampler.ckpt"
+train(3, checkpoint)
+resumed, flat_resumed = train(6, checkpoint)
+assert torch.equal(flat_resumed, flat), "a resumed run differs from an uninterrupted one"
+if dist.get_rank() == 0:  # the checkpoint keeps rank 0's history of local losses
+    assert [h["loss"] for h in resumed.history] == [h["loss"] for h in r.history]
+
+
+def sigterm_on_rank_1_after_step_2(step, record):
+    if dist.get_rank() == 1 and step == 2:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+# A signal that reaches one rank stops both after the same step, with a checkpoint.
+checkpoint = Path(sys.argv[1]) / "interrupted.ckpt"
+with graceful_interrupts():
+    try:
+        train(6, checkpoint, callback=sigterm_on_rank_1_after_step_2)
+        raise AssertionError("training was not interrupted")
+    except Interrupted:
+        pass
+resumed, flat_resumed = train(6, checkpoint)
+assert len(resumed.history) == 6
+assert torch.equal(flat_resumed, flat), "a run resumed after a signal differs"
+sys.stdout.write(f"rank {dist.get_rank()} ok\n")  # one write: ranks share the pipe
+sys.stdout.flush()
+dist.destroy_process_group()

@@ -1,0 +1,133 @@
+"""Objectives: their values and gradients against exact enumeration on small lattices."""
+
+import math
+
+import pytest
+import torch
+
+from nfst.dp.batch import LatticeBatch
+from nfst.dp.passes import log_partition
+from nfst.train.objectives import (EMABaseline, exclusive_kl_loss, inclusive_kl_loss, iwae_bound,
+                             iwae_loss, normalized_weights, sampler_loss)
+from tests.helpers.samplers import FreeWeights, all_paths, cipher_lattice, exact_log_p, random_scorer
+
+
+def setting(seed=0):
+    """The cipher lattice, a random arc-factored scorer and a random free-weight q."""
+    lat = cipher_lattice()
+    batch = LatticeBatch([lat])
+    scorer = random_scorer(len(lat.mark_vocab), seed=seed, scale=0.7)
+    g = torch.Generator().manual_seed(seed + 100)
+    q = FreeWeights(batch.num_arcs, torch.randn(batch.num_arcs, generator=g, dtype=torch.float64) * 0.7)
+    return batch, scorer, q
+
+
+def exact(batch, scorer, q):
+    arcs, _ = all_paths(batch)
+    log_p_tilde = exact_log_p(scorer, batch, arcs)[0]
+    log_q = q.score(batch, arcs)[0]
+    return log_p_tilde, log_q
+
+
+def flat_grad(loss, q):
+    return torch.autograd.grad(loss, [q.log_w])[0]
+
+
+def test_weights_are_a_detached_softmax():
+    log_p = torch.tensor([[0.0, 1.0, 2.0]])
+    log_q = torch.tensor([[0.0, 0.0, 1.0]], requires_grad=True)
+    w = normalized_weights(log_p, log_q)
+    torch.testing.assert_close(w, torch.softmax(torch.tensor([[0.0, 1.0, 1.0]]), 1))
+    assert not w.requires_grad
+
+
+def test_inclusive_gradient_approaches_the_exact_gradient():
+    """With many samples, −Σ w̄ ∇log q → −Σ_z p(z) ∇log q(z) = ∇ KL(p ‖ q)."""
+    batch, scorer, q = setting()
+    log_p_tilde, log_q = exact(batch, scorer, q)
+    p = torch.softmax(log_p_tilde, 0)
+    expected = flat_grad(-(p * log_q).sum(), q)
+    estimates = []
+    g = torch.Generator().manual_seed(0)
+    for _ in range(10):
+        paths = q.sample(batch, 2000, g)
+        estimates.append(flat_grad(inclusive_kl_loss(scorer.score_paths(paths), paths.log_q), q))
+    est = torch.stack(estimates)
+    se = est.std(0) / math.sqrt(len(est))
+    assert ((est.mean(0) - expected).abs() <= 5 * se + 2e-3).all(), (est.mean(0), expected)
+
+
+def test_exclusive_gradient_is_unbiased():
+    """E_q[(d − b) ∇log q] = ∇ KL(q ‖ p) for any constant baseline b (000:43–45)."""
+    batch, scorer, q = setting(1)
+    log_p_tilde, log_q = exact(batch, scorer, q)
+    log_z = torch.logsumexp(log_p_tilde, 0)
+    kl = (log_q.exp() * (log_q - (log_p_tilde - log_z))).sum()
+    expected = flat_grad(kl, q)
+    estimates = []
+    g = torch.Generator().manual_seed(1)
+    baseline = EMABaseline()
+    for _ in range(20):
+        paths = q.sample(batch, 1000, g)
+        estimates.append(flat_grad(exclusive_kl_loss(scorer.score_paths(paths), paths.log_q,
+                                                     baseline), q))
+    est = torch.stack(estimates)
+    se = est.std(0) / math.sqrt(len(est))
+    assert ((est.mean(0) - expected).abs() <= 5 * se + 1e-3).all(), (est.mean(0), expected)
+
+
+def test_ema_baseline_follows_000_appendix_b():
+    b = EMABaseline()
+    log_q = torch.zeros(2, 3, requires_grad=True)
+    exclusive_kl_loss(torch.full((2, 3), -4.0), log_q, b)  # d̄ = 4: the first value
+    assert b.value == 4.0
+    exclusive_kl_loss(torch.full((2, 3), -2.0), log_q, b)  # d̄ = 2
+    assert b.value == pytest.approx(0.1 * 4.0 + 0.9 * 2.0)
+
+
+def test_mixture_interpolates():
+    log_p = torch.tensor([[-1.0, -3.0, -2.0]])
+    log_q = torch.tensor([[-0.5, -1.5, -2.5]], requires_grad=True)
+    inc = inclusive_kl_loss(log_p, log_q)
+    assert sampler_loss(log_p, log_q, 0.0) == inc
+    exc = exclusive_kl_loss(log_p, log_q, EMABaseline(value=0.3))
+    assert sampler_loss(log_p, log_q, 1.0, EMABaseline(value=0.3)) == exc
+    mixed = sampler_loss(log_p, log_q, 0.25, EMABaseline(value=0.3))
+    torch.testing.assert_close(mixed, 0.75 * inc + 0.25 * exc)
+    with pytest.raises(ValueError):
+        sampler_loss(log_p, log_q, 1.5)
+    with pytest.raises(ValueError, match="EMABaseline"):
+        sampler_loss(log_p, log_q, 0.5)
+
+
+def test_iwae_bound_is_exact_for_the_exact_posterior_and_a_bound_otherwise():
+    batch, scorer, q = setting(2)
+    w, f = scorer.arc_weights(batch).detach(), scorer.final_weights(batch).detach()
+    log_z = log_partition(batch, w, f)
+    # q = the exact posterior: a WFST with the scorer's weights (STOP weight folded into β)
+    exact_q = FreeWeights(batch.num_arcs, w.clone())
+    paths = exact_q.sample(batch, 8, torch.Generator().manual_seed(0))
+    # FreeWeights has final weight 0; the scorer's EOS weight is a constant per path
+    torch.testing.assert_close(iwae_bound(scorer.score_paths(paths), paths.log_q),
+                               log_z, rtol=0, atol=1e-10)
+    # any other q: E[bound] ≤ log Z, and the bound grows with K (003:14)
+    means = []
+    for K in (1, 4, 32):
+        paths = q.sample(batch, 400 * K, torch.Generator().manual_seed(K))
+        log_w = (scorer.score_paths(paths) - paths.log_q).view(400, K)
+        bounds = torch.logsumexp(log_w, 1) - math.log(K)
+        means.append((bounds.mean().item(), bounds.std().item() / 20))
+    for m, se in means:
+        assert m <= log_z.item() + 4 * se
+    assert means[0][0] < means[1][0] < means[2][0]
+
+
+def test_iwae_loss_gradient_uses_the_surrogate_with_normalised_weights():
+    log_p = torch.tensor([[-1.0, -2.0]], requires_grad=True)
+    log_q = torch.tensor([[-0.5, -0.5]], requires_grad=True)
+    iwae_loss(log_p, log_q).backward()
+    torch.testing.assert_close(log_p.grad, -torch.softmax(torch.tensor([[-1.0, -2.0]]), 1))
+    assert log_q.grad is None
+    surrogate = torch.tensor([[-3.0, -4.0]], requires_grad=True)
+    iwae_loss(log_p.detach(), log_q, surrogate).backward()
+    torch.testing.assert_close(surrogate.grad, -torch.softmax(torch.tensor([[-1.0, -2.0]]), 1))
