@@ -1,8 +1,8 @@
 """nfst: path inference in neural finite-state transducers."""
 
-from .fst.compile import CompileOptions, compile_lattice
 from .errors import (AmbiguousMFSTError, CorruptCacheError, CyclicLatticeError, InvalidMFSTError,
                      LatticeTooLargeError, NfstError, NoPathError, UnknownSymbolError)
+from .fst.compile import CompileOptions, compile_lattice
 from .fst.lattice import Lattice
 from .fst.mfst import Arc, MarkedFST
 

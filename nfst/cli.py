@@ -38,28 +38,19 @@ def _task_args(p: argparse.ArgumentParser, split: str = "train") -> None:
     p.add_argument("--task", default="cipher", help="task name (see `nfst tasks`)")
     p.add_argument("--split", default=split, help="data split")
     p.add_argument("--limit", type=int, help="use at most this many pairs (seeded sample)")
+    _data_args(p)
+
+
+def _data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--processes", type=int, default=2, help="parallel compile processes")
     p.add_argument("--set", dest="task_settings", metavar="KEY=VALUE", action="append",
                    default=[], help="a task setting, e.g. --set train_size=500 (repeatable)")
 
 
-def _settings(pairs: list[str]) -> dict:
-    """``["train_size=500", "seed=1"]`` -> ``{"train_size": 500, "seed": 1}``."""
-    out = {}
-    for item in pairs:
-        key, sep, text = item.partition("=")
-        if not sep:
-            raise NfstError(f"--set {item!r}: expected KEY=VALUE", "e.g. --set train_size=500")
-        try:
-            out[key.strip()] = tomllib.loads(f"v = {text}")["v"]
-        except tomllib.TOMLDecodeError:
-            out[key.strip()] = text
-    return out
-
-
 def _get_task(args):
+    from .experiment.config import parse_settings
     from .tasks import get_task
-    return get_task(args.task, **_settings(args.task_settings))
+    return get_task(args.task, **parse_settings(args.task_settings))
 
 
 # -- subcommands ------------------------------------------------------------------------------
@@ -105,48 +96,30 @@ def _run_stats(args):
         print(json.dumps(stats))
 
 
-BENCHMARKS = {
-    "backward": ("batched backward pass vs OpenFst shortestdistance", "nfst.bench.backward",
-                 "bench_backward"),
-    "compile": ("lattice compilation, cold and cached", "nfst.bench.compile", "bench_compile"),
-    "step": ("one training step of each sampler", "nfst.bench.step", "bench_step"),
-    "smc": ("particle smoothing over cipher test lattices", "nfst.bench.smc", "bench_smc"),
-}
-
-
 def _add_bench(p):
+    from .bench import BENCHMARKS
     p.add_argument("name", choices=sorted(BENCHMARKS),
                    help="; ".join(f"{k}: {v[0]}" for k, v in sorted(BENCHMARKS.items())))
     p.add_argument("--lattices", type=int, help="number of lattices (backward, compile)")
 
 
 def _run_bench(args):
-    import importlib
-    import inspect
-    from .bench.common import emit
-    _, module, func = BENCHMARKS[args.name]
-    fn = getattr(importlib.import_module(module), func)
-    accepted = inspect.signature(fn).parameters
-    kwargs = {}
-    if args.lattices is not None and "lattices" in accepted:
-        kwargs["lattices"] = args.lattices
-    if "device" in accepted:
-        kwargs["device"] = args.device
-    emit(fn(**kwargs))
+    from .bench import run_benchmark
+    run_benchmark(args.name, lattices=args.lattices, device=args.device)
 
 
 def _run_args(p: argparse.ArgumentParser, samplers: bool = True) -> None:
+    from .experiment.config import DEFAULT_SAMPLERS
+    from .experiment.presets import PRESETS
     p.add_argument("task", help="task name (see `nfst tasks`)")
-    p.add_argument("--preset", default="small", choices=["small", "paper"],
+    p.add_argument("--preset", default="small", choices=list(PRESETS),
                    help="training sizes and hyperparameters (paper: 003 Table 3)")
     p.add_argument("--seed", type=int, default=0, help="seeds data subsets, models and sampling")
     p.add_argument("--out", help="run directory (default runs/TASK-PRESET-SEED)")
     if samplers:
-        p.add_argument("--samplers", default="nolookahead,swa,sws,swp,swp-prefix",
+        p.add_argument("--samplers", default=",".join(DEFAULT_SAMPLERS),
                        help="comma-separated samplers to train and compare")
-    p.add_argument("--processes", type=int, default=2, help="parallel compile processes")
-    p.add_argument("--set", dest="task_settings", metavar="KEY=VALUE", action="append",
-                   default=[], help="a task setting, e.g. --set train_size=500 (repeatable)")
+    _data_args(p)
     p.add_argument("--option", dest="overrides", metavar="KEY=VALUE", action="append",
                    default=[], help="a preset setting, dotted, e.g. --option sampler.steps=100 "
                                     "or --option scorer.hidden=128 (repeatable)")
@@ -154,13 +127,16 @@ def _run_args(p: argparse.ArgumentParser, samplers: bool = True) -> None:
 
 def _make_run(args, samplers=None):
     """The run in ``--out`` if it exists (its recorded settings win), else a new one."""
-    from .experiment.run import Run, RunConfig
+    from .experiment.config import DEFAULT_SAMPLERS, RunConfig, parse_settings
+    from .experiment.run import Run
     if args.command != "run" and args.out and os.path.exists(os.path.join(args.out, "config.json")):
         return Run.open(args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
                         device=args.device, processes=args.processes, quiet=args.quiet)
-    names = samplers or tuple(n.strip() for n in args.samplers.split(",") if n.strip())
-    config = RunConfig(task=args.task, preset=args.preset, seed=args.seed, samplers=names,
-                       task_settings=_settings(args.task_settings),
+    if samplers is None:
+        samplers = tuple(n.strip() for n in args.samplers.split(",") if n.strip()) \
+            if hasattr(args, "samplers") else DEFAULT_SAMPLERS
+    config = RunConfig(task=args.task, preset=args.preset, seed=args.seed, samplers=samplers,
+                       task_settings=parse_settings(args.task_settings),
                        overrides=tuple(args.overrides))
     return Run(config, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
                device=args.device, processes=args.processes, quiet=args.quiet)
@@ -177,15 +153,15 @@ def _add_train_scorer(p):
 
 
 def _run_train_scorer(args):
-    run = _make_run(args, samplers=("swa",))
+    run = _make_run(args)
     run.scorer()
     print(f"scorer: {run.dir / 'scorer.pt'}")
 
 
 def _add_train_sampler(p):
     _run_args(p, samplers=False)
-    p.add_argument("--sampler", required=True,
-                   help="nolookahead, swa, sws, swp, swp-prefix or swp-sws")
+    from .models.samplers import SAMPLERS
+    p.add_argument("--sampler", required=True, choices=list(SAMPLERS), help="which sampler")
 
 
 def _run_train_sampler(args):
@@ -303,29 +279,6 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     return args
 
 
-def _init_distributed(device: str) -> str:
-    """Join the torchrun process group (NCCL on GPUs, gloo on CPUs); one GPU per process."""
-    import torch
-    import torch.distributed as dist
-    cuda = device.startswith("cuda")
-    if cuda:
-        device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
-        torch.cuda.set_device(device)
-    if not dist.is_initialized():
-        dist.init_process_group("nccl" if cuda else "gloo")
-    return device
-
-
-def resolve_device(name: str):
-    import torch
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise NfstError(f"--device {name}: no CUDA device is available", "use --device cpu")
-    return device
-
-
 def main(argv: Optional[list[str]] = None) -> int:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
@@ -334,9 +287,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                             format="%(levelname)s %(name)s: %(message)s")
         from .runtime.threads import set_threads
         set_threads(args.threads)
+        from .runtime.devices import init_distributed, resolve_device
         args.device = str(resolve_device(args.device))
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun
-            args.device = _init_distributed(args.device)
+            args.device = init_distributed(args.device)
         from .runtime.interrupt import graceful_interrupts
         with graceful_interrupts():
             COMMANDS[args.command][2](args)

@@ -1,2 +1,27 @@
 """Benchmarks: each compares against a reference in the same run and returns a dict that the CLI
 prints as one JSON object on its last line (``nfst bench NAME``)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+BENCHMARKS: dict[str, tuple[str, str, str]] = {  # name: (what, module, function)
+    "backward": ("batched backward pass vs OpenFst shortestdistance", "nfst.bench.backward",
+                 "bench_backward"),
+    "compile": ("lattice compilation, cold and cached", "nfst.bench.compile", "bench_compile"),
+    "step": ("one training step of each sampler", "nfst.bench.step", "bench_step"),
+    "smc": ("particle smoothing over cipher test lattices", "nfst.bench.smc", "bench_smc"),
+}
+
+
+def run_benchmark(name: str, **options) -> dict:
+    """Run benchmark ``name`` with the ``options`` it accepts (None: its default); prints and
+    returns its result."""
+    from .common import emit
+    _, module, func = BENCHMARKS[name]
+    fn = getattr(importlib.import_module(module), func)
+    accepted = inspect.signature(fn).parameters
+    result = fn(**{k: v for k, v in options.items() if v is not None and k in accepted})
+    emit(result)
+    return result

@@ -1,6 +1,6 @@
 """One training step of each sampler on the same cipher batch (``nfst bench step``).
 
-A step is what :func:`nfst.train.loops.train_sampler` does per minibatch: sample k paths per
+A step is what :func:`nfst.train.sampler.train_sampler` does per minibatch: sample k paths per
 lattice with gradients, score them with the frozen scorer, the inclusive-KL loss, backward,
 clip and an Adam update. Every sampler gets the same batch (16 cipher training lattices, the
 first of the task's seeded training subset), the same scorer and the same seeds, in one run.

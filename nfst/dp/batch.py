@@ -2,7 +2,7 @@
 
 State ids of lattice b are ``state_offsets[b]:state_offsets[b + 1]`` and its start state is
 ``state_offsets[b]``; arcs likewise. The *level schedule* groups states by height (longest arc
-count to a dead end, DESIGN §3): every arc leaves a state of greater height than the one it
+count to a dead end, docs/design.md §4): every arc leaves a state of greater height than the one it
 enters, so all states of one height are independent given the lower ones, and a backward pass
 is ``max height`` vectorised steps over the whole batch whatever the number of states.
 """

@@ -130,6 +130,15 @@ def transition_log_probs(batch: LatticeBatch, arc_weights: torch.Tensor,
     return arc_lp, stop_lp
 
 
+def transition_table(batch: LatticeBatch, arc_log_probs: torch.Tensor,
+                     stop_log_probs: torch.Tensor) -> torch.Tensor:
+    """(S, D + 1) log q of each column of ``batch.out_arcs`` (-inf for padding), STOP last:
+    the form every walker over the lattice reads its choices from."""
+    arcs = batch.out_arcs
+    per_arc = arc_log_probs[arcs.clamp(min=0)].masked_fill(arcs < 0, float("-inf"))
+    return torch.cat([per_arc, stop_log_probs[:, None]], dim=1)
+
+
 def sample_paths(batch: LatticeBatch, arc_log_probs: torch.Tensor, stop_log_probs: torch.Tensor,
                  k: int, generator: Optional[torch.Generator] = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Draw k paths per lattice from locally normalised transition probabilities.
@@ -137,10 +146,7 @@ def sample_paths(batch: LatticeBatch, arc_log_probs: torch.Tensor, stop_log_prob
     Returns ``arcs`` (B, k, L) long, the arcs taken, -1 after the path ends, and ``log_prob``
     (B, k), the log probability of each path (STOP included).
     """
-    table = torch.cat([
-        torch.where(batch.out_arcs >= 0, arc_log_probs[batch.out_arcs.clamp(min=0)],
-                    torch.full_like(batch.out_arcs, float("-inf"), dtype=arc_log_probs.dtype)),
-        stop_log_probs[:, None]], dim=1)  # (S, D + 1), last column = STOP
+    table = transition_table(batch, arc_log_probs, stop_log_probs)
     stop_col = table.shape[1] - 1
     state = batch.start.repeat_interleave(k)  # (B·k,)
     alive = torch.ones_like(state, dtype=torch.bool)

@@ -34,9 +34,12 @@ class LogSemiring(Semiring):
 
     @staticmethod
     def segment_sum(values, segment, init):
-        peak = init.clone().scatter_reduce_(0, segment, values, "amax")
-        peak = peak.clamp_min(torch.finfo(peak.dtype).min)  # -inf segments stay -inf below
-        total = torch.exp(init - peak).index_add_(
+        """Differentiable by autograd too (SWP's Algorithm 1 uses it so): the shift by the
+        segment maximum is a constant, so it is computed without gradient."""
+        with torch.no_grad():
+            peak = init.scatter_reduce(0, segment, values, "amax")
+            peak = peak.clamp_min(torch.finfo(peak.dtype).min)  # -inf segments stay -inf below
+        total = torch.exp(init - peak).index_add(
             0, segment, torch.exp(values - peak.index_select(0, segment)))
         return torch.log(total) + peak
 

@@ -1,17 +1,10 @@
 """Evaluating samplers against a frozen scorer on held-out pairs (003 §4–5, Table 7).
 
 For each pair (x, y) we draw k paths z_1..z_k ~ q_φ(· | x, y) and score them under both q_φ and
-p̃_θ. With log importance weights log w_k = log p̃(z_k) − log q(z_k):
-
-- partial KL (003:7): mean over pairs of E_{z~q}[log q(z) − log p̃(z)] = KL(q ‖ p) − log p̃(x, y)
-  (nats; lower is better; samplers are only comparable on the same scorer). Its standard error
-  is the standard deviation of the per-pair estimates over √(number of pairs).
-- deduplicated ESS (003 Table 7): identical samples are merged into one, with the sum of their
-  weights, W_j = Σ_{k: z_k = z_j} w_k; then ESS = (Σ_j W_j)² / Σ_j W_j². It is 1 when every
-  sample is the same path (a sharp q) and at most the number of distinct samples.
-- expected mark length under p (003 Fig. 4b): Σ_k w̄_k |z_k| with w̄ = softmax(log w), the
-  self-normalised importance-sampling estimate of E_{z~p}[|z|], averaged over pairs.
-- a few qualitative proposals (003 Tables 4–6): the highest-weight sample of the first pairs.
+p̃_θ, then average the metrics of ``nfst.evaluate.metrics`` over pairs, with standard errors:
+partial KL (003:7; nats, lower is better; samplers are only comparable on the same scorer),
+deduplicated ESS (003 Table 7) and the expected mark length under p (003 Fig. 4b); and a few
+qualitative proposals (003 Tables 4–6): the highest-weight sample of the first pairs.
 
 Samplers evaluated on the same pairs are best compared pair by pair: :func:`paired_difference`
 gives the mean difference of two samplers' partial KL with the standard error of the paired
@@ -20,7 +13,6 @@ differences, much smaller than either sampler's own standard error when pairs va
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -32,6 +24,9 @@ from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
+from . import metrics
+from .metrics import mean_and_se
+from .tables import text_table
 
 
 @dataclass
@@ -76,32 +71,17 @@ def draw(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], k: int, 
 
 
 def partial_kl(samples: PairSamples) -> float:
-    """(1/k) Σ_k log q(z_k) − log p̃(z_k): one pair's term of 003:7."""
-    return float((samples.log_q - samples.log_p).mean())
+    """One pair's term of 003:7."""
+    return metrics.partial_kl(samples.log_q, samples.log_p)
 
 
 def dedup_ess(samples: PairSamples) -> float:
-    """(Σ_j W_j)² / Σ_j W_j² over distinct samples j, W_j the summed weight of its copies."""
-    log_w = samples.log_p - samples.log_q
-    merged: dict[tuple[int, ...], list[float]] = {}
-    for path, lw in zip(samples.arcs.tolist(), log_w.tolist()):
-        merged.setdefault(tuple(a for a in path if a >= 0), []).append(lw)
-    log_W = torch.tensor([torch.logsumexp(torch.tensor(v, dtype=torch.float64), 0).item()
-                          for v in merged.values()], dtype=torch.float64)
-    return float(torch.exp(2 * torch.logsumexp(log_W, 0) - torch.logsumexp(2 * log_W, 0)))
+    paths = (tuple(a for a in path if a >= 0) for path in samples.arcs.tolist())
+    return metrics.dedup_ess(paths, samples.log_p - samples.log_q)
 
 
 def expected_length(samples: PairSamples) -> float:
-    """Σ_k w̄_k |z_k|: self-normalised IS estimate of E_{z~p}[|z|]."""
-    w = torch.softmax(samples.log_p - samples.log_q, 0)
-    return float((w * samples.lengths.double()).sum())
-
-
-def mean_and_se(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and standard error (sample std / √n; 0 for a single value)."""
-    t = torch.tensor(values, dtype=torch.float64)
-    se = float(t.std() / math.sqrt(len(t))) if len(t) > 1 else 0.0
-    return float(t.mean()), se
+    return metrics.expected_length(samples.log_p - samples.log_q, samples.lengths)
 
 
 def render_marks(lattice: Lattice, arcs: Sequence[int]) -> str:
@@ -167,9 +147,4 @@ def format_table(result: dict) -> str:
     for name, m in result["samplers"].items():
         rows.append((name, f"{m['partial_kl']:.2f}", f"{m['partial_kl_se']:.2f}",
                      f"{m['ess']:.2f}", f"{m['expected_length']:.1f}"))
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    lines = [f"{result['pairs']} pairs, k = {result['k']}"]
-    for r in rows:
-        lines.append("  ".join([r[0].ljust(widths[0])] +
-                               [cell.rjust(w) for cell, w in zip(r[1:], widths[1:])]))
-    return "\n".join(lines)
+    return f"{result['pairs']} pairs, k = {result['k']}\n" + text_table(rows)

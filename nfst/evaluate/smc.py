@@ -24,13 +24,12 @@ Methods (the names of the returned dict):
 - ``PS:R[name]``: the same sampler as proposal with C in the weights and resampling.
 
 C is a :class:`~nfst.smc.lookahead.LearnedLookahead` fitted by regression on the trained
-sampler's particles (``nfst.train.nasmc.fit_lookahead``) unless one is given. Resampling is
+sampler's particles (``nfst.smc.fitting.fit_lookahead``) unless one is given. Resampling is
 adaptive (ESS < M/2, 000 fn. 9), multinomial by default as in 000.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional, Sequence
@@ -40,12 +39,15 @@ from tqdm.auto import tqdm
 
 from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
-from ..smc.lookahead import LearnedLookahead, Lookahead, LookaheadProposal, ZeroLookahead
-from ..train.nasmc import fit_lookahead
-from ..smc.resampling import ess
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
-from ..smc.engine import Particles, SMCConfig, beam_search, smc
+from ..smc.beam import beam_search
+from ..smc.engine import Particles, SMCConfig, smc
+from ..smc.fitting import fit_lookahead
+from ..smc.lookahead import LearnedLookahead, Lookahead, LookaheadProposal, ZeroLookahead
+from ..smc.resampling import ess
+from .metrics import mean_and_se
+from .tables import text_table
 
 PARTICLES = (8, 16, 32, 64, 128)
 
@@ -166,7 +168,7 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
                         for k, lp in zip(keys, log_p.tolist()):
                             seen[offset + b][k] = lp
                         partial = float((w * (w.log() - log_p)).sum())
-                        dedup = float(w.sum() ** 2 / (w ** 2).sum())
+                        dedup = float(ess(w.log()))
                         rows.append((partial, float(full_ess[b]), dedup, float(log_z[b])))
                     offset += batch.batch_size
                 per_run.append(rows)
@@ -185,9 +187,9 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
         for M in config.particles:
             table = torch.tensor(stats[name][M], dtype=torch.float64)  # (runs, n, 4)
             offset_kl = table[..., 0] + torch.tensor(z, dtype=torch.float64)
-            per_pair = offset_kl.mean(0)
-            res["offset_kl"].append(float(per_pair.mean()))
-            res["offset_kl_se"].append(float(per_pair.std() / math.sqrt(n)) if n > 1 else 0.0)
+            mean, se = mean_and_se(offset_kl.mean(0).tolist())
+            res["offset_kl"].append(mean)
+            res["offset_kl_se"].append(se)
             res["partial_kl"].append(float(table[..., 0].mean()))
             res["ess"].append(float(table[..., 1].mean()))
             res["dedup_ess"].append(float(table[..., 2].mean()))
@@ -200,8 +202,6 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
 
 def format_table(result: dict, metric: str = "offset_kl") -> str:
     """One metric of ``evaluate_smc``'s result as a text table: methods × M."""
-    width = max(len(metric), *(len(name) for name in result["methods"]))
-    head = f"{metric:>{width}} " + " ".join(f"{'M=' + str(m):>9}" for m in result["M"])
-    rows = [head] + [f"{name:>{width}} " + " ".join(f"{v:9.2f}" for v in res[metric])
-                     for name, res in result["methods"].items()]
-    return "\n".join(rows)
+    rows = [(metric, *(f"M={m}" for m in result["M"]))]
+    rows += [(name, *(f"{v:.2f}" for v in res[metric])) for name, res in result["methods"].items()]
+    return text_table(rows)

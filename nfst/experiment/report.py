@@ -12,7 +12,8 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import NfstError, ReportError
+from ..errors import ReportError
+from ..evaluate.tables import text_table
 
 SAMPLER_ORDER = ("swa", "sws", "swp", "swp-prefix", "nolookahead")
 TASK_ORDER = ("tr", "scan", "cipher")
@@ -59,8 +60,7 @@ def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, t
     tasks = _ordered([r["task"] for r in runs], TASK_ORDER)
     samplers = _ordered({s for r in runs for s in r.get("samplers", {})}, SAMPLER_ORDER)
     by_task = {r["task"]: r for r in runs}
-    head = "| sampler | " + " | ".join(tasks) + " |"
-    lines = [f"### {title}", "", head, "|---" * (len(tasks) + 1) + "|"]
+    rows = [("sampler", *tasks)]
     for s in samplers:
         cells = []
         for t in tasks:
@@ -68,7 +68,8 @@ def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, t
             ours = _fmt(res.get(key), res.get(se_key) if se_key else None) if res else "–"
             ref = paper.get(s, {}).get(t) if paper else None
             cells.append(f"{ours} ({ref})" if ref is not None else ours)
-        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+        rows.append((s, *cells))
+    lines = [f"### {title}", "", text_table(rows, markdown=True)]
     if paper:
         lines += ["", "Ours ± standard error; the paper's figure in parentheses. Absolute values "
                       "depend on the frozen scorer: compare orderings and ratios."]

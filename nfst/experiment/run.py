@@ -23,80 +23,25 @@ import dataclasses
 import json
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import torch
 
-from ..runtime import storage
-from ..fst.dataset import compile_dataset
 from ..errors import NfstError, RunConfigError
-from ..runtime.interrupt import graceful_interrupts
+from ..fst.dataset import compile_dataset
 from ..fst.lattice import Lattice
 from ..models.samplers import SAMPLERS, Sampler, make_sampler
 from ..models.scorer import LSTMScorer
+from ..runtime import storage
+from ..runtime.interrupt import graceful_interrupts
 from ..tasks import DataError, Task, get_task
-from ..train.loops import Preset, preset, train_sampler, train_scorer
+from ..train.sampler import train_sampler
+from ..train.scorer import train_scorer
+from .config import RunConfig, agrees, apply_overrides, json_default
+from .presets import preset
 
 log = logging.getLogger("nfst")
-DEFAULT_SAMPLERS = ("nolookahead", "swa", "sws", "swp", "swp-prefix")
-
-
-@dataclass
-class RunConfig:
-    task: str = "cipher"
-    preset: str = "small"
-    seed: int = 0
-    samplers: tuple[str, ...] = DEFAULT_SAMPLERS
-    task_settings: dict = field(default_factory=dict)
-    overrides: tuple[str, ...] = ()
-    """Preset settings as dotted ``KEY=VALUE``, e.g. ``sampler.steps=100``."""
-    eval_k: int = 16
-    smc_particles: tuple[int, ...] = (8, 16, 32, 64, 128)
-    smc_pairs: int = 16
-
-    def default_dir(self) -> Path:
-        return Path("runs") / f"{self.task}-{self.preset}-{self.seed}"
-
-
-def apply_overrides(p: Preset, overrides: Sequence[str]) -> Preset:
-    """Set dotted fields of a preset, e.g. ``scorer.steps=50`` or ``sampler.sampler.d=32``."""
-    for item in overrides:
-        key, sep, text = item.partition("=")
-        if not sep:
-            raise NfstError(f"override {item!r}: expected KEY=VALUE", "e.g. sampler.steps=100")
-        *path, name = key.strip().split(".")
-        obj = p
-        for part in path:
-            obj = getattr(obj, part, None)
-        if obj is None or not dataclasses.is_dataclass(obj) or \
-                name not in {f.name for f in dataclasses.fields(obj)}:
-            raise NfstError(f"override {item!r}: the preset has no setting {key!r}",
-                            "see the Preset, ScorerConfig and SamplerTrainConfig dataclasses "
-                            "in nfst.training")
-        current = getattr(obj, name)
-        value = None if text == "None" else type(current)(text) if current is not None else text
-        if isinstance(current, bool):
-            value = text.lower() in ("1", "true", "yes")
-        setattr(obj, name, value)
-    return p
-
-
-def _json_default(obj):
-    if dataclasses.is_dataclass(obj):
-        return dataclasses.asdict(obj)
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(type(obj).__name__)
-
-
-def _agrees(old, new) -> bool:
-    """Recorded settings ``old`` match ``new``; settings added to nfst since the run was
-    recorded (keys only in ``new``) are ignored, so upgrading nfst keeps old runs usable."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        return set(old) <= set(new) and all(_agrees(old[k], new[k]) for k in old)
-    return old == new
 
 
 class Run:
@@ -139,19 +84,26 @@ class Run:
         """Everything that determines the results (not where files live or the device)."""
         return json.loads(json.dumps({
             "run": self.config, "task_settings": self.task.settings, "preset": self.preset},
-            default=_json_default))
+            default=json_default))
 
     def _check_config(self) -> None:
+        """Refuse a directory whose run has other settings. The samplers to compare are not
+        a setting of the run (each trains on its own against the same scorer): the last
+        command's list is recorded, so `nfst train-scorer` then `nfst run` share a run."""
         path = self.dir / "config.json"
         mine = self.settings()
         if path.exists():
             old = json.loads(path.read_text())
-            if not _agrees(old, mine):
+            same_samplers = old.get("run", {}).get("samplers") == mine["run"]["samplers"]
+            for settings in (old, mine):
+                settings.get("run", {}).pop("samplers", None)
+            if not agrees(old, mine):
                 raise RunConfigError(f"{self.dir} holds a run with other settings "
                                      f"(see {path})")
-        else:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(mine, indent=1))
+            if same_samplers:
+                return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.settings(), indent=1))
 
     def _stage_file(self, name: str) -> Path:
         return self.dir / "stages" / f"{name}.json"
@@ -252,8 +204,9 @@ class Run:
     def evaluation(self) -> dict:
         """Partial KL, ESS and expected length of every sampler on the test pairs."""
         done = self.done("evaluate")
-        if done is not None:
+        if done is not None and list(done["samplers"]) == list(self.config.samplers):
             return done
+        self._stage_file("smc").unlink(missing_ok=True)  # its proposal is the best of these
         from ..evaluate.samplers import evaluate
         self._say("evaluating samplers")
         samplers = {name: self.sampler(name) for name in self.config.samplers}

@@ -11,9 +11,9 @@ from typing import Optional, Sequence
 import torch
 
 from ..dp.batch import LatticeBatch
-from ..fst.compile import compile_lattice
 from ..errors import NfstError
 from ..evaluate.samplers import render_marks
+from ..fst.compile import compile_lattice
 
 
 def write_lattice_picture(lattice, dot: Optional[str], png: Optional[str]) -> list[str]:

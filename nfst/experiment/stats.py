@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from ..evaluate.tables import text_table
 from ..fst.dataset import compile_dataset
 from ..tasks import Task, get_task
 
@@ -76,12 +77,7 @@ def format_stats_table(stats: dict) -> str:
         ours, theirs = stats[key], paper.get(paper_key)
         ratio = f"{ours / theirs:.2f}" if theirs else ""
         rows.append((label, _number(ours), "" if theirs is None else _number(theirs), ratio))
-    widths = [max(len(row[c]) for row in rows) for c in range(4)]
-    lines = [f"task {stats['task']}, split {stats['split']}"]
-    for row in rows:
-        lines.append("  ".join([row[0].ljust(widths[0])] +
-                               [cell.rjust(w) for cell, w in zip(row[1:], widths[1:])]).rstrip())
-    return "\n".join(lines)
+    return f"task {stats['task']}, split {stats['split']}\n" + text_table(rows)
 
 
 def _number(value) -> str:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import multiprocessing as mp
 import os
+import random
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,9 +20,9 @@ from typing import Optional, Sequence
 
 from tqdm.auto import tqdm
 
+from ..errors import CorruptCacheError, NfstError
 from ..runtime import storage
 from .compile import CompileOptions, compile_lattice
-from ..errors import CorruptCacheError, NfstError
 from .lattice import Lattice
 from .mfst import MarkedFST, Symbols, as_symbols
 
@@ -121,3 +123,12 @@ def compile_dataset(T: MarkedFST, pairs: Sequence[tuple[Symbols, Symbols]], *,
         log.warning("%s: skipped %d of %d pairs (e.g. %s)", T.name, len(out.skipped), len(norm),
                     examples)
     return out
+
+
+def minibatch(lattices: Sequence[Lattice], batch_size: int, seed: int, step: int) -> list[Lattice]:
+    """The minibatch of ``step``: epochs are seeded shuffles, so the order depends only on
+    (seed, step) and a resumed run sees the same batches."""
+    per_epoch = math.ceil(len(lattices) / batch_size)
+    epoch, j = divmod(step, per_epoch)
+    order = random.Random(f"{seed}:{epoch}").sample(range(len(lattices)), len(lattices))
+    return [lattices[i] for i in order[j * batch_size:(j + 1) * batch_size]]

@@ -17,7 +17,7 @@ import signal
 import threading
 from contextlib import contextmanager
 
-from ..errors import Interrupted, NfstError
+from ..errors import Interrupted
 
 _requested = False
 _checkpointed_depth = 0

@@ -1,4 +1,4 @@
-"""Lookahead C_t: an estimate of the log-prob-to-go of a prefix (000 §2–3, DESIGN §6).
+"""Lookahead C_t: an estimate of the log-prob-to-go of a prefix (000 §2–3; docs/design.md §7).
 
 Particle smoothing targets, after t marks, the prefix distribution
 

@@ -1,4 +1,4 @@
-"""Resampling schemes for sequential Monte Carlo (DESIGN §6, 000 §4 and fn. 9).
+"""Resampling schemes for sequential Monte Carlo (000 §4 and fn. 9; docs/design.md §7).
 
 Every scheme is a function ``(log_weights (B, M), generator) -> ancestors (B, M) long``: row b
 holds the unnormalised log weights of the M particles of one group (one lattice), and particle

@@ -1,5 +1,5 @@
-"""Training from particles: proposals adapted on SMC output (002 §3, 000 §5) and the learned
-lookahead fitted on it (000 §3.3). DESIGN §6.
+"""Training from particles: proposals adapted on SMC output (002 §3, 000 §5) 
+docs/design.md §7.
 
 Losses, each a scalar to minimise (mean over the lattices of a batch), computed from an
 :class:`~nfst.smc.engine.SMCResult` of a run made with gradients enabled:
@@ -18,28 +18,25 @@ Losses, each a scalar to minimise (mean over the lattices of a batch), computed 
 :func:`adapt` is a small training loop over lattices for either loss, with any sampler — a
 neural sampler, or :class:`~nfst.smc.lookahead.LookaheadProposal`, whose only parameters are the
 lookahead's: that trains c_φ through the proposal it defines, as in 000 §5.
-:func:`fit_lookahead` fits a :class:`~nfst.smc.lookahead.LearnedLookahead` by regression on the
-particles of a fixed proposal (``LearnedLookahead.regression_loss``).
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field, replace
 from typing import Optional, Sequence
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from ..dp.batch import LatticeBatch
-from ..runtime.threads import cpu_threads
+from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
-from ..smc.lookahead import LearnedLookahead, Lookahead
-from .objectives import EMABaseline, exclusive_kl_loss
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
+from ..runtime.threads import cpu_threads
 from ..smc.engine import SMCConfig, SMCResult, smc, trace
+from ..smc.lookahead import Lookahead
+from .objectives import EMABaseline, exclusive_kl_loss
 
 
 def nasmc_loss(result: SMCResult) -> Tensor:
@@ -98,16 +95,6 @@ class AdaptConfig:
     grad_clip: float = 5.0
 
 
-def _minibatches(lattices: Sequence[Lattice], batch_size: int, steps: int, seed: int):
-    rng = random.Random(seed)
-    order: list[int] = []
-    for _ in range(steps):
-        if len(order) < batch_size:
-            order += rng.sample(range(len(lattices)), len(lattices))
-        picked, order = order[:batch_size], order[batch_size:]
-        yield [lattices[i] for i in picked]
-
-
 def adapt(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice],
           config: Optional[AdaptConfig] = None, lookahead: Optional[Lookahead] = None,
           seed: int = 0, device: str | torch.device = "cpu") -> list[float]:
@@ -130,8 +117,8 @@ def adapt(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice],
     opt = torch.optim.Adam(params, lr=config.lr)
     generator = torch.Generator(device=device).manual_seed(seed)
     history = []
-    for lats in _minibatches(lattices, config.batch_size, config.steps, seed):
-        batch = LatticeBatch(lats, device)
+    for step in range(config.steps):
+        batch = LatticeBatch(minibatch(lattices, config.batch_size, seed, step), device)
         with cpu_threads(batch.device):  # many small ops: see nfst.runtime.threads
             result = smc(batch, sampler, scorer, lookahead, smc_config, generator)
             loss = nasmc_loss(result) if config.objective == "nasmc" else \
@@ -139,30 +126,6 @@ def adapt(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice],
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
-            opt.step()
-        history.append(float(loss.detach()))
-    return history
-
-
-def fit_lookahead(lookahead: LearnedLookahead, sampler: Sampler, scorer: Scorer,
-                  lattices: Sequence[Lattice], steps: int = 200, batch_size: int = 16,
-                  particles: int = 16, lr: float = 1e-2, seed: int = 0,
-                  device: str | torch.device = "cpu", quiet: bool = True) -> list[float]:
-    """Regress c_φ on the log-weight-to-go of complete paths drawn from ``sampler`` by
-    importance sampling (``LearnedLookahead.regression_loss``); returns the loss per step."""
-    opt = torch.optim.Adam(lookahead.parameters(), lr=lr)
-    generator = torch.Generator(device=device).manual_seed(seed)
-    config = SMCConfig(particles=particles, resample_threshold=0.0)
-    history = []
-    for lats in tqdm(_minibatches(lattices, batch_size, steps, seed), total=steps,
-                     desc="fit lookahead", disable=quiet):
-        batch = LatticeBatch(lats, device)
-        with cpu_threads(batch.device):
-            with torch.no_grad():
-                r = smc(batch, sampler, scorer, None, config, generator)
-            loss = lookahead.regression_loss(batch, r.arcs, r.step_log_p, r.step_log_q)
-            opt.zero_grad()
-            loss.backward()
             opt.step()
         history.append(float(loss.detach()))
     return history

@@ -8,7 +8,8 @@ from nfst.dp.passes import log_partition
 from nfst.smc.lookahead import BetaLookahead, LookaheadProposal, ZeroLookahead
 from nfst.smc.resampling import RESAMPLERS
 from nfst.errors import PathTooLongError
-from nfst.smc.engine import SMCConfig, beam_search, smc, trace
+from nfst.smc.beam import beam_search
+from nfst.smc.engine import SMCConfig, smc, trace
 from tests.helpers.smc import (exact_sampler, noisy_sampler, path_scores, small_batch,
                                     unigram_scorer)
 

@@ -6,7 +6,7 @@ import torch
 from nfst.dp.passes import backward
 from nfst.smc.lookahead import (BetaLookahead, LearnedLookahead, LookaheadProposal, ScorerWalk,
                             ZeroLookahead)
-from nfst.train.nasmc import fit_lookahead
+from nfst.smc.fitting import fit_lookahead
 from nfst.smc.engine import SMCConfig, smc
 from tests.helpers.smc import exact_sampler, noisy_sampler, path_scores, small_batch, unigram_scorer
 

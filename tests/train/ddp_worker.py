@@ -14,7 +14,7 @@ from nfst.errors import Interrupted
 from nfst.runtime.interrupt import graceful_interrupts
 from nfst.models.samplers import make_sampler, SamplerConfig
 from nfst.models.scorer import ArcFactoredScorer
-from nfst.train.loops import SamplerTrainConfig, train_sampler
+from nfst.train.sampler import SamplerTrainConfig, train_sampler
 dist.init_process_group("gloo")
 T = deletion_insertion("ab", "cd")
 lats = [compile_lattice(T, x, y) for x, y in [("ab", "c"), ("ba", "dc"), ("a", "cd"), ("b", "d")]]

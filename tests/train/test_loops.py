@@ -10,8 +10,10 @@ from nfst import NfstError
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers import SamplerConfig
 from nfst.errors import TrainingDivergedError
-from nfst.train.loops import (PRESETS, SamplerTrainConfig, ScorerConfig, 
-                           preset, step_lattices, train_sampler, train_scorer)
+from nfst.experiment.presets import PRESETS, preset
+from nfst.fst.dataset import minibatch
+from nfst.train.sampler import SamplerTrainConfig, train_sampler
+from nfst.train.scorer import ScorerConfig, train_scorer
 from tests.helpers.samplers import (all_paths, cipher_lattice, del_ins_lattices, exact_log_p,
                                  new_sampler, random_scorer, symbols_of)
 
@@ -48,10 +50,10 @@ def test_paper_preset_is_003_table_3():
 
 def test_batches_are_epochs_of_seeded_shuffles():
     lats = list(range(10))
-    epoch = [x for step in range(4) for x in step_lattices(lats, 3, seed=1, step=step)]
+    epoch = [x for step in range(4) for x in minibatch(lats, 3, seed=1, step=step)]
     assert sorted(epoch) == lats
-    assert step_lattices(lats, 3, 1, 5) == step_lattices(lats, 3, 1, 5)
-    assert step_lattices(lats, 3, 1, 4) != step_lattices(lats, 3, 2, 4)
+    assert minibatch(lats, 3, 1, 5) == minibatch(lats, 3, 1, 5)
+    assert minibatch(lats, 3, 1, 4) != minibatch(lats, 3, 2, 4)
 
 
 def test_resume_after_interrupt_gives_the_uninterrupted_result(tmp_path):
@@ -127,7 +129,7 @@ def test_nan_loss_is_reported_with_its_step(tmp_path):
     lats, scorer, sampler = setup()
     with torch.no_grad():
         scorer.weights[2] = float("nan")
-    with pytest.raises( match="step 0") as err:
+    with pytest.raises(TrainingDivergedError, match="step 0") as err:
         train_sampler(sampler, scorer, lats, lats, small_config(), quiet=True,
                       checkpoint=tmp_path / "nan.ckpt")
     assert "learning rate" in str(err.value)
@@ -167,7 +169,7 @@ def test_training_from_particles_runs_and_improves(objective):
     from nfst import compile_lattice
     from nfst.models.samplers import SamplerConfig, make_sampler
     from nfst.models.scorer import ArcFactoredScorer
-    from nfst.train.loops import SamplerTrainConfig, train_sampler, validate
+    from nfst.train.sampler import SamplerTrainConfig, train_sampler, validate
 
     T = deletion_insertion("ab", "cd")
     lats = [compile_lattice(T, x, y) for x, y in [("ab", "c"), ("ba", "dc"), ("a", "cd")]]

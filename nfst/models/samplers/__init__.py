@@ -19,7 +19,8 @@ from .base import Paths, Sampler, SamplerConfig, Walk
 from .nolookahead import NoLookahead
 from .swa import SWA
 from .sws import SWS
-from .swp import SWP, SWPPrefix, SWPSWS
+from .hybrids import SWPPrefix, SWPSWS
+from .swp import SWP
 
 SAMPLERS: dict[str, type[Sampler]] = {}
 

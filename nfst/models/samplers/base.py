@@ -34,9 +34,8 @@ import torch
 from torch import Tensor
 
 from ...dp.batch import LatticeBatch
+from ...errors import PathTooLongError
 from ...runtime.threads import cpu_threads
-from ...errors import NfstError, PathTooLongError
-
 
 PAD, UNKNOWN, SEPARATOR = "<pad>", "<unk>", "#"
 SPECIAL_SYMBOLS = (PAD, UNKNOWN, SEPARATOR)

@@ -20,7 +20,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ...dp.batch import LatticeBatch
 from .base import SEPARATOR, Sampler, SamplerConfig, Walk
-from .nolookahead import PrefixGRU
+from .prefix import PrefixGRU
 
 
 @dataclass

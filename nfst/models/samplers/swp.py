@@ -1,4 +1,4 @@
-"""SWP, the sampler with path structures (003 §3.3), and two variants that also see the prefix.
+"""SWP, the sampler with path structures (003 §3.3).
 
 SWP treats the lattice as a WFST. Algorithm 1 of 003 visits states bottom-up (by height, so
 every arc's destination is done before its source) and computes, for each arc s → s' with
@@ -12,25 +12,7 @@ mark ω and each state s,
 
 (dead ends, height 0: β = 1, e_s = 0). One vectorised step per height covers every lattice of
 the batch, in log space. Sampling then just walks q: q(STOP | s) = [s final] / β(s).
-
-``swp-prefix`` keeps Algorithm 1 and re-weights each step's choice by the mark prefix (the
-"cheaper variant" at the end of 003 §3.3):
-
-    q(s→s' | s, ω_{<t}) ∝ w_{s→s'} β(s') · exp(g(h_{t-1}) · e_{s→s'}),
-    q(STOP | s, ω_{<t}) ∝ [s final] · exp(g_stop(h_{t-1})),
-
-with h a GRU over the prefix and g, g_stop linear maps that start at zero, so it starts out as
-SWP and learns how far to trust the prefix.
-
-``swp-sws`` (ours, beyond 003) multiplies SWP's transition probabilities with SWS's local
-evidence, a product of experts renormalised over the legal choices:
-
-    q(s→s' | s, ω_{<t}) ∝ (w_{s→s'} β(s') / β(s))^α · exp(SWS logit of the arc's mark)   (003:4–5)
-    q(STOP | s, ω_{<t}) ∝ ([s final] / β(s))^α · exp(SWS logit of STOP)
-
-with a learned α (starting at 1). SWP contributes the global view of the lattice (which
-alignments can still complete, e.g. which cipher explains y), SWS the prefix and the unaligned
-suffixes x_{≥i}, y_{≥j}; α → 0 recovers SWS where the lattice view does not help.
+The variants that also see the prefix are in ``nfst.models.samplers.hybrids``.
 """
 
 from __future__ import annotations
@@ -42,11 +24,10 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from ...dp.passes import transition_log_probs
+from ...dp.passes import transition_log_probs, transition_table
+from ...dp.semiring import LogSemiring
 from ...runtime.threads import cpu_threads
 from .base import Sampler, SamplerConfig, Walk
-from .nolookahead import PrefixGRU
-from .sws import SWS, Suffixes
 
 
 @dataclass
@@ -57,23 +38,6 @@ class WeightedLattice:
     """(S, D + 1): log q of each column of ``batch.out_arcs`` and of STOP, -inf if illegal."""
     arc_embed: Optional[Tensor] = None
     """(A, d): Algorithm 1's arc embeddings (kept for the prefix variant)."""
-
-
-def segment_logsumexp(values: Tensor, segment: Tensor, init: Tensor) -> Tensor:
-    """log(exp(init[i]) + Σ_{j: segment[j] = i} exp(values[j])), shape (n,) = init's;
-    differentiable (the shift by the segment maximum is a constant, so it is detached)."""
-    with torch.no_grad():
-        peak = init.scatter_reduce(0, segment, values, "amax")
-        peak = peak.clamp_min(torch.finfo(peak.dtype).min)
-    total = torch.exp(init - peak).index_add(0, segment, torch.exp(values - peak[segment]))
-    return torch.log(total) + peak
-
-
-def transition_table(batch: LatticeBatch, arc_log_probs: Tensor, stop_log_probs: Tensor) -> Tensor:
-    """(S, D + 1) log q per out-arc column, STOP last, -inf for padding."""
-    arcs = batch.out_arcs
-    per_arc = arc_log_probs[arcs.clamp(min=0)].masked_fill(arcs < 0, float("-inf"))
-    return torch.cat([per_arc, stop_log_probs[:, None]], dim=1)
 
 
 class WFSTSampler(Sampler):
@@ -133,7 +97,7 @@ class Algorithm1(torch.autograd.Function):
             e = torch.sigmoid(mark_part[marks[arcs]] + proj_s[level.other])       # line 4
             lw = e @ w                                                              # line 5
             through = lw + beta[level.other]  # log w β(s') per arc
-            b = segment_logsumexp(through, level.segment, beta[lo:hi])              # line 6
+            b = LogSemiring.segment_sum(through, level.segment, beta[lo:hi])              # line 6
             qa = torch.exp(through - b[level.segment])                              # line 7
             e_s = e.new_zeros(hi - lo, d).index_add_(0, level.segment, qa[:, None] * e)  # line 8
             beta[lo:hi], embed_s[lo:hi], proj_s[lo:hi] = b, e_s, e_s @ U_state.T
@@ -197,67 +161,3 @@ class SWP(WFSTSampler):
         mark_part = self.U_mark(self.drop(self.mark_embed.weight))  # (V, d): U_1 + U_mark e_ω
         with cpu_threads(batch.device):
             return Algorithm1.apply(mark_part, self.U_state.weight, self.w.weight[0], batch)
-
-
-class SWPPrefix(SWP):
-    name = "swp-prefix"
-
-    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
-                 symbols: Sequence[str] = ()):
-        super().__init__(vocab_size, config, symbols)
-        d = self.config.d
-        self.prefix = PrefixGRU(vocab_size, d, self.config.dropout)
-        self.g = nn.Linear(d, d + 1)  # g(h) for arcs, then g_stop(h)
-        nn.init.zeros_(self.g.weight)
-        nn.init.zeros_(self.g.bias)
-
-    def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor) -> Walk:
-        return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
-
-    def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
-        g = self.g(self.drop(walk.hidden))  # (N, d + 1)
-        arcs = batch.out_arcs[walk.state]  # (N, D)
-        bonus = torch.einsum("nd,nkd->nk", g[:, :-1], context.arc_embed[arcs.clamp(min=0)])
-        bonus = torch.cat([bonus, g[:, -1:]], dim=1)
-        return torch.log_softmax(context.table[walk.state] + bonus, dim=1)
-
-    def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
-                choice: Tensor) -> Walk:
-        moved = self.moved(batch, walk, choice)
-        moved.hidden = self.prefix.advance(walk, moved)
-        return moved
-
-
-@dataclass
-class HybridContext:
-    swp: WeightedLattice
-    sws: Suffixes
-
-
-class SWPSWS(SWP):
-    name = "swp-sws"
-
-    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
-                 symbols: Sequence[str] = ()):
-        super().__init__(vocab_size, config, symbols)
-        self.sws = SWS(vocab_size, config, symbols)
-        self.alpha = nn.Parameter(torch.ones(()))
-
-    def prepare(self, batch: LatticeBatch) -> HybridContext:
-        return HybridContext(super().prepare(batch), self.sws.prepare(batch))
-
-    def start(self, batch: LatticeBatch, context: HybridContext, lattice: Tensor) -> Walk:
-        return self.sws.start(batch, context.sws, lattice)
-
-    def log_probs(self, batch: LatticeBatch, context: HybridContext, walk: Walk) -> Tensor:
-        logits = self.sws.mark_logits(batch, context.sws, walk)
-        marks = batch.arc_mark[batch.out_arcs[walk.state].clamp(min=0)]
-        local = torch.cat([logits.gather(1, marks), logits[:, -1:]], dim=1)
-        table = context.swp.table[walk.state]  # -inf exactly where a choice is illegal
-        illegal = torch.isinf(table)
-        scaled = (self.alpha * table.masked_fill(illegal, 0.0)).masked_fill(illegal, float("-inf"))
-        return torch.log_softmax(scaled + local, dim=1)
-
-    def advance(self, batch: LatticeBatch, context: HybridContext, walk: Walk,
-                choice: Tensor) -> Walk:
-        return self.sws.advance(batch, context.sws, walk, choice)

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
 from .base import Sampler, SamplerConfig, Walk
-from .nolookahead import PrefixGRU
+from .prefix import PrefixGRU
 
 
 @dataclass

@@ -1,0 +1,99 @@
+"""SWP variants that also see the mark prefix (003 §3.3) or SWS's local evidence.
+
+``swp-prefix`` keeps Algorithm 1 and re-weights each step's choice by the mark prefix (the
+"cheaper variant" at the end of 003 §3.3):
+
+    q(s→s' | s, ω_{<t}) ∝ w_{s→s'} β(s') · exp(g(h_{t-1}) · e_{s→s'}),
+    q(STOP | s, ω_{<t}) ∝ [s final] · exp(g_stop(h_{t-1})),
+
+with h a GRU over the prefix and g, g_stop linear maps that start at zero, so it starts out as
+SWP and learns how far to trust the prefix.
+
+``swp-sws`` (ours, beyond 003) multiplies SWP's transition probabilities with SWS's local
+evidence, a product of experts renormalised over the legal choices:
+
+    q(s→s' | s, ω_{<t}) ∝ (w_{s→s'} β(s') / β(s))^α · exp(SWS logit of the arc's mark)   (003:4–5)
+    q(STOP | s, ω_{<t}) ∝ ([s final] / β(s))^α · exp(SWS logit of STOP)
+
+with a learned α (starting at 1). SWP contributes the global view of the lattice (which
+alignments can still complete, e.g. which cipher explains y), SWS the prefix and the unaligned
+suffixes x_{≥i}, y_{≥j}; α → 0 recovers SWS where the lattice view does not help.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ...dp.batch import LatticeBatch
+from .base import SamplerConfig, Walk
+from .prefix import PrefixGRU
+from .swp import SWP, WeightedLattice
+from .sws import SWS, Suffixes
+
+
+class SWPPrefix(SWP):
+    name = "swp-prefix"
+
+    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
+                 symbols: Sequence[str] = ()):
+        super().__init__(vocab_size, config, symbols)
+        d = self.config.d
+        self.prefix = PrefixGRU(vocab_size, d, self.config.dropout)
+        self.g = nn.Linear(d, d + 1)  # g(h) for arcs, then g_stop(h)
+        nn.init.zeros_(self.g.weight)
+        nn.init.zeros_(self.g.bias)
+
+    def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor) -> Walk:
+        return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
+
+    def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
+        g = self.g(self.drop(walk.hidden))  # (N, d + 1)
+        arcs = batch.out_arcs[walk.state]  # (N, D)
+        bonus = torch.einsum("nd,nkd->nk", g[:, :-1], context.arc_embed[arcs.clamp(min=0)])
+        bonus = torch.cat([bonus, g[:, -1:]], dim=1)
+        return torch.log_softmax(context.table[walk.state] + bonus, dim=1)
+
+    def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
+                choice: Tensor) -> Walk:
+        moved = self.moved(batch, walk, choice)
+        moved.hidden = self.prefix.advance(walk, moved)
+        return moved
+
+
+@dataclass
+class HybridContext:
+    swp: WeightedLattice
+    sws: Suffixes
+
+
+class SWPSWS(SWP):
+    name = "swp-sws"
+
+    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
+                 symbols: Sequence[str] = ()):
+        super().__init__(vocab_size, config, symbols)
+        self.sws = SWS(vocab_size, config, symbols)
+        self.alpha = nn.Parameter(torch.ones(()))
+
+    def prepare(self, batch: LatticeBatch) -> HybridContext:
+        return HybridContext(super().prepare(batch), self.sws.prepare(batch))
+
+    def start(self, batch: LatticeBatch, context: HybridContext, lattice: Tensor) -> Walk:
+        return self.sws.start(batch, context.sws, lattice)
+
+    def log_probs(self, batch: LatticeBatch, context: HybridContext, walk: Walk) -> Tensor:
+        logits = self.sws.mark_logits(batch, context.sws, walk)
+        marks = batch.arc_mark[batch.out_arcs[walk.state].clamp(min=0)]
+        local = torch.cat([logits.gather(1, marks), logits[:, -1:]], dim=1)
+        table = context.swp.table[walk.state]  # -inf exactly where a choice is illegal
+        illegal = torch.isinf(table)
+        scaled = (self.alpha * table.masked_fill(illegal, 0.0)).masked_fill(illegal, float("-inf"))
+        return torch.log_softmax(scaled + local, dim=1)
+
+    def advance(self, batch: LatticeBatch, context: HybridContext, walk: Walk,
+                choice: Tensor) -> Walk:
+        return self.sws.advance(batch, context.sws, walk, choice)

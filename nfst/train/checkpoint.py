@@ -1,0 +1,60 @@
+"""Resumable training state: checkpoints written with ``nfst.runtime.storage``, RNG states, and
+the divergence check that points at the last checkpoint.
+
+A checkpoint holds parameters, optimiser, RNG states (dropout, sampling) and the step; with
+the deterministic minibatch schedule of ``nfst.train.batches``, a resumed run ends exactly
+where an uninterrupted run with the same seed would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from ..errors import NfstError, TrainingDivergedError
+from ..runtime import storage
+
+
+def rng_state(generator: torch.Generator) -> dict:
+    state = {"torch": torch.get_rng_state(), "generator": generator.get_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict, generator: torch.Generator) -> None:
+    torch.set_rng_state(state["torch"])
+    generator.set_state(state["generator"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def check_finite(value: torch.Tensor, what: str, step: int,
+                 checkpoint: Optional[str | os.PathLike]) -> None:
+    if not bool(torch.isfinite(value)):
+        where = f"; the last checkpoint is {checkpoint}" if checkpoint else ""
+        raise TrainingDivergedError(f"{what} is {float(value.detach())} at step {step}{where}")
+
+
+RESUMABLE_CHANGES = ("steps", "checkpoint_every")
+"""Config fields that may differ between a checkpoint and the run resuming it."""
+
+
+def config_key(config) -> dict:
+    return {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUMABLE_CHANGES}
+
+
+def load_checkpoint(path: Optional[str | os.PathLike], config) -> Optional[dict]:
+    """The checkpoint at ``path`` if there is one; it must come from the same config (up to
+    RESUMABLE_CHANGES: a finished run can be resumed with more steps)."""
+    if path is None or not Path(path).exists():
+        return None
+    state = storage.load(path)
+    if state["config"] != config_key(config):
+        raise NfstError(f"checkpoint {path} was written with another configuration",
+                        "delete it, or pass the configuration it was trained with")
+    return state

@@ -1,0 +1,210 @@
+"""Training a sampler q_φ against the frozen scorer (003 §4, App. C–D): inclusive KL with k
+proposals (003 §4), or the λ-mixture with the REINFORCE exclusive KL (000:32, 000:45), or
+training paths from SMC particles (002:1), with early stopping on the partial KL (003:7) of a
+validation set. Checkpoints and resumption: ``nfst.train.checkpoint``; under torchrun the
+minibatch is split across ranks (``nfst.train.distributed``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from ..dp.batch import LatticeBatch
+from ..errors import Interrupted, NfstError
+from ..evaluate.samplers import draw, partial_kl
+from ..fst.dataset import minibatch
+from ..fst.lattice import Lattice
+from ..models.samplers import Sampler, SamplerConfig
+from ..models.scorer import Scorer
+from ..runtime import storage
+from ..runtime.interrupt import checkpointed, interrupt_requested
+from ..runtime.threads import cpu_threads
+from ..smc.engine import SMCConfig, smc
+from .checkpoint import check_finite, config_key, load_checkpoint, rng_state, set_rng_state
+from .distributed import from_every_rank, rank_and_world
+from .nasmc import mixture_loss, nasmc_loss
+from .objectives import EMABaseline, sampler_loss
+
+
+@dataclass
+class SamplerTrainConfig:
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    lr: float = 1e-5
+    steps: int = 20_000
+    batch_size: int = 16
+    k: int = 16
+    """Proposals per pair."""
+    lam: float = 0.0
+    """Weight of the exclusive KL in the mixture (000:32); 0 = inclusive KL only (003)."""
+    objective: str = "is"
+    """Where the training paths come from: ``is`` – k independent proposals, weighted by
+    self-normalised importance sampling (003); ``nasmc`` – k SMC particles (particle filtering
+    with resampling), each step's log q weighted by its filtering weight (002:1); ``smc`` – the
+    λ-mixture on the final SMC particles (000:32; without resampling when λ > 0)."""
+    grad_clip: float = 5.0
+    eval_every: int = 200
+    """Validate (partial KL) every this many steps."""
+    eval_k: int = 8
+    patience: int = 5
+    """Stop after this many validations without improvement."""
+    checkpoint_every: int = 100
+
+
+@dataclass
+class SamplerResult:
+    sampler: Sampler
+    """With the parameters of the best validation step, in eval mode."""
+    history: list[dict]
+    """Per step: step, loss; validation steps add dev_partial_kl."""
+    best_step: int
+    best_dev_partial_kl: float
+    stopped_early: bool
+
+
+def validate(sampler: Sampler, scorer: Scorer, dev: Sequence[Lattice], k: int, batch_size: int,
+             seed: int, device: torch.device) -> float:
+    """Mean partial KL (003:7) on the validation lattices, with a fixed sampling seed."""
+    samples = draw(sampler, scorer, dev, k, batch_size=batch_size, seed=seed, device=device)
+    return sum(partial_kl(s) for s in samples) / len(samples)
+
+
+def _sampler_step_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch,
+                       config: SamplerTrainConfig, generator: torch.Generator,
+                       baseline: EMABaseline) -> torch.Tensor:
+    """The minibatch loss of ``config.objective`` (see SamplerTrainConfig)."""
+    if config.objective == "is":
+        paths = sampler.sample(batch, config.k, generator)
+        with torch.no_grad():
+            log_p = scorer.score_paths(paths)
+        return sampler_loss(log_p, paths.log_q, config.lam, baseline)
+    # the mixture's REINFORCE term needs paths drawn from q itself: no resampling then
+    threshold = 0.0 if config.objective == "smc" and config.lam > 0 else 0.5
+    result = smc(batch, sampler, scorer, None,
+                 SMCConfig(particles=config.k, resample_threshold=threshold), generator)
+    if config.objective == "nasmc":
+        return nasmc_loss(result)
+    if config.objective == "smc":
+        return mixture_loss(result, config.lam)
+    raise NfstError(f"unknown sampler objective {config.objective!r}",
+                    "choose is, nasmc or smc (SamplerTrainConfig.objective)")
+
+
+class _StepLoss(torch.nn.Module):
+    """One minibatch's loss as a module's forward, so DistributedDataParallel can wrap it
+    (the frozen scorer has no trainable parameters, so only the sampler's are reduced)."""
+
+    def __init__(self, sampler: Sampler, scorer: Scorer, config: SamplerTrainConfig):
+        super().__init__()
+        self.sampler, self.scorer, self.config = sampler, scorer, config
+
+    def forward(self, batch: LatticeBatch, generator: torch.Generator,
+                baseline: EMABaseline) -> torch.Tensor:
+        return _sampler_step_loss(self.sampler, self.scorer, batch, self.config, generator,
+                                  baseline)
+
+
+def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
+                  dev: Sequence[Lattice], config: SamplerTrainConfig = SamplerTrainConfig(), *,
+                  seed: int = 0, device: torch.device | str = "cpu",
+                  checkpoint: Optional[str | os.PathLike] = None, quiet: bool = False,
+                  callback: Optional[Callable[[int, dict], None]] = None) -> SamplerResult:
+    """Train ``sampler`` (made with ``make_sampler``) against the frozen ``scorer``.
+
+    Every ``eval_every`` steps the partial KL on ``dev`` is measured; training stops after
+    ``patience`` validations without improvement, and the best parameters are restored.
+    ``checkpoint``: a file to checkpoint to and resume from. ``callback(step, record)`` is
+    called after every step."""
+    if not train or not dev:
+        raise ValueError("train_sampler needs training and validation lattices")
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    sampler.to(device)
+    scorer.to(device).freeze()
+    opt = torch.optim.Adam(sampler.parameters(), lr=config.lr)
+    rank, world = rank_and_world()
+    # Under torchrun each process takes its share of every minibatch and DDP averages the
+    # gradients; parameters stay identical, so validation and early stopping agree.
+    step_loss: torch.nn.Module = _StepLoss(sampler, scorer, config)
+    if world > 1:
+        step_loss = torch.nn.parallel.DistributedDataParallel(step_loss,
+                                                              find_unused_parameters=True)
+    generator = torch.Generator(device=device).manual_seed(seed + 7919 * rank)
+    baseline = EMABaseline()
+    history: list[dict] = []
+    start, best, best_step, since_best, stopped = 0, math.inf, 0, 0, False
+    best_params = {key: v.detach().clone() for key, v in sampler.state_dict().items()}
+    state = load_checkpoint(checkpoint, config)
+    if state is not None:
+        sampler.load_state_dict(state["sampler"])
+        opt.load_state_dict(state["opt"])
+        # One RNG state per rank (a single one in checkpoints from before); resumed on a
+        # different number of processes, the run goes on but is not bit-identical.
+        rngs = state["rng"] if isinstance(state["rng"], list) else [state["rng"]]
+        set_rng_state(rngs[rank % len(rngs)], generator)
+        baseline.value = state["baseline"]
+        history, start = state["history"], state["step"]
+        best, best_step, since_best, stopped = state["best"], state["best_step"], \
+            state["since_best"], state["stopped"]
+        best_params = state["best_params"]
+
+    def save(step: int) -> None:
+        """Rank 0 writes what every rank needs to resume; all ranks return once it is written."""
+        if checkpoint is None:
+            return
+        rngs = from_every_rank(rng_state(generator), world)
+        if rank == 0:
+            storage.save(checkpoint, {
+                "config": config_key(config), "step": step, "history": history,
+                "sampler": sampler.state_dict(), "opt": opt.state_dict(),
+                "rng": rngs, "baseline": baseline.value, "best": best,
+                "best_step": best_step, "since_best": since_best, "stopped": stopped,
+                "best_params": best_params}, durable=True)
+        if world > 1:
+            torch.distributed.barrier()
+
+    bar = tqdm(range(start, config.steps), desc=f"train {sampler.name}", disable=quiet,
+               initial=start, total=config.steps)
+    with checkpointed():
+        for step in bar:
+            if stopped:
+                break
+            sampler.train()
+            batch = LatticeBatch(minibatch(train, config.batch_size, seed, step)[rank::world],
+                                 device)
+            with cpu_threads(device):
+                loss = step_loss(batch, generator, baseline)
+                check_finite(loss, f"the {sampler.name} sampler's loss", step, checkpoint)
+                opt.zero_grad()
+                loss.backward()
+                norm = torch.nn.utils.clip_grad_norm_(sampler.parameters(), config.grad_clip)
+                check_finite(norm, f"the {sampler.name} sampler's gradient norm", step, checkpoint)
+                opt.step()
+            record = {"step": step + 1, "loss": float(loss.detach())}
+            if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
+                kl = validate(sampler, scorer, dev, config.eval_k, config.batch_size, seed, device)
+                record["dev_partial_kl"] = kl
+                if kl < best:
+                    best, best_step, since_best = kl, step + 1, 0
+                    best_params = {key: v.detach().clone() for key, v in sampler.state_dict().items()}
+                else:
+                    since_best += 1
+                    stopped = since_best >= config.patience
+                bar.set_postfix(dev_kl=f"{kl:.2f}", best=f"{best:.2f}")
+            history.append(record)
+            if (step + 1) % config.checkpoint_every == 0 or stopped:
+                save(step + 1)
+            if callback is not None:
+                callback(step + 1, record)
+            if any(from_every_rank(interrupt_requested(), world)):  # all ranks stop together
+                save(step + 1)
+                raise Interrupted(f"interrupted after step {step + 1}; checkpoint {checkpoint}")
+        save(history[-1]["step"] if history else 0)
+    sampler.load_state_dict(best_params)
+    sampler.eval()
+    return SamplerResult(sampler, history, best_step, best, stopped)
