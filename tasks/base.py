@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import ClassVar, Iterable, Optional, Sequence
 
 from ..errors import DataError, TaskError
+from ..fst.dataset import Pair
 from ..fst.mfst import MarkedFST
 
-Pair = tuple[tuple[str, ...], tuple[str, ...]]
 DATA_ENV = "NFST_DATA_DIR"
 
 

@@ -122,6 +122,10 @@ class LatticeBatch:
     def num_arcs(self) -> int:
         return len(self.arc_src)
 
+    def marks_of(self, arcs: torch.Tensor) -> torch.Tensor:
+        """The marks of arc ids of any shape, with padding (-1) kept as -1."""
+        return torch.where(arcs >= 0, self.arc_mark[arcs.clamp(min=0)], arcs)
+
     def final_weights(self, dtype: torch.dtype = torch.float64) -> torch.Tensor:
         """(S,) log weight of STOP: 0 at final states, -inf elsewhere."""
         zero = torch.zeros(self.num_states, dtype=dtype, device=self.device)

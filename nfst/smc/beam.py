@@ -81,6 +81,6 @@ def _beam_search(batch, scorer, beam, max_length) -> Particles:
     path_arcs = torch.stack(path[::-1], -1)
     lengths = (path_arcs >= 0).sum(-1)
     arcs = path_arcs[..., :int(lengths.max())]
-    marks = torch.where(arcs >= 0, batch.arc_mark[arcs.clamp(min=0)], arcs)
+    marks = batch.marks_of(arcs)
     return Particles(arcs=arcs, marks=marks, lengths=lengths, log_p=score, log_weights=score)
 

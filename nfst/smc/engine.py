@@ -222,7 +222,7 @@ def _smc(batch, sampler, scorer, lookahead, config, generator) -> SMCResult:
         lengths = (path_arcs >= 0).sum(-1)
         L = int(lengths.max())
         arcs = path_arcs[..., :L]
-        marks = torch.where(arcs >= 0, batch.arc_mark[arcs.clamp(min=0)], arcs)
+        marks = batch.marks_of(arcs)
     return SMCResult(
         arcs=arcs, marks=marks, lengths=lengths, log_p=log_p.view(B, M),
         log_weights=log_w.view(B, M), log_z=log_z, log_q=log_q.view(B, M),

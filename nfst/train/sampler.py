@@ -45,8 +45,8 @@ class SamplerTrainConfig:
     objective: str = "is"
     """Where the training paths come from: ``is`` – k independent proposals, weighted by
     self-normalised importance sampling (003); ``nasmc`` – k SMC particles (particle filtering
-    with resampling), each step's log q weighted by its filtering weight (002:1); ``smc`` – the
-    λ-mixture on the final SMC particles (000:32; without resampling when λ > 0)."""
+    with resampling), each step's log q weighted by its filtering weight (002:1); ``mixture`` –
+    the λ-mixture on the final SMC particles (000:32; without resampling when λ > 0)."""
     grad_clip: float = 5.0
     eval_every: int = 200
     """Validate (partial KL) every this many steps."""
@@ -84,15 +84,15 @@ def _sampler_step_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch,
             log_p = scorer.score_paths(paths)
         return sampler_loss(log_p, paths.log_q, config.lam, baseline)
     # the mixture's REINFORCE term needs paths drawn from q itself: no resampling then
-    threshold = 0.0 if config.objective == "smc" and config.lam > 0 else 0.5
+    threshold = 0.0 if config.objective == "mixture" and config.lam > 0 else 0.5
     result = smc(batch, sampler, scorer, None,
                  SMCConfig(particles=config.k, resample_threshold=threshold), generator)
     if config.objective == "nasmc":
         return nasmc_loss(result)
-    if config.objective == "smc":
+    if config.objective == "mixture":
         return mixture_loss(result, config.lam)
     raise NfstError(f"unknown sampler objective {config.objective!r}",
-                    "choose is, nasmc or smc (SamplerTrainConfig.objective)")
+                    "choose is, nasmc or mixture (SamplerTrainConfig.objective)")
 
 
 class _StepLoss(torch.nn.Module):

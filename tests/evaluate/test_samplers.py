@@ -9,9 +9,10 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.evaluate.samplers import (PairSamples, dedup_ess, draw, evaluate, expected_length,
-                             format_table, paired_difference, partial_kl)
-from tests.helpers.samplers import (FreeWeights, all_paths, cipher_lattice, del_ins_lattices,
-                                 exact_log_p, new_sampler, random_scorer)
+                                    format_table, paired_difference, partial_kl)
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices
+from tests.helpers.samplers import FreeWeightSampler, all_paths, exact_log_p, new_sampler
+from tests.helpers.scorers import random_scorer
 
 
 def setting(seed=0, scale=0.8):
@@ -19,7 +20,7 @@ def setting(seed=0, scale=0.8):
     batch = LatticeBatch([lat])
     scorer = random_scorer(len(lat.mark_vocab), seed=seed, scale=scale)
     g = torch.Generator().manual_seed(seed + 50)
-    q = FreeWeights(batch.num_arcs, torch.randn(batch.num_arcs, generator=g, dtype=torch.float64))
+    q = FreeWeightSampler(batch, torch.randn(batch.num_arcs, generator=g, dtype=torch.float64))
     arcs, _ = all_paths(batch)
     with torch.no_grad():
         log_p = exact_log_p(scorer, batch, arcs)[0]
@@ -85,7 +86,7 @@ def test_dedup_ess_matches_its_exact_expectation():
     batch = LatticeBatch(lats)
     scorer = random_scorer(len(lats[0].mark_vocab), seed=4)
     g = torch.Generator().manual_seed(5)
-    q = FreeWeights(batch.num_arcs, torch.randn(batch.num_arcs, generator=g, dtype=torch.float64))
+    q = FreeWeightSampler(batch, torch.randn(batch.num_arcs, generator=g, dtype=torch.float64))
     arcs, _ = all_paths(batch)
     with torch.no_grad():
         log_p = exact_log_p(scorer, batch, arcs)[0] + torch.tensor([0.0, 1.0, -1.0],

@@ -4,11 +4,13 @@ import pytest
 import torch
 
 from nfst.dp.passes import log_partition
-from nfst.smc.lookahead import BetaLookahead
-from nfst.experiment.report import plot_offset_kl
 from nfst.evaluate.smc import evaluate_smc, format_table, merge_duplicates
+from nfst.experiment.report import plot_offset_kl
 from nfst.smc.engine import Particles
-from tests.helpers.smc import exact_sampler, small_batch, unigram_scorer
+from nfst.smc.lookahead import BetaLookahead
+from tests.helpers.lattices import small_batch
+from tests.helpers.samplers import exact_sampler
+from tests.helpers.scorers import random_scorer
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +18,7 @@ def evaluated():
     """Every method at M = 4 and 32 on the small lattices (5 to 32 paths each), with the exact
     posterior as the trained sampler and the exact lookahead."""
     batch = small_batch()
-    scorer = unigram_scorer(len(batch.mark_vocab), seed=0, scale=0.5)
+    scorer = random_scorer(len(batch.mark_vocab), seed=0, scale=0.5, normalised=True)
     log_z = log_partition(batch, scorer.arc_weights(batch), scorer.final_weights(batch)).detach()
     result = evaluate_smc(exact_sampler(batch, scorer), scorer, batch.lattices, particles=(4, 32),
                           runs=2, lookahead=BetaLookahead.exact(scorer), seed=0)
@@ -27,8 +29,8 @@ def test_result_is_json_with_every_method_and_M(evaluated):
     result, _ = evaluated
     assert json.loads(json.dumps(result)) == result
     assert result["M"] == [4, 32] and result["pairs"] == 4
-    assert set(result["methods"]) == {"PF", "PF:R", "PS", "PS:R", "BEAM", "IS[fixed-weights]",
-                                      "PS:R[fixed-weights]"}
+    assert set(result["methods"]) == {"PF", "PF:R", "PS", "PS:R", "BEAM", "IS[free-weights]",
+                                      "PS:R[free-weights]"}
     for res in result["methods"].values():
         assert all(len(v) == 2 for v in res.values())
     assert "PF" in format_table(result)
@@ -49,7 +51,7 @@ def test_offset_kl_is_a_kl_to_p_restricted_to_the_paths_drawn(evaluated):
 
 def test_exact_proposal_and_lookahead_have_equal_weights_and_exact_log_z(evaluated):
     result, log_z = evaluated
-    exact = result["methods"]["PS:R[fixed-weights]"]
+    exact = result["methods"]["PS:R[free-weights]"]
     assert exact["ess"] == pytest.approx([4.0, 32.0])
     assert exact["log_z"] == pytest.approx([log_z.mean().item()] * 2, abs=1e-9)
     assert exact["log_z_var"] == pytest.approx([0.0, 0.0], abs=1e-12)

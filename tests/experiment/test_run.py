@@ -10,10 +10,10 @@ import time
 import pytest
 import torch
 
-from nfst.runtime import storage
 from nfst.cli import main
 from nfst.errors import RunConfigError
 from nfst.experiment.run import Run, RunConfig
+from nfst.runtime import storage
 
 TINY = ["scorer.hidden=16", "scorer.bootstrap.d=16", "sampler.sampler.d=16", "scorer.steps=4",
         "sampler.steps=12", "sampler.eval_every=4", "sampler.eval_k=4",

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from nfst.fst.compile import compile_lattice
 from nfst.experiment.stats import format_stats_table, task_stats
+from nfst.fst.compile import compile_lattice
 from nfst.tasks import get_task
 
 KEYS = {"task", "split", "pairs", "mean_x_len", "mean_y_len", "mean_states_before_min",

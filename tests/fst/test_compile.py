@@ -3,12 +3,10 @@ from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
 from nfst import (AmbiguousMFSTError, CompileOptions, CyclicLatticeError, InvalidMFSTError,
-                  LatticeTooLargeError, MarkedFST, NoPathError, UnknownSymbolError,
-                  compile_lattice)
+                  LatticeTooLargeError, MarkedFST, NoPathError, UnknownSymbolError, compile_lattice)
 from nfst.fst.compile import _Encoding, _marks_determine_paths
 from tests.helpers.brute import asap_positions, generating_paths, path_marks, walk_marks
 from tests.helpers.strategies import small_mfsts
-
 
 pairs = st.tuples(st.lists(st.sampled_from("ab"), max_size=3), st.lists(st.sampled_from("cd"), max_size=3))
 

@@ -2,8 +2,8 @@ import logging
 
 import numpy as np
 
-from nfst.fsts import deletion_insertion
 from nfst.fst.dataset import compile_dataset
+from nfst.fsts import deletion_insertion
 
 PAIRS = [("ab", "c"), ("a", "dc"), ("az", "c"), ("", "d"), ("ba", "cd")]
 

@@ -1,34 +1,81 @@
-"""Helpers shared by the sampler, objective, evaluation and training tests: exact path
-enumeration on small lattices, and a WFST sampler with one free weight per arc."""
+"""Samplers for the tests: the free-weight sampler (one weight per arc, exact when the weights
+are an arc-factored scorer's), small neural samplers, and exact quantities by enumeration."""
 
 from __future__ import annotations
+
+from typing import Optional
 
 import torch
 from torch import nn
 
 from nfst.dp.batch import LatticeBatch
-from nfst.train.objectives import inclusive_kl_loss
+from nfst.dp.passes import transition_log_probs, transition_table
 from nfst.models.samplers import SamplerConfig, make_sampler
-from nfst.models.samplers.swp import WFSTSampler
+from nfst.models.samplers.base import Sampler
 from nfst.models.scorer import ArcFactoredScorer
+from nfst.train.objectives import inclusive_kl_loss
 from tests.helpers.brute import lattice_paths
-from tests.helpers.lattices import small_lattices
+from tests.helpers.lattices import symbols_of
 
 SAMPLER_NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix", "swp-sws")
 
 
-def del_ins_lattices():
-    """Three del/ins lattices sharing one mark vocabulary (3, 3 and 1 paths)."""
-    return small_lattices()[:3]
+class FreeWeightSampler(Sampler):
+    """q from one free log weight per arc (and per STOP) of the lattices of ``batch``:
+    globally normalised, q(a | s) = exp(w_a + β(dst) − β(s)) (003 Alg. 1), or, with
+    ``local``, a softmax over each state's out-arcs and STOP (no lookahead at all). The weights
+    belong to the lattice objects, so any later batch of them (in any order, repeated) works;
+    ``log_w`` (A,) is the one parameter."""
+
+    name = "free-weights"
+
+    def __init__(self, batch: LatticeBatch, arc_weights: Optional[torch.Tensor] = None,
+                 final_weights: Optional[torch.Tensor] = None, local: bool = False):
+        super().__init__(len(batch.mark_vocab))
+        self.local = local
+        if arc_weights is None:
+            arc_weights = torch.zeros(batch.num_arcs, dtype=torch.float64, device=batch.device)
+        if final_weights is None:
+            final_weights = batch.final_weights(arc_weights.dtype)
+        self.log_w = nn.Parameter(arc_weights.detach().clone())
+        self.register_buffer("final_w", final_weights.detach().clone())
+        a, s = batch.arc_offsets.tolist(), batch.state_offsets.tolist()
+        self.ranges = {id(lat): ((a[i], a[i + 1]), (s[i], s[i + 1]))
+                       for i, lat in enumerate(batch.lattices)}
+
+    def prepare(self, batch):
+        ranges = [self.ranges[id(lat)] for lat in batch.lattices]
+        arc_index = torch.cat([torch.arange(*r[0]) for r in ranges]).to(self.log_w.device)
+        state_index = torch.cat([torch.arange(*r[1]) for r in ranges]).to(self.log_w.device)
+        arc_w, final_w = self.log_w[arc_index], self.final_w[state_index]
+        if self.local:
+            arc_lp, stop_lp = arc_w, final_w
+        else:
+            arc_lp, stop_lp = transition_log_probs(batch, arc_w, final_w)
+        return torch.log_softmax(transition_table(batch, arc_lp, stop_lp), 1)  # (S, D + 1)
+
+    def start(self, batch, context, lattice):
+        return self.initial_walk(batch, lattice, None)
+
+    def log_probs(self, batch, context, walk):
+        return context[walk.state]
+
+    def advance(self, batch, context, walk, choice):
+        return self.moved(batch, walk, choice)
 
 
-def cipher_lattice():
-    """A cipher lattice: 16 paths of two different lengths."""
-    return small_lattices()[3]
+def exact_sampler(batch: LatticeBatch, scorer: ArcFactoredScorer) -> FreeWeightSampler:
+    """The exact posterior p(z | x, y) as a proposal."""
+    return FreeWeightSampler(batch, scorer.arc_weights(batch), scorer.final_weights(batch))
 
 
-def symbols_of(lattices):
-    return sorted({s for lat in lattices for s in lat.x + lat.y})
+def noisy_sampler(batch: LatticeBatch, seed: int, scale: float = 0.5) -> FreeWeightSampler:
+    """A poor proposal: a local softmax of random arc weights unrelated to the scorer (its
+    importance weights stay light-tailed on ``small_batch``: Var(p/q) ≤ 10 per lattice)."""
+    g = torch.Generator().manual_seed(seed)
+    w = (torch.randn(batch.num_arcs, generator=g, dtype=torch.float64) * scale).to(batch.device)
+    final = batch.final_weights().masked_fill(batch.final, 0.0)
+    return FreeWeightSampler(batch, w, final, local=True)
 
 
 def new_sampler(name, lattices, d=8, seed=0):
@@ -55,37 +102,11 @@ def all_paths(batch: LatticeBatch) -> tuple[torch.Tensor, torch.Tensor]:
     return arcs, mask
 
 
-def path_marks(batch: LatticeBatch, arcs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Marks (…, L) and lengths (…) of arc paths (…, L)."""
-    marks = torch.where(arcs >= 0, batch.arc_mark[arcs.clamp(min=0)], arcs)
-    return marks, (arcs >= 0).sum(-1)
-
-
-def random_scorer(vocab_size: int, seed: int, scale: float = 1.5) -> ArcFactoredScorer:
-    """An unnormalised arc-factored scorer with random float64 weights."""
-    g = torch.Generator().manual_seed(seed)
-    return ArcFactoredScorer(torch.randn(vocab_size + 1, generator=g, dtype=torch.float64) * scale)
-
-
 def exact_log_p(scorer, batch, arcs):
     """log p̃ (B, P) of enumerated paths under a scorer."""
-    marks, lengths = path_marks(batch, arcs)
+    marks, lengths = batch.marks_of(arcs), (arcs >= 0).sum(-1)
     B, P, L = marks.shape
     return scorer.log_prob(marks.view(B * P, L), lengths.view(-1)).view(B, P)
-
-
-class FreeWeights(WFSTSampler):
-    """q(s→s' | s) = w β(s') / β(s) with one free log weight per arc of one fixed batch."""
-
-    name = "free-weights"
-
-    def __init__(self, num_arcs: int, init: torch.Tensor | None = None):
-        super().__init__(vocab_size=0)
-        self.log_w = nn.Parameter(init.clone() if init is not None
-                                  else torch.zeros(num_arcs, dtype=torch.float64))
-
-    def arc_log_weights(self, batch):
-        return self.log_w, None, None
 
 
 def exact_inclusive_kl(sampler, scorer, batch):

@@ -8,11 +8,12 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.dp.passes import log_partition
+from nfst.models.samplers import SamplerConfig
 from nfst.models.scorer import ArcFactoredScorer, LSTMScorer
 from nfst.train.scorer import ScorerConfig, train_scorer
-from nfst.models.samplers import SamplerConfig
-from tests.helpers.samplers import (all_paths, cipher_lattice, del_ins_lattices, exact_log_p,
-                                 random_scorer, symbols_of)
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
+from tests.helpers.samplers import all_paths, exact_log_p
+from tests.helpers.scorers import random_scorer
 
 
 def pad(strings):

@@ -5,19 +5,20 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.dp.passes import log_partition
-from nfst.smc.lookahead import BetaLookahead, LookaheadProposal, ZeroLookahead
-from nfst.smc.resampling import RESAMPLERS
 from nfst.errors import PathTooLongError
 from nfst.smc.beam import beam_search
 from nfst.smc.engine import SMCConfig, smc, trace
-from tests.helpers.smc import (exact_sampler, noisy_sampler, path_scores, small_batch,
-                                    unigram_scorer)
+from nfst.smc.lookahead import BetaLookahead, LookaheadProposal, ZeroLookahead
+from nfst.smc.resampling import RESAMPLERS
+from tests.helpers.lattices import small_batch
+from tests.helpers.samplers import exact_sampler, noisy_sampler
+from tests.helpers.scorers import path_scores, random_scorer
 
 
 @pytest.fixture(scope="module")
 def setup():
     batch = small_batch()
-    scorer = unigram_scorer(len(batch.mark_vocab), seed=0)
+    scorer = random_scorer(len(batch.mark_vocab), seed=0, normalised=True)
     log_z = log_partition(batch, scorer.arc_weights(batch), scorer.final_weights(batch)).detach()
     return batch, scorer, log_z
 
@@ -46,7 +47,7 @@ def test_z_hat_is_unbiased(scheme, tau, look, device):
     scorer (scale 0.3) and mild lookahead noise keep the tails light: over 20 seeds per case
     no |z| exceeded 3.7."""
     batch = small_batch(device)
-    scorer = unigram_scorer(len(batch.mark_vocab), seed=0, scale=0.3).to(device)
+    scorer = random_scorer(len(batch.mark_vocab), seed=0, scale=0.3, normalised=True).to(device)
     log_z = log_partition(batch, scorer.arc_weights(batch), scorer.final_weights(batch)).detach()
     R, M = 300, 8
     big = LatticeBatch(batch.lattices * R, device)
@@ -139,13 +140,13 @@ def test_step_log_q_keeps_the_samplers_gradient(setup):
     r = smc(batch, sampler, scorer, None, SMCConfig(particles=4, resample_threshold=1.0),
             torch.Generator().manual_seed(0))
     (r.step_choice_log_q * r.filtering_log_weights.exp()).sum().backward()
-    assert sum(float(w.grad.abs().sum()) for w in sampler.arc_weights if w.grad is not None) > 0
+    assert sampler.log_w.grad is not None and float(sampler.log_w.grad.abs().sum()) > 0
 
 
 def test_scorer_from_another_task_and_length_cap_are_reported(setup):
     batch, scorer, _ = setup
     with pytest.raises(ValueError, match="different tasks"):
-        smc(batch, noisy_sampler(batch, 0), unigram_scorer(3, 0))
+        smc(batch, noisy_sampler(batch, 0), random_scorer(3, 0, normalised=True))
     with pytest.raises(PathTooLongError):
         smc(batch, noisy_sampler(batch, 0), scorer, config=SMCConfig(particles=2, max_length=2))
 

@@ -4,17 +4,19 @@ import pytest
 import torch
 
 from nfst.dp.passes import backward
-from nfst.smc.lookahead import (BetaLookahead, LearnedLookahead, LookaheadProposal, ScorerWalk,
-                            ZeroLookahead)
-from nfst.smc.fitting import fit_lookahead
 from nfst.smc.engine import SMCConfig, smc
-from tests.helpers.smc import exact_sampler, noisy_sampler, path_scores, small_batch, unigram_scorer
+from nfst.smc.fitting import fit_lookahead
+from nfst.smc.lookahead import (BetaLookahead, LearnedLookahead, LookaheadProposal, ScorerWalk,
+                                ZeroLookahead)
+from tests.helpers.lattices import small_batch
+from tests.helpers.samplers import exact_sampler, noisy_sampler
+from tests.helpers.scorers import path_scores, random_scorer
 
 
 @pytest.fixture(scope="module")
 def setup():
     batch = small_batch()
-    return batch, unigram_scorer(len(batch.mark_vocab), seed=0)
+    return batch, random_scorer(len(batch.mark_vocab), seed=0, normalised=True)
 
 
 def prefixes(batch, scores):

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from nfst.fst.dataset import compile_dataset
-from nfst.tasks import (DataError, Task, TaskError, data_file, get_task, load_task_file,
-                       read_lines, register_task, resolve_data_dir, task_names)
+from nfst.tasks import (DataError, Task, TaskError, data_file, get_task, load_task_file, read_lines,
+                        register_task, resolve_data_dir, task_names)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tasks.md"
 

@@ -8,13 +8,15 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from nfst.fsts import deletion_insertion
+
 from nfst import compile_lattice
 from nfst.errors import Interrupted
-from nfst.runtime.interrupt import graceful_interrupts
-from nfst.models.samplers import make_sampler, SamplerConfig
+from nfst.fsts import deletion_insertion
+from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.scorer import ArcFactoredScorer
+from nfst.runtime.interrupt import graceful_interrupts
 from nfst.train.sampler import SamplerTrainConfig, train_sampler
+
 dist.init_process_group("gloo")
 T = deletion_insertion("ab", "cd")
 lats = [compile_lattice(T, x, y) for x, y in [("ab", "c"), ("ba", "dc"), ("a", "cd"), ("b", "d")]]

@@ -8,14 +8,15 @@ import torch
 
 from nfst import NfstError
 from nfst.dp.batch import LatticeBatch
-from nfst.models.samplers import SamplerConfig
 from nfst.errors import TrainingDivergedError
 from nfst.experiment.presets import PRESETS, preset
 from nfst.fst.dataset import minibatch
+from nfst.models.samplers import SamplerConfig
 from nfst.train.sampler import SamplerTrainConfig, train_sampler
 from nfst.train.scorer import ScorerConfig, train_scorer
-from tests.helpers.samplers import (all_paths, cipher_lattice, del_ins_lattices, exact_log_p,
-                                 new_sampler, random_scorer, symbols_of)
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
+from tests.helpers.samplers import all_paths, exact_log_p, new_sampler
+from tests.helpers.scorers import random_scorer
 
 
 def small_config(**changes):
@@ -165,8 +166,8 @@ def test_training_from_particles_runs_and_improves(objective):
     """NASMC (002:1) and the λ-mixture on SMC particles (000:32) as trainer options. Only the
     mixture is asserted to improve: NASMC's gradient without a lookahead (C = 0) is biased
     (filtering weights ignore the future), and on this toy it does not improve."""
-    from nfst.fsts import deletion_insertion
     from nfst import compile_lattice
+    from nfst.fsts import deletion_insertion
     from nfst.models.samplers import SamplerConfig, make_sampler
     from nfst.models.scorer import ArcFactoredScorer
     from nfst.train.sampler import SamplerTrainConfig, train_sampler, validate

@@ -8,8 +8,10 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.dp.passes import log_partition
 from nfst.train.objectives import (EMABaseline, exclusive_kl_loss, inclusive_kl_loss, iwae_bound,
-                             iwae_loss, normalized_weights, sampler_loss)
-from tests.helpers.samplers import FreeWeights, all_paths, cipher_lattice, exact_log_p, random_scorer
+                                   iwae_loss, normalized_weights, sampler_loss)
+from tests.helpers.lattices import cipher_lattice
+from tests.helpers.samplers import FreeWeightSampler, all_paths, exact_log_p
+from tests.helpers.scorers import random_scorer
 
 
 def setting(seed=0):
@@ -18,7 +20,7 @@ def setting(seed=0):
     batch = LatticeBatch([lat])
     scorer = random_scorer(len(lat.mark_vocab), seed=seed, scale=0.7)
     g = torch.Generator().manual_seed(seed + 100)
-    q = FreeWeights(batch.num_arcs, torch.randn(batch.num_arcs, generator=g, dtype=torch.float64) * 0.7)
+    q = FreeWeightSampler(batch, torch.randn(batch.num_arcs, generator=g, dtype=torch.float64) * 0.7)
     return batch, scorer, q
 
 
@@ -105,9 +107,9 @@ def test_iwae_bound_is_exact_for_the_exact_posterior_and_a_bound_otherwise():
     w, f = scorer.arc_weights(batch).detach(), scorer.final_weights(batch).detach()
     log_z = log_partition(batch, w, f)
     # q = the exact posterior: a WFST with the scorer's weights (STOP weight folded into β)
-    exact_q = FreeWeights(batch.num_arcs, w.clone())
+    exact_q = FreeWeightSampler(batch, w.clone())
     paths = exact_q.sample(batch, 8, torch.Generator().manual_seed(0))
-    # FreeWeights has final weight 0; the scorer's EOS weight is a constant per path
+    # the free-weight sampler has final weight 0; the scorer's EOS weight is a constant per path
     torch.testing.assert_close(iwae_bound(scorer.score_paths(paths), paths.log_q),
                                log_z, rtol=0, atol=1e-10)
     # any other q: E[bound] ≤ log Z, and the bound grows with K (003:14)

@@ -259,7 +259,7 @@ class Sampler(torch.nn.Module):
             torch.zeros(len(lattice), 0, dtype=torch.long, device=batch.device)
         step_log_q = torch.stack(steps, dim=1)
         B = batch.batch_size
-        marks = torch.where(arcs_t >= 0, batch.arc_mark[arcs_t.clamp(min=0)], arcs_t)
+        marks = batch.marks_of(arcs_t)
         return Paths(arcs=arcs_t.view(B, k, -1), marks=marks.view(B, k, -1),
                      lengths=walk.length.view(B, k), log_q=step_log_q.sum(1).view(B, k),
                      step_log_q=step_log_q.view(B, k, -1))

@@ -10,8 +10,9 @@ from nfst.dp.batch import LatticeBatch
 from nfst.errors import PathTooLongError
 from nfst.models.samplers import SAMPLERS, Walk
 from tests.helpers.brute import chi_square_critical
-from tests.helpers.samplers import (SAMPLER_NAMES, all_paths, cipher_lattice, del_ins_lattices,
-                                 fit_by_inclusive_kl, new_sampler, random_scorer)
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices
+from tests.helpers.samplers import SAMPLER_NAMES, all_paths, fit_by_inclusive_kl, new_sampler
+from tests.helpers.scorers import random_scorer
 
 
 def test_registry_has_every_sampler():

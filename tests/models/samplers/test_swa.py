@@ -5,7 +5,8 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers.base import SEPARATOR
-from tests.helpers.samplers import cipher_lattice, del_ins_lattices, new_sampler
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices
+from tests.helpers.samplers import new_sampler
 
 
 def test_encoding_reads_x_separator_reversed_y_and_ignores_padding():

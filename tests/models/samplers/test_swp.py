@@ -9,8 +9,9 @@ from nfst import CyclicLatticeError, Lattice
 from nfst.dp.batch import LatticeBatch
 from nfst.dp.passes import transition_log_probs
 from nfst.models.samplers.swp import Algorithm1
-from tests.helpers.samplers import (FreeWeights, all_paths, cipher_lattice, del_ins_lattices,
-                                 fit_by_inclusive_kl, new_sampler, random_scorer)
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices
+from tests.helpers.samplers import FreeWeightSampler, all_paths, fit_by_inclusive_kl, new_sampler
+from tests.helpers.scorers import random_scorer
 
 
 def algorithm1_reference(swp, lattice):
@@ -129,7 +130,7 @@ def test_free_arc_weights_fitted_by_inclusive_kl_reach_the_posterior():
         scorer = random_scorer(len(group[0].mark_vocab), seed=7, scale=2.0)
         start = torch.randn(batch.num_arcs, generator=g, dtype=torch.float64) if random_start \
             else torch.zeros(batch.num_arcs, dtype=torch.float64)
-        sampler = FreeWeights(batch.num_arcs, start)
+        sampler = FreeWeightSampler(batch, start)
         before, after = fit_by_inclusive_kl(sampler, scorer, batch, steps=150, lr=0.05)
         assert before.max() > 0.5
         assert after.max() < 0.05, (before, after)

@@ -4,7 +4,8 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers import Walk
-from tests.helpers.samplers import cipher_lattice, del_ins_lattices, new_sampler
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices
+from tests.helpers.samplers import new_sampler
 
 
 def test_suffix_encoder_encodes_each_suffix_right_to_left():
