@@ -37,7 +37,7 @@ from torch import Tensor
 
 from ..dp.batch import LatticeBatch
 from ..errors import PathTooLongError
-from ..models.samplers.base import Sampler
+from ..models.samplers.base import Sampler, choose
 from ..models.scorer import Scorer
 from ..runtime.threads import cpu_threads
 from .lookahead import Lookahead, ZeroLookahead
@@ -103,12 +103,6 @@ class SMCResult(Particles):
     """(B, T, M) float64: normalised log w̃_t of slot m after step t's reweighting (002:1)."""
 
 
-def _stop_only(columns: int, dtype, device) -> Tensor:
-    row = torch.full((columns,), float("-inf"), dtype=dtype, device=device)
-    row[-1] = 0.0
-    return row
-
-
 def _by_slot(steps: list[Tensor], B: int, M: int) -> Tensor:
     """T per-step records (N,) -> (B, T, M)."""
     return torch.stack(steps, 0).view(-1, B, M).transpose(0, 1)
@@ -165,14 +159,10 @@ def _smc(batch, sampler, scorer, lookahead, config, generator) -> SMCResult:
     for _ in range(cap + 1):
         alive = walk.alive
         lq_all = sampler.log_probs(batch, context, walk)  # (N, D + 1)
-        with torch.no_grad():  # ended walkers "choose" STOP again, at no cost
-            probs = torch.where(alive[:, None], lq_all,
-                                _stop_only(stop_col + 1, lq_all.dtype, dev)).exp()
-            choice = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+        choice, arc = choose(batch, walk, lq_all, generator)
+        with torch.no_grad():
             stop = choice == stop_col
             moving = alive & ~stop
-            arc = torch.where(moving, batch.out_arcs[walk.state, choice.clamp(max=stop_col - 1)],
-                              torch.full_like(choice, -1))
             mark = torch.where(stop, scorer.eos, batch.arc_mark[arc.clamp(min=0)])
             step_lp = scorer.next_log_probs(scorer_state).gather(1, mark[:, None]).squeeze(1)
             scorer_state = scorer.advance(scorer_state, mark)  # unused for walkers that stop

@@ -112,6 +112,23 @@ class Paths:
     """(B, k, L + 1): log q of each choice (0 after STOP), the last choice being STOP."""
 
 
+@torch.no_grad()
+def choose(batch: LatticeBatch, walk: Walk, log_probs: Tensor,
+           generator: Optional[torch.Generator] = None) -> tuple[Tensor, Tensor]:
+    """One move per walker drawn from ``log_probs`` (N, D + 1): the column chosen (N,) and
+    the arc it takes (N,), -1 for STOP. Walkers that have ended choose STOP again, at no cost."""
+    stop_col = batch.out_arcs.shape[1]
+    stop_only = torch.full((stop_col + 1,), float("-inf"), dtype=log_probs.dtype,
+                           device=log_probs.device)
+    stop_only[stop_col] = 0.0
+    probs = torch.where(walk.alive[:, None], log_probs, stop_only).exp()
+    choice = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+    moving = walk.alive & (choice != stop_col)
+    arc = torch.where(moving, batch.out_arcs[walk.state, choice.clamp(max=stop_col - 1)],
+                      torch.full_like(choice, -1))
+    return choice, arc
+
+
 class Sampler(torch.nn.Module):
     """Base class: see the module docstring. ``symbols`` is the input ∪ output alphabet, for
     samplers that read x and y (unknown symbols share one embedding)."""
@@ -236,20 +253,13 @@ class Sampler(torch.nn.Module):
         context = self.prepare(batch)
         lattice = torch.arange(batch.batch_size, device=batch.device).repeat_interleave(k)
         walk = self.start(batch, context, lattice)
-        stop_col = batch.out_arcs.shape[1]
-        stop_only = torch.full((stop_col + 1,), float("-inf"), device=batch.device)
-        stop_only[stop_col] = 0.0
         arcs, steps = [], []
         for t in range(cap + 1):
             lp = self.log_probs(batch, context, walk)
-            with torch.no_grad():  # dead walkers "choose" STOP again, at no cost
-                probs = torch.where(walk.alive[:, None], lp, stop_only.to(lp.dtype)).exp()
-                choice = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+            choice, arc = choose(batch, walk, lp, generator)
             step = lp.gather(1, choice[:, None]).squeeze(1)
             steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
-            moving = walk.alive & (choice != stop_col)
-            arcs.append(torch.where(moving, batch.out_arcs[walk.state, choice.clamp(max=stop_col - 1)],
-                                    torch.full_like(choice, -1)))
+            arcs.append(arc)
             walk = self.advance(batch, context, walk, choice)
             if not bool(walk.alive.any()):
                 break
