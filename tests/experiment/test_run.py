@@ -22,8 +22,21 @@ TASK = {"train_size": 16, "eval_size": 4}
 
 
 def tiny_config(**kw):
-    return RunConfig(task="cipher", samplers=("swa", "swp"), task_settings=TASK,
-                     overrides=tuple(TINY), eval_k=4, smc_particles=(4, 8), smc_pairs=2, **kw)
+    return RunConfig(**{"task": "cipher", "samplers": ("swa", "swp"), "task_settings": TASK,
+                        "overrides": tuple(TINY), "eval_k": 4, "smc_particles": (4, 8),
+                        "smc_pairs": 2} | kw)
+
+
+def test_stage_commands_and_a_full_run_share_one_directory(tmp_path):
+    """What `nfst train-scorer` records (the default samplers) or `nfst train-sampler` records
+    (one sampler) does not lock the directory against `nfst run` with other samplers; other
+    settings still do."""
+    Run(tiny_config(samplers=("swp",)), tmp_path / "run", quiet=True)
+    Run(tiny_config(), tmp_path / "run", quiet=True)
+    recorded = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert recorded["run"]["samplers"] == ["swa", "swp"]
+    with pytest.raises(RunConfigError):
+        Run(tiny_config(samplers=("swp",), seed=1), tmp_path / "run", quiet=True)
 
 
 def test_run_writes_everything_and_skips_finished_stages(tmp_path):
