@@ -1,0 +1,2 @@
+"""Training: objectives, the scorer and sampler loops, training from particles, checkpoints and
+torchrun helpers."""
