@@ -161,7 +161,7 @@ def test_train_scorer_returns_a_frozen_scorer_and_resumes(tmp_path):
 
 
 
-@pytest.mark.parametrize("objective", ["nasmc", "smc"])
+@pytest.mark.parametrize("objective", ["nasmc", "mixture"])
 def test_training_from_particles_runs_and_improves(objective):
     """NASMC (002:1) and the λ-mixture on SMC particles (000:32) as trainer options. Only the
     mixture is asserted to improve: NASMC's gradient without a lookahead (C = 0) is biased
@@ -185,5 +185,5 @@ def test_training_from_particles_runs_and_improves(objective):
     result = train_sampler(sampler, scorer, lats, lats, cfg, quiet=True)
     assert all(math.isfinite(h["loss"]) for h in result.history)
     assert len({round(h["loss"], 9) for h in result.history}) > 10  # it trains
-    if objective == "smc":
+    if objective == "mixture":
         assert result.best_dev_partial_kl < before
