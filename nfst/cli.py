@@ -101,11 +101,13 @@ def _add_bench(p):
     p.add_argument("name", choices=sorted(BENCHMARKS),
                    help="; ".join(f"{k}: {v[0]}" for k, v in sorted(BENCHMARKS.items())))
     p.add_argument("--lattices", type=int, help="number of lattices (backward, compile)")
+    p.add_argument("--run-dir", help="trained cipher run to use (abstract; default "
+                   "runs/cipher-small-0, trained there if missing)")
 
 
 def _run_bench(args):
     from .bench import run_benchmark
-    run_benchmark(args.name, lattices=args.lattices, device=args.device)
+    run_benchmark(args.name, lattices=args.lattices, device=args.device, run_dir=args.run_dir)
 
 
 def _run_args(p: argparse.ArgumentParser, samplers: bool = True) -> None:

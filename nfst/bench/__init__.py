@@ -12,6 +12,8 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {  # name: (what, module, function
     "compile": ("lattice compilation, cold and cached", "nfst.bench.compile", "bench_compile"),
     "step": ("one training step of each sampler", "nfst.bench.step", "bench_step"),
     "smc": ("particle smoothing over cipher test lattices", "nfst.bench.smc", "bench_smc"),
+    "abstract": ("abstract particles and distinct samples vs beam and SMC on cipher",
+                 "nfst.bench.abstract", "bench_abstract"),
 }
 
 

@@ -5,6 +5,9 @@ p̃_θ, then average the metrics of ``nfst.evaluate.metrics`` over pairs, with s
 partial KL (003:7; nats, lower is better; samplers are only comparable on the same scorer),
 deduplicated ESS (003 Table 7) and the expected mark length under p (003 Fig. 4b); and a few
 qualitative proposals (003 Tables 4–6): the highest-weight sample of the first pairs.
+Without replacement (:func:`summarize_distinct`): k *distinct* paths per pair by stochastic
+beam search (``nfst.smc.without_replacement``), weighted by priority sampling; their
+deduplicated ESS beside the with-replacement one, and the unbiased partial-KL estimate.
 
 Samplers evaluated on the same pairs are best compared pair by pair: :func:`paired_difference`
 gives the mean difference of two samplers' partial KL with the standard error of the paired
@@ -24,6 +27,7 @@ from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
+from ..smc import without_replacement as wor
 from . import metrics
 from .metrics import mean_and_se
 from .tables import text_table
@@ -107,11 +111,33 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
             "per_pair_partial_kl": per_pair}
 
 
+@torch.no_grad()
+def summarize_distinct(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], k: int,
+                       batch_size: int = 16, seed: int = 0,
+                       device: torch.device | str = "cpu") -> dict:
+    """Dedup ESS and partial KL (mean ± SE over pairs) from k distinct paths per pair."""
+    device = torch.device(device)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    was_training = sampler.training
+    sampler.eval()
+    ess, kl = [], []
+    try:
+        for lo in range(0, len(lattices), batch_size):
+            batch = LatticeBatch(lattices[lo:lo + batch_size], device)
+            p = wor.distinct_particles(sampler, scorer, batch, k, generator)
+            ess += wor.dedup_ess(p.sample, p.log_p).tolist()
+            kl += wor.partial_kl(p.sample, p.log_p).tolist()
+    finally:
+        sampler.train(was_training)
+    (e, e_se), (m, m_se) = mean_and_se(ess), mean_and_se(kl)
+    return {"ess_wor": e, "ess_wor_se": e_se, "partial_kl_wor": m, "partial_kl_wor_se": m_se}
+
+
 def evaluate(samplers: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence[Lattice], *,
              k: int = 16, batch_size: int = 16, seed: int = 0,
              device: torch.device | str = "cpu", examples: int = 3,
              render: Callable[[Lattice, Sequence[int]], str] = render_marks,
-             quiet: bool = False) -> dict:
+             quiet: bool = False, without_replacement: bool = True) -> dict:
     """Evaluate each sampler on ``lattices`` (held-out pairs) with k samples per pair.
 
     Returns a JSON-serialisable dict::
@@ -122,6 +148,9 @@ def evaluate(samplers: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence
                              "examples": [{"x", "y", "proposal", "log_q", "log_p"}, ...],
                              "per_pair_partial_kl": [P values, for paired comparisons]}}}
 
+    With ``without_replacement`` each sampler also gets ``ess_wor``, ``ess_wor_se``,
+    ``partial_kl_wor`` and ``partial_kl_wor_se`` (:func:`summarize_distinct`).
+
     Every sampler gets the same seed, so the comparison does not depend on evaluation order.
     """
     if not lattices:
@@ -131,6 +160,9 @@ def evaluate(samplers: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence
         samples = draw(sampler, scorer, lattices, k, batch_size=batch_size, seed=seed,
                        device=device, progress=not quiet, desc=f"evaluate {name}")
         result["samplers"][name] = summarize(samples, lattices, examples, render)
+        if without_replacement:
+            result["samplers"][name] |= summarize_distinct(sampler, scorer, lattices, k,
+                                                           batch_size, seed, device)
     return result
 
 
@@ -143,8 +175,9 @@ def paired_difference(result: dict, a: str, b: str) -> tuple[float, float]:
 
 def format_table(result: dict) -> str:
     """An aligned text table of :func:`evaluate`'s result."""
-    rows = [("sampler", "partial KL", "± se", "ESS", "E_p|z|")]
+    rows = [("sampler", "partial KL", "± se", "ESS", "ESS w/o repl.", "E_p|z|")]
     for name, m in result["samplers"].items():
         rows.append((name, f"{m['partial_kl']:.2f}", f"{m['partial_kl_se']:.2f}",
-                     f"{m['ess']:.2f}", f"{m['expected_length']:.1f}"))
+                     f"{m['ess']:.2f}", f"{m['ess_wor']:.2f}" if "ess_wor" in m else "–",
+                     f"{m['expected_length']:.1f}"))
     return f"{result['pairs']} pairs, k = {result['k']}\n" + text_table(rows)

@@ -21,7 +21,15 @@ Methods (the names of the returned dict):
   the weights (000:31), without / with resampling;
 - ``BEAM``: the M best prefixes (000 §7.2), weighted by p̃_θ;
 - ``IS[name]``: the given trained sampler, importance sampling (no lookahead, no resampling);
-- ``PS:R[name]``: the same sampler as proposal with C in the weights and resampling.
+- ``PS:R[name]``: the same sampler as proposal with C in the weights and resampling;
+- ``IS-WOR[name]``: M distinct paths from the sampler by stochastic beam search, weighted by
+  priority sampling (``nfst.smc.without_replacement``);
+- ``ABSTRACT``: M distinct paths from the abstract-particle proposal (``nfst.smc.abstract``:
+  top-k regions per lattice state plus a catch-all, under a mark n-gram fitted to the scorer
+  on the sampler's paths), weighted by priority sampling.
+
+Each method's cost is reported as scorer calls per pair (``nfst.models.scorer_calls``):
+next-mark distributions of live prefixes, |ω| + 1 for a scored path.
 
 C is a :class:`~nfst.smc.lookahead.LearnedLookahead` fitted by regression on the trained
 sampler's particles (``nfst.smc.fitting.fit_lookahead``) unless one is given. Resampling is
@@ -41,11 +49,14 @@ from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
+from ..models.scorer_calls import CountingScorer
+from ..smc.abstract import AbstractConfig, AbstractProposal, MarkNgram
 from ..smc.beam import beam_search
 from ..smc.engine import Particles, SMCConfig, smc
 from ..smc.fitting import fit_lookahead
 from ..smc.lookahead import LearnedLookahead, Lookahead, LookaheadProposal, ZeroLookahead
 from ..smc.resampling import ess
+from ..smc.without_replacement import distinct_particles
 from .metrics import mean_and_se
 from .tables import text_table
 
@@ -64,14 +75,21 @@ class SMCEvalConfig:
     lookahead_steps: int = 100
     """Regression steps of the learned lookahead (when none is given)."""
     lookahead_particles: int = 16
+    abstract_regions: int = 4
+    """k of the ABSTRACT method: concrete-history regions kept per lattice state."""
+    abstract_depth: int = 2
+    """d of the ABSTRACT method: marks of history a region keeps."""
+    abstract_fit_paths: int = 4
+    """Sampler paths per lattice for fitting the ABSTRACT method's mark n-gram."""
 
 
 Draw = Callable[[LatticeBatch, int, torch.Generator], Particles]
 
 
 def methods(sampler: Sampler, scorer: Scorer, lookahead: Lookahead,
-            config: SMCEvalConfig) -> dict[str, Draw]:
-    """The methods of the module docstring, each ``draw(batch, M, generator) -> Particles``."""
+            config: SMCEvalConfig, abstract: Optional[Sampler] = None) -> dict[str, Draw]:
+    """The methods of the module docstring, each ``draw(batch, M, generator) -> Particles``
+    (``ABSTRACT`` only when its proposal ``abstract`` is given)."""
     pf = LookaheadProposal(scorer, ZeroLookahead())
     ps = LookaheadProposal(scorer, lookahead)
     name = sampler.name or type(sampler).__name__
@@ -87,7 +105,11 @@ def methods(sampler: Sampler, scorer: Scorer, lookahead: Lookahead,
             "PS": run(ps, lookahead, 0.0), "PS:R": run(ps, lookahead, tau),
             "BEAM": lambda batch, M, generator: beam_search(batch, scorer, M),
             f"IS[{name}]": run(sampler, None, 0.0),
-            f"PS:R[{name}]": run(sampler, lookahead, tau)}
+            f"PS:R[{name}]": run(sampler, lookahead, tau),
+            f"IS-WOR[{name}]": lambda batch, M, generator: distinct_particles(
+                sampler, scorer, batch, M, generator)} | ({} if abstract is None else {
+            "ABSTRACT": lambda batch, M, generator: distinct_particles(
+                abstract, scorer, batch, M, generator)})
 
 
 def merge_duplicates(particles: Particles, b: int) -> tuple[list[tuple], torch.Tensor, torch.Tensor]:
@@ -110,7 +132,8 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
                  seed: int = 0, device: str | torch.device = "cpu",
                  lookahead: Optional[Lookahead] = None,
                  train_lattices: Optional[Sequence[Lattice]] = None,
-                 config: Optional[SMCEvalConfig] = None, quiet: bool = True) -> dict:
+                 config: Optional[SMCEvalConfig] = None, quiet: bool = True,
+                 only: Optional[Sequence[str]] = None) -> dict:
     """Offset KL and friends for every method at every M; a JSON-serialisable dict
 
         {"M": [...], "pairs": n, "runs": r, "methods": {name: {"offset_kl": [per M], ...}},
@@ -118,7 +141,8 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
 
     ``lookahead``: C for the smoothing methods; default a LearnedLookahead fitted on
     ``train_lattices`` (default: the evaluation lattices themselves — no labels are used,
-    only the scorer and the sampler)."""
+    only the scorer and the sampler); the ABSTRACT method's n-gram is fitted there too.
+    ``only``: the names of the methods to run (default all)."""
     config = config if config is not None else SMCEvalConfig()
     config = SMCEvalConfig(**(asdict(config) | {"particles": tuple(particles)}
                               | ({"runs": runs} if runs is not None else {})))
@@ -136,7 +160,17 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
                      "fit_loss_first": history[0], "fit_loss_last": history[-1],
                      "fit_seconds": round(time.time() - started, 2)}
     lookahead = lookahead.eval()
-    draws = methods(sampler, scorer, lookahead, config)
+    started = time.time()
+    surrogate = MarkNgram.fit(scorer, sampler, list(train_lattices or lattices),
+                              config.abstract_depth, config.abstract_fit_paths,
+                              config.batch_size, seed, device)
+    abstract = AbstractProposal(surrogate, AbstractConfig(config.abstract_regions,
+                                                          config.abstract_depth))
+    look_info["abstract_fit_seconds"] = round(time.time() - started, 2)
+    counter = CountingScorer(scorer)
+    draws = {name: draw for name, draw in methods(sampler, counter, lookahead, config,
+                                                  abstract).items()
+             if only is None or name in only}
     chunks = [list(lattices[i:i + config.batch_size])
               for i in range(0, len(lattices), config.batch_size)]
     batches = [LatticeBatch(c, device) for c in chunks]
@@ -145,13 +179,14 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
     # per method, M, run, pair: (partial KL, ESS, dedup ESS, log Ẑ)
     stats: dict[str, dict[int, list[list[tuple]]]] = {name: {} for name in draws}
     seconds: dict[str, dict[int, float]] = {name: {} for name in draws}
+    calls: dict[str, dict[int, float]] = {name: {} for name in draws}
     generator = torch.Generator(device=device).manual_seed(seed)
     bar = tqdm(total=len(draws) * len(config.particles), desc="smc", unit="setting",
                disable=quiet)
     for name, draw in draws.items():
         for M in config.particles:
             bar.set_postfix_str(f"{name} M={M}")
-            started = time.time()
+            started, counter.calls = time.time(), 0
             per_run = []
             for _ in range(config.runs if name != "BEAM" else 1):
                 rows, offset = [], 0
@@ -174,6 +209,7 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
                 per_run.append(rows)
             stats[name][M] = per_run
             seconds[name][M] = (time.time() - started) / len(per_run)
+            calls[name][M] = counter.calls / len(per_run) / n
             bar.update()
     bar.close()
     z = [torch.logsumexp(torch.tensor(list(s.values()), dtype=torch.float64), 0).item()
@@ -183,7 +219,7 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
            "config": asdict(config) | {"particles": list(config.particles)}, "units": "nats"}
     for name in draws:
         res = {key: [] for key in ("offset_kl", "offset_kl_se", "partial_kl", "ess", "dedup_ess",
-                                   "log_z", "log_z_var", "seconds")}
+                                   "log_z", "log_z_var", "seconds", "scorer_calls")}
         for M in config.particles:
             table = torch.tensor(stats[name][M], dtype=torch.float64)  # (runs, n, 4)
             offset_kl = table[..., 0] + torch.tensor(z, dtype=torch.float64)
@@ -196,6 +232,7 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
             res["log_z"].append(float(table[..., 3].mean()))
             res["log_z_var"].append(float(table[..., 3].var(0).mean()) if len(table) > 1 else 0.0)
             res["seconds"].append(round(seconds[name][M], 3))
+            res["scorer_calls"].append(round(calls[name][M], 1))
         out["methods"][name] = res
     return out
 

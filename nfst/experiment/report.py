@@ -154,6 +154,8 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
     lines += _table(runs, "expected_length", "expected_length_se", None,
                     "Expected mark-string length under p, by self-normalised IS (003 Fig. 4b)")
     lines += _table(runs, "ess", None, PAPER_ESS, "Deduplicated ESS (003 Table 7)")
+    lines += _table(runs, "ess_wor", "ess_wor_se", None,
+                    "Deduplicated ESS of k distinct samples (without replacement, priority weights)")
     for name in _plot_curves(runs, out):
         lines += [f"![training curves]({name})", ""]
     smc_plots = _plot_smc(runs, out)
@@ -168,6 +170,11 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
             for method, res in smc["methods"].items():
                 lines.append(f"| {method} | " + " | ".join(_fmt(v, digits=2)
                                                            for v in res["offset_kl"]) + " |")
+            if any("scorer_calls" in res for res in smc["methods"].values()):
+                lines += ["", "Scorer calls per pair:", "", "| method | " + " | ".join(
+                    f"M={m}" for m in smc["M"]) + " |", "|---" * (len(smc["M"]) + 1) + "|"]
+                lines += [f"| {method} | " + " | ".join(f"{v:.0f}" for v in res["scorer_calls"])
+                          + " |" for method, res in smc["methods"].items() if "scorer_calls" in res]
             lines.append("")
         lines += [f"![offset KL]({name})" for name in smc_plots] + [""]
     lines += ["## Qualitative proposals (003 Tables 4–6)", "",

@@ -26,6 +26,7 @@ from ..runtime import storage
 from ..runtime.interrupt import checkpointed, interrupt_requested
 from ..runtime.threads import cpu_threads
 from ..smc.engine import SMCConfig, smc
+from ..smc.without_replacement import inclusive_kl_loss as distinct_inclusive_kl_loss
 from .checkpoint import check_finite, config_key, load_checkpoint, rng_state, set_rng_state
 from .distributed import from_every_rank, rank_and_world
 from .nasmc import mixture_loss, nasmc_loss
@@ -47,6 +48,9 @@ class SamplerTrainConfig:
     self-normalised importance sampling (003); ``nasmc`` – k SMC particles (particle filtering
     with resampling), each step's log q weighted by its filtering weight (002:1); ``mixture`` –
     the λ-mixture on the final SMC particles (000:32; without resampling when λ > 0)."""
+    without_replacement: bool = False
+    """With ``is``: k *distinct* proposals by stochastic beam search, weighted by priority
+    sampling (``nfst.smc.without_replacement``; inclusive KL only)."""
     grad_clip: float = 5.0
     eval_every: int = 200
     """Validate (partial KL) every this many steps."""
@@ -78,6 +82,8 @@ def _sampler_step_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch,
                        config: SamplerTrainConfig, generator: torch.Generator,
                        baseline: EMABaseline) -> torch.Tensor:
     """The minibatch loss of ``config.objective`` (see SamplerTrainConfig)."""
+    if config.objective == "is" and config.without_replacement:
+        return distinct_inclusive_kl_loss(sampler, scorer, batch, config.k, generator)
     if config.objective == "is":
         paths = sampler.sample(batch, config.k, generator)
         with torch.no_grad():

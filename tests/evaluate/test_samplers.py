@@ -114,7 +114,8 @@ def test_evaluate_returns_json_with_every_metric():
     json.dumps(result)
     assert result["pairs"] == 3 and set(result["samplers"]) == {"swp", "swa"}
     for m in result["samplers"].values():
-        for key in ("partial_kl", "partial_kl_se", "ess", "expected_length"):
+        for key in ("partial_kl", "partial_kl_se", "ess", "expected_length", "ess_wor",
+                    "partial_kl_wor"):
             assert math.isfinite(m[key])
         assert len(m["examples"]) == 2
         assert m["examples"][0]["proposal"].split()[0] in ("<del>", "<ins>")

@@ -8,6 +8,7 @@ from nfst.evaluate.smc import evaluate_smc, format_table, merge_duplicates
 from nfst.experiment.report import plot_offset_kl
 from nfst.smc.engine import Particles
 from nfst.smc.lookahead import BetaLookahead
+from tests.helpers.brute import lattice_paths
 from tests.helpers.lattices import small_batch
 from tests.helpers.samplers import exact_sampler
 from tests.helpers.scorers import random_scorer
@@ -30,7 +31,7 @@ def test_result_is_json_with_every_method_and_M(evaluated):
     assert json.loads(json.dumps(result)) == result
     assert result["M"] == [4, 32] and result["pairs"] == 4
     assert set(result["methods"]) == {"PF", "PF:R", "PS", "PS:R", "BEAM", "IS[free-weights]",
-                                      "PS:R[free-weights]"}
+                                      "PS:R[free-weights]", "IS-WOR[free-weights]", "ABSTRACT"}
     for res in result["methods"].values():
         assert all(len(v) == 2 for v in res.values())
     assert "PF" in format_table(result)
@@ -76,3 +77,18 @@ def test_plot_writes_a_png(evaluated, tmp_path):
     result, _ = evaluated
     path = plot_offset_kl(result, tmp_path / "smc.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_distinct_methods_find_every_path_when_m_exceeds_their_number(evaluated):
+    """M = 32 ≥ every lattice's number of paths: IS-WOR and ABSTRACT draw each path once with
+    inclusion probability 1, so p̂ = p (offset KL 0) and Ẑ = Z; scoring them costs exactly
+    Σ_ω (|ω| + 1) scorer calls per pair."""
+    result, log_z = evaluated
+    calls = sum(len(p) + 1 for lat in small_batch().lattices for p in lattice_paths(lat)) / 4
+    for name in ("IS-WOR[free-weights]", "ABSTRACT"):
+        res = result["methods"][name]
+        assert res["offset_kl"][1] == pytest.approx(0.0, abs=1e-9)
+        assert res["log_z"][1] == pytest.approx(log_z.mean().item(), abs=1e-9)
+        assert res["scorer_calls"][1] == pytest.approx(calls, abs=0.051)  # rounded to 0.1
+    for res in result["methods"].values():
+        assert all(c > 0 for c in res["scorer_calls"])
