@@ -50,7 +50,7 @@ from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
 from ..models.scorer_calls import CountingScorer
-from ..smc.abstract import AbstractConfig, AbstractProposal, MarkNgram
+from ..smc.abstract import AbstractConfig, fit_abstract_proposal
 from ..smc.beam import beam_search
 from ..smc.engine import Particles, SMCConfig, smc
 from ..smc.fitting import fit_lookahead
@@ -161,11 +161,10 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
                      "fit_seconds": round(time.time() - started, 2)}
     lookahead = lookahead.eval()
     started = time.time()
-    surrogate = MarkNgram.fit(scorer, sampler, list(train_lattices or lattices),
-                              config.abstract_depth, config.abstract_fit_paths,
-                              config.batch_size, seed, device)
-    abstract = AbstractProposal(surrogate, AbstractConfig(config.abstract_regions,
-                                                          config.abstract_depth))
+    abstract = fit_abstract_proposal(
+        scorer, sampler, list(train_lattices or lattices),
+        AbstractConfig(config.abstract_regions, config.abstract_depth),
+        config.abstract_fit_paths, config.batch_size, seed, device)
     look_info["abstract_fit_seconds"] = round(time.time() - started, 2)
     counter = CountingScorer(scorer)
     draws = {name: draw for name, draw in methods(sampler, counter, lookahead, config,

@@ -228,3 +228,15 @@ class AbstractProposal(Sampler):
         step = context.next_region[walk.hidden, choice.clamp(max=context.next_region.shape[1] - 1)]
         moving = walk.alive & moved.alive
         return Walk(**vars(moved) | {"hidden": torch.where(moving, step, walk.hidden)})
+
+
+def fit_abstract_proposal(scorer: Scorer, sampler: Sampler, lattices: Sequence[Lattice],
+                          config: Optional[AbstractConfig] = None, paths: int = 4,
+                          batch_size: int = 16, seed: int = 0,
+                          device: torch.device | str = "cpu") -> AbstractProposal:
+    """An :class:`AbstractProposal` whose n-gram is fitted on ``paths`` samples of
+    ``sampler`` per lattice of ``lattices`` (no labels: only the scorer and the sampler)."""
+    config = config if config is not None else AbstractConfig()
+    surrogate = MarkNgram.fit(scorer, sampler, lattices, config.depth, paths, batch_size, seed,
+                              device)
+    return AbstractProposal(surrogate, config)
