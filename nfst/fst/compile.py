@@ -3,7 +3,9 @@
 Recipe:
 1. Encode T as a pynini transducer whose input tape is the mark tape and whose output tape is a
    tagged symbol stream (``x:a`` for input symbol a, ``y:b`` for output symbol b). An MFST arc
-   with k marks and n ≤ k symbols becomes a chain of k arcs, the symbols on the first n.
+   with k ≥ 1 marks and n symbols becomes a chain of k arcs, one symbol on each of the first
+   ones; where n > k the last mark carries the rest as one group label (e.g. a pair mark
+   ``a:b``), which the alignment acceptor reads as one move and positions never split.
 2. Compose with the alignment acceptor A_{x,y}, the (|x|+1)(|y|+1) grid accepting every
    interleaving of tagged x and tagged y; the result is x ∘ T ∘ y with marks on the input tape.
 3. Remove ε:ε arcs and determinize as a functional transducer (output strings are
@@ -55,16 +57,16 @@ class _Encoding:
         self.inputs = frozenset(T.input_alphabet)
         self.outputs = frozenset(T.output_alphabet)
         # label 0 = ε; marks are 1..M so that lattice mark id = label - 1.
-        self.label = {m: i + 1 for i, m in enumerate(self.marks)}
         tagged = [f"x:{a}" for a in T.input_alphabet] + [f"y:{b}" for b in T.output_alphabet]
+        self.label = {m: i + 1 for i, m in enumerate(self.marks)}
+        self.shape = [(0, 0)] * (len(self.marks) + 1)
+        """(x symbols, y symbols) that output label l consumes."""
         for t in tagged:
-            self.label[t] = len(self.label) + 1
+            self.label[t] = len(self.shape)
+            self.shape.append((1, 0) if t[0] == "x" else (0, 1))
         self.num_marks = len(self.marks)
-        self.is_x = [0] * (len(self.label) + 1)
-        for t in tagged:
-            self.is_x[self.label[t]] = int(t[0] == "x")
-        self.emits = [()] + [(label,) for label in range(1, len(self.label) + 1)]
-        """What an arc with output label l emits (a shared tuple per label)."""
+        self.groups: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}
+        """Labels for several symbols that ride on one mark: (x symbols, y symbols) -> label."""
 
         fst = pynini.Fst()
         fst.add_states(T.num_states)
@@ -76,11 +78,13 @@ class _Encoding:
             symbols = [self.label[f"x:{a}"] for a in arc.input] + \
                       [self.label[f"y:{b}"] for b in arc.output]
             k = len(arc.marks)
-            if len(symbols) > k:
+            if symbols and k == 0:
                 raise InvalidMFSTError(
-                    f"{T.name}: arc {arc.src}->{arc.dst} has {len(symbols)} symbols but "
-                    f"{k} marks; each symbol needs a mark to ride on",
-                    "add marks to the arc (e.g. one per symbol) or split it into a chain")
+                    f"{T.name}: arc {arc.src}->{arc.dst} has {len(symbols)} symbols but no "
+                    "marks; each symbol needs a mark to ride on",
+                    "add a mark to the arc (e.g. one naming its symbols)")
+            if len(symbols) > k:  # the last mark carries the rest
+                symbols[k - 1:] = [self.group(arc.input, arc.output, len(symbols) - k + 1)]
             if k == 0:
                 fst.add_arc(arc.src, pynini.Arc(0, 0, one, arc.dst))
                 continue
@@ -90,13 +94,25 @@ class _Encoding:
                 fst.add_arc(prev, pynini.Arc(self.label[mark], symbols[i] if i < len(symbols) else 0,
                                              one, nxt))
                 prev = nxt
+        self.emits = [()] + [(label,) for label in range(1, len(self.shape))]
+        """What an arc with output label l emits (a shared tuple per label)."""
         fst.arcsort("olabel")
         self.fst = fst
         self.unambiguous = _marks_determine_paths(fst)
         """No two paths of T share a mark string, so no T_{x,y} needs its paths counted."""
 
+    def group(self, xs: tuple[str, ...], ys: tuple[str, ...], n: int) -> int:
+        """The label of the last ``n`` symbols of the tagged stream ``xs ys``."""
+        skip = len(xs) + len(ys) - n
+        key = (xs[skip:], ys[max(skip - len(xs), 0):])
+        if key not in self.groups:
+            self.groups[key] = len(self.shape)
+            self.shape.append((len(key[0]), len(key[1])))
+        return self.groups[key]
+
     def alignment_acceptor(self, x: tuple[str, ...], y: tuple[str, ...]) -> pynini.Fst:
-        """A_{x,y}: state i·(|y|+1)+j has read x[:i] and y[:j]."""
+        """A_{x,y}: state i·(|y|+1)+j has read x[:i] and y[:j]; a group label moves by its
+        symbols at once."""
         width = len(y) + 1
         n = (len(x) + 1) * width
         acc = pynini.Fst()
@@ -113,6 +129,10 @@ class _Encoding:
                     acc.add_arc(s, pynini.Arc(xl[i], xl[i], one, s + width))
                 if j < len(y):
                     acc.add_arc(s, pynini.Arc(yl[j], yl[j], one, s + 1))
+                for (xs, ys), label in self.groups.items():
+                    if x[i:i + len(xs)] == xs and y[j:j + len(ys)] == ys:
+                        acc.add_arc(s, pynini.Arc(label, label, one,
+                                                  s + len(xs) * width + len(ys)))
         return acc
 
 

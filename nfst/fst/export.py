@@ -33,7 +33,7 @@ class LatticeExporter:
     """
 
     def __init__(self, det: pynini.Fst, enc: _Encoding, where: str):
-        self.is_x, self.marks, self.emits, self.where = enc.is_x, enc.marks, enc.emits, where
+        self.shape, self.marks, self.emits, self.where = enc.shape, enc.marks, enc.emits, where
         self.fst = read_fst(det)
         self.start = self.fst.start
 
@@ -83,7 +83,7 @@ class LatticeExporter:
         return as_array(src), as_array(mark), as_array(dst), as_array(moves), emit, stop
 
     # -- step 2 ---------------------------------------------------------------------------
-    def consumed(self, src, dst, moves, stop, live, acyclic, x, y) -> np.ndarray:
+    def consumed(self, src, dst, moves, step, stop, live, acyclic, x, y) -> np.ndarray:
         """(S,) symbols consumed on the way to each state, i·(|y|+1) + j for i of x and j of
         y: the sum of the moves along a spanning tree (pointer doubling), then checked on
         every arc."""
@@ -99,8 +99,7 @@ class LatticeExporter:
             raise AmbiguousMFSTError(f"{self.where}: a state is reached at two alignments "
                                      f"{grid(total[src[a]] + moves[a])} and {grid(total[dst[a]])}")
         for s, residual in stop.items():
-            dx = sum([self.is_x[label] for label in residual])
-            if total[s] + dx * width + len(residual) - dx != len(x) * width + len(y):
+            if total[s] + step[list(residual)].sum() != len(x) * width + len(y):
                 raise AmbiguousMFSTError(f"{self.where}: STOP does not finish the alignment")
         return total
 
@@ -123,14 +122,14 @@ class LatticeExporter:
     def lattice(self, x: tuple, y: tuple, acyclic: bool) -> tuple[Lattice, int | None]:
         """The lattice, and its number of paths (acyclic only; None otherwise)."""
         width = len(y) + 1  # a position (i, j) is coded as i·width + j
-        step = np.where(np.asarray(self.is_x) == 1, width, 1)  # per output label
-        step[0] = 0  # ε
+        shape = np.asarray(self.shape, dtype=np.int64)
+        step = shape[:, 0] * width + shape[:, 1]  # per output label (ε: 0)
         src, mark, dst, moves, emit, stop = self.contract(step)
         num = len(self.fst.final)
         live = np.zeros(num, dtype=bool)
         live[dst], live[self.start] = True, True
         stop = {s: residual for s, residual in stop.items() if live[s]}
-        consumed = self.consumed(src, dst, moves, stop, live, acyclic, x, y)
+        consumed = self.consumed(src, dst, moves, step, stop, live, acyclic, x, y)
         order = np.flatnonzero(live).tolist()
         before = (len(order), len(src))
         if not acyclic:

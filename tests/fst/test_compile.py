@@ -14,6 +14,17 @@ pairs = st.tuples(st.lists(st.sampled_from("ab"), max_size=3), st.lists(st.sampl
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_mfsts(), pairs)
 def test_lattice_matches_brute_force(T, pair):
+    check_against_brute_force(T, pair)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_mfsts(grouped=True), pairs)
+def test_marks_carrying_several_symbols(T, pair):
+    """A mark may carry several symbols (e.g. one mark ``a:c`` for a substitution)."""
+    check_against_brute_force(T, pair)
+
+
+def check_against_brute_force(T, pair):
     x, y = (tuple(s) for s in pair)
     note(f"arcs={T.arcs} finals={sorted(T.finals)}")
     if set(x) - set(T.input_alphabet) or set(y) - set(T.output_alphabet):
@@ -151,11 +162,11 @@ def test_size_limit():
         compile_lattice(del_ins(), "abab", "cdcd", CompileOptions(max_states=20))
 
 
-def test_too_many_symbols_for_marks():
+def test_symbols_without_marks():
     T = MarkedFST()
     T.set_final(0)
-    T.add_arc(0, 0, input="a", output="c", marks=["sub"])
-    with pytest.raises(InvalidMFSTError, match="2 symbols but 1 marks"):
+    T.add_arc(0, 0, input="a", output="c")
+    with pytest.raises(InvalidMFSTError, match="2 symbols but no marks"):
         compile_lattice(T, "a", "c")
 
 

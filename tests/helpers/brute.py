@@ -6,7 +6,8 @@ from nfst import MarkedFST
 
 
 def generating_paths(T: MarkedFST, x: tuple, y: tuple, max_arcs: int = 40):
-    """Every generating path of (x, y) as (mark string, tagged stream); raises on runaway ε loops."""
+    """Every generating path of (x, y) as (mark string, tagged stream); raises on runaway ε loops.
+    Symbols that ride on one mark together form one tuple in the stream."""
     out = {q: T.out_arcs(q) for q in range(T.num_states)}
     found = []
 
@@ -19,6 +20,9 @@ def generating_paths(T: MarkedFST, x: tuple, y: tuple, max_arcs: int = 40):
             if tuple(x[i:i + len(a.input)]) != a.input or tuple(y[j:j + len(a.output)]) != a.output:
                 continue
             tagged = tuple("x:" + s for s in a.input) + tuple("y:" + s for s in a.output)
+            k = len(a.marks)
+            if len(tagged) > k:  # the last mark carries the rest as one unit
+                tagged = tagged[:k - 1] + (tagged[k - 1:],)
             walk(a.dst, i + len(a.input), j + len(a.output), marks + a.marks, stream + tagged,
                  depth + 1)
 
@@ -56,7 +60,7 @@ def asap_positions(paths, prefix: tuple) -> tuple[int, int]:
     common = 0
     while all(len(s) > common for s in streams) and len({s[common] for s in streams}) == 1:
         common += 1
-    head = streams[0][:common]
+    head = [t for unit in streams[0][:common] for t in ((unit,) if isinstance(unit, str) else unit)]
     return sum(t.startswith("x:") for t in head), sum(t.startswith("y:") for t in head)
 
 

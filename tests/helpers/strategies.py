@@ -6,8 +6,9 @@ from nfst import MarkedFST
 
 
 @st.composite
-def small_mfsts(draw):
-    """Random acyclic-ish MFSTs: ≤ 3 states, arcs with ≤ 1 symbol per tape and 1–2 marks."""
+def small_mfsts(draw, grouped: bool = False):
+    """Random acyclic-ish MFSTs: ≤ 3 states, arcs with ≤ 1 symbol per tape and 1–2 marks, at
+    least one mark per symbol unless ``grouped`` (then the last mark may carry two symbols)."""
     n = draw(st.integers(1, 3))
     T = MarkedFST("random")
     for _ in range(n - 1):
@@ -17,7 +18,7 @@ def small_mfsts(draw):
     for _ in range(draw(st.integers(1, 7))):
         inp = draw(st.sampled_from(["", "a", "b"]))
         out = draw(st.sampled_from(["", "c", "d"]))
-        k = max(1, len(inp) + len(out), draw(st.integers(1, 2)))
+        k = max(1 if grouped else len(inp) + len(out), draw(st.integers(1, 2)))
         marks = draw(st.lists(st.sampled_from(["m", "n", "o"]), min_size=k, max_size=k))
         if not inp and not out:  # a marks-only arc would be a cycle if it loops
             inp = "a"
