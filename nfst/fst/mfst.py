@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from itertools import chain
 from typing import Callable, Iterable, Sequence, TypeVar, Union
 
 from ..errors import InvalidMFSTError
@@ -62,6 +63,42 @@ class MarkedFST:
         if key not in self._derived:
             self._derived[key] = build(self)
         return self._derived[key]  # type: ignore[return-value]
+
+    @classmethod
+    def from_arcs(cls, num_states: int, finals: Iterable[int], arcs: Iterable[Arc],
+                  name: str = "T") -> "MarkedFST":
+        """States 0..num_states-1 (the start is 0), final states and arcs, taken as they are."""
+        T = cls(name)
+        T._num_states = num_states
+        T._arcs, T._finals = list(arcs), set(finals)
+        for q in chain(T._finals, (q for a in T._arcs for q in (a.src, a.dst))):
+            T._check_state(q)
+        return T
+
+    @classmethod
+    def from_pynini(cls, fst, marks=None, *, token_type="utf8", name: str = "T") -> "MarkedFST":
+        """A Pynini transducer as a marked FST; ``marks`` is ``None`` (one mark ``a:b`` per arc),
+        a function ``(input, output) -> marks`` or ``OutputMarks(prefix)`` (marks on the output
+        tape). See ``nfst.fst.pynini_io``."""
+        from .pynini_io import from_pynini
+        return from_pynini(fst, marks, token_type=token_type, name=name)
+
+    def to_pynini(self, prefix: str = "@"):
+        """This MFST as a Pynini transducer with the marks on the output tape, written
+        ``prefix + mark`` (read back by ``from_pynini(..., marks=OutputMarks(prefix))``)."""
+        from .pynini_io import to_pynini
+        return to_pynini(self, prefix)
+
+    def to_networkx(self):
+        """A ``networkx.MultiDiGraph``: nodes are states (attributes ``start``, ``final``),
+        edges are arcs (``input``, ``output``, ``marks``: tuples of symbols)."""
+        import networkx as nx
+        graph = nx.MultiDiGraph(name=self.name)
+        graph.add_nodes_from((q, {"start": q == self.start, "final": q in self._finals})
+                             for q in range(self._num_states))
+        graph.add_edges_from((a.src, a.dst, {"input": a.input, "output": a.output,
+                                             "marks": a.marks}) for a in self._arcs)
+        return graph
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_derived": {}}  # derived objects (pynini FSTs) do not pickle
@@ -172,21 +209,22 @@ class MarkedFST:
             result.add_arc(q + offset, result.start)
         return result
 
-    def compose(self, other: "MarkedFST") -> "MarkedFST":
+    def compose(self, other: "MarkedFST", *, openfst: bool = False) -> "MarkedFST":
         """Mark-concatenating composition (003 App. A): arc ``a:b/ω1`` of ``self`` meeting arc
         ``b:c/ω2`` of ``other`` gives ``a:c/ω1ω2``.
 
         Arcs must carry at most one symbol per tape. An ε-output arc of ``self`` or an
         ε-input arc of ``other`` moves alone with its own marks. A filter state orders those
         lone moves (``other``'s before ``self``'s between two matched moves) so each pair of
-        paths is composed exactly once and no spurious ambiguity is created.
+        paths is composed exactly once and no spurious ambiguity is created. ``openfst=True``
+        composes through OpenFst (the same paths, other state numbers; much faster on large
+        topologies, see ``nfst.fst.openfst_compose``).
         """
         for t in (self, other):
-            for a in t._arcs:
-                if len(a.input) > 1 or len(a.output) > 1:
-                    raise InvalidMFSTError(
-                        f"{t.name}: compose needs at most one symbol per tape, arc {a}",
-                        "split multi-symbol arcs into chains before composing")
+            t.require_single_symbols("compose")
+        if openfst:
+            from .openfst_compose import compose_openfst
+            return compose_openfst(self, other)
         result = MarkedFST(f"({self.name} o {other.name})")
         index = {(self.start, other.start, 0): result.start}
         agenda = [(self.start, other.start, 0)]
@@ -219,6 +257,12 @@ class MarkedFST:
                         dst = visit((q1, a2.dst, 0))
                         result._arcs.append(Arc(src, dst, (), a2.output, a2.marks))
         return result.trimmed()
+
+    def require_single_symbols(self, what: str) -> None:
+        for a in self._arcs:
+            if len(a.input) > 1 or len(a.output) > 1:
+                raise InvalidMFSTError(f"{self.name}: {what} needs at most one symbol per tape, "
+                                       f"arc {a}", "split multi-symbol arcs into chains first")
 
     def trimmed(self) -> "MarkedFST":
         """Keep only states on some path from the start to a final state."""

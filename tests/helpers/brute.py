@@ -93,3 +93,21 @@ def chi_square_critical(dof: int, z: float = 3.09) -> float:
     """Upper quantile of χ²(dof) by the Wilson–Hilferty approximation (z=3.09: p ≈ 0.001)."""
     c = 2.0 / (9.0 * dof)
     return dof * (1 - c + z * c ** 0.5) ** 3
+
+
+def path_triples(T: MarkedFST, max_marks: int) -> list[tuple[tuple, tuple, tuple]]:
+    """(input, output, marks) of every successful path of T with at most ``max_marks`` marks,
+    sorted, with repeats (every arc must carry a mark, so the walk ends)."""
+    out = {q: T.out_arcs(q) for q in range(T.num_states)}
+    found = []
+
+    def walk(q, i, o, m):
+        if q in T.finals:
+            found.append((i, o, m))
+        for a in out[q]:
+            assert a.marks, "path_triples needs a mark on every arc"
+            if len(m) + len(a.marks) <= max_marks:
+                walk(a.dst, i + a.input, o + a.output, m + a.marks)
+
+    walk(T.start, (), (), ())
+    return sorted(found)

@@ -1,0 +1,200 @@
+"""Marked FSTs to and from Pynini transducers.
+
+**Reading** (:func:`from_pynini`). A Pynini transducer has an input and an output tape; each of
+its arcs gets a mark substring from ``marks``:
+
+- ``None`` (the default): one mark naming the arc's pair, ``"a:b"`` (``"a:ε"``, ``"ε:b"`` where a
+  tape is ε); ε:ε arcs get no mark;
+- a function ``(input, output) -> marks`` of the arc's symbols (``""`` for ε), returning a
+  list of marks or a whitespace-separated string;
+- :class:`OutputMarks` ``(prefix="@")``: the third tape rides on the output labels. An output
+  symbol named ``prefix + m`` is the mark ``m`` (not an output symbol); other arcs get no marks.
+  In Pynini's string syntax a mark is a bracketed symbol: ``pynini.cross("sh", "ش[@sh]")``.
+
+Symbols on arcs without marks ride on the next marks of the path: every path of mark-less arcs
+q ⇝ r followed by a marked arc r → s becomes one arc q → s carrying the path's symbols before
+the arc's own (an ε-closure over the mark tape). A cycle of mark-less arcs, or symbols left
+over when a mark-less path reaches a final state, is an error. Weights are ignored: a state is
+final when its final weight is not Zero.
+
+Labels are named by the FST's own symbol tables when it has them, else by ``token_type`` as
+Pynini compiles strings: ``"utf8"`` (a label is a Unicode code point), ``"byte"`` (ASCII only)
+or a ``pynini.SymbolTable``; bracketed symbols (``[name]``) come from Pynini's generated symbols.
+
+**Writing** (:func:`to_pynini`): the encoding ``OutputMarks`` reads back. One symbol table on both
+tapes; an MFST arc (a₁…aₙ, b₁…bₘ, ω₁…ω_k) becomes a chain of max(n, m) + k arcs: aₜ:bₜ (ε pads
+the shorter tape), then ε:``prefix + ωⱼ`` for each mark. ``from_pynini(to_pynini(T),
+marks=OutputMarks())`` has the paths of T, with their inputs, outputs and marks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence, Union
+
+import networkx as nx
+import numpy as np
+import pynini
+
+from ..errors import InvalidMFSTError
+from .mfst import Arc, MarkedFST, as_symbols
+from .openfst import read_fst
+
+EPSILON = "ε"
+GENERATED = 0xF0000
+"""Pynini numbers the bracketed symbols of its strings from the first code point of plane 15."""
+
+
+@dataclass(frozen=True)
+class OutputMarks:
+    """Marks carried on the output tape as symbols named ``prefix + mark``."""
+
+    prefix: str = "@"
+
+
+MarkSpec = Union[None, OutputMarks, Callable[[str, str], Union[str, Sequence[str]]]]
+
+
+def pair_mark(input: str, output: str) -> list[str]:
+    """The default marks of an arc: one mark ``input:output``, none for ε:ε."""
+    if not input and not output:
+        return []
+    return [f"{input or EPSILON}:{output or EPSILON}"]
+
+
+def from_pynini(fst: pynini.Fst, marks: MarkSpec = None, *,
+                token_type: Union[str, pynini.SymbolTable] = "utf8",
+                name: str = "T") -> MarkedFST:
+    """A marked FST with the paths of a Pynini transducer (see the module docstring)."""
+    isyms, osyms = fst.input_symbols(), fst.output_symbols()
+    bare = fst.copy()
+    bare.set_input_symbols(None)
+    bare.set_output_symbols(None)
+    arrays = read_fst(bare)
+    if arrays.start < 0:
+        return MarkedFST(name)  # no start state: the empty relation
+    in_name = _namer(isyms, token_type)
+    out_name = _namer(osyms, token_type)
+    mark_of = _mark_function(marks)
+    raw = []
+    for q, i, o, r in zip(arrays.src.tolist(), arrays.ilabel.tolist(), arrays.olabel.tolist(),
+                          arrays.dst.tolist()):
+        a, b = in_name(i), out_name(o)
+        if isinstance(marks, OutputMarks) and b.startswith(marks.prefix):
+            raw.append((q, r, (a,) if a else (), (), (b[len(marks.prefix):],)))
+        else:
+            raw.append((q, r, (a,) if a else (), (b,) if b else (), mark_of(a, b)))
+    finals = np.flatnonzero(np.isfinite(arrays.final)).tolist()
+    return ride_on_marks(len(arrays.final), arrays.start, finals, raw, name)
+
+
+def _mark_function(marks: MarkSpec) -> Callable[[str, str], tuple[str, ...]]:
+    if marks is None:
+        return lambda a, b: tuple(pair_mark(a, b))
+    if isinstance(marks, OutputMarks):
+        return lambda a, b: ()
+    if callable(marks):
+        return lambda a, b: as_symbols(marks(a, b), marks=True)
+    raise InvalidMFSTError(f"from_pynini: marks={marks!r} is neither None, a function of "
+                           "(input, output) nor OutputMarks", "e.g. marks=OutputMarks('@')")
+
+
+def _namer(table: Optional[pynini.SymbolTable], token_type) -> Callable[[int], str]:
+    """label -> symbol name ("" for ε)."""
+    generated = pynini.generated_symbols()
+    if table is None and isinstance(token_type, pynini.SymbolTable):
+        table = token_type
+    elif table is None and token_type not in ("utf8", "byte"):
+        raise InvalidMFSTError(f"from_pynini: unknown token_type {token_type!r}",
+                               "use 'utf8', 'byte' or a pynini.SymbolTable")
+    cache = {0: ""}
+
+    def name(label: int) -> str:
+        if label in cache:
+            return cache[label]
+        if table is not None:
+            text = table.find(label)
+        elif label >= GENERATED:
+            text = generated.find(label)
+        elif token_type == "byte" and label >= 128:
+            raise InvalidMFSTError(f"from_pynini: byte label {label} is part of a multi-byte "
+                                   "character", "compile the grammar with token_type='utf8'")
+        else:
+            text = chr(label)
+        if not text:
+            raise InvalidMFSTError(f"from_pynini: label {label} has no symbol",
+                                   "attach symbol tables or pass token_type=<SymbolTable>")
+        cache[label] = text
+        return text
+
+    return name
+
+
+def ride_on_marks(num_states: int, start: int, finals: Sequence[int],
+                  raw: Sequence[tuple[int, int, tuple, tuple, tuple]], name: str) -> MarkedFST:
+    """The MFST of (src, dst, input, output, marks) arcs with the mark-less arcs closed away:
+    their symbols move onto the next marked arc of each path; states renumbered so that
+    ``start`` is 0, then trimmed."""
+    bare = [a for a in raw if not a[4]]
+    graph = nx.DiGraph()
+    graph.add_edges_from((a[0], a[1]) for a in bare)
+    if not nx.is_directed_acyclic_graph(graph):
+        raise InvalidMFSTError(f"{name}: a cycle of arcs without marks",
+                               "optimize() the grammar (removes ε cycles) or mark a loop")
+    out_bare: dict[int, list] = {}
+    out_marked: dict[int, list] = {}
+    for a in raw:
+        (out_marked if a[4] else out_bare).setdefault(a[0], []).append(a)
+    # reach[q]: distinct (r, input, output) of the mark-less paths from q, in reverse topological order
+    reach: dict[int, set] = {}
+    for q in reversed(list(nx.topological_sort(graph))):
+        reach[q] = {(q, (), ())}
+        for _, r, i, o, _ in out_bare.get(q, ()):
+            reach[q] |= {(t, i + ii, o + oo) for t, ii, oo in reach[r]}
+    order = [start] + [q for q in range(num_states) if q != start]
+    new = {q: k for k, q in enumerate(order)}
+    final_set, result_finals, arcs = set(finals), set(), []
+    for q in range(num_states):
+        for r, i, o in reach.get(q, {(q, (), ())}):
+            if r in final_set:
+                if i or o:
+                    raise InvalidMFSTError(
+                        f"{name}: symbols {' '.join(i + o)!r} after the last mark of a path "
+                        f"into final state {r}", "end every path with a mark")
+                result_finals.add(new[q])
+            for _, s, ii, oo, m in out_marked.get(r, ()):
+                arcs.append(Arc(new[q], new[s], i + ii, o + oo, m))
+    return MarkedFST.from_arcs(num_states, result_finals, arcs, name).trimmed()
+
+
+def to_pynini(T: MarkedFST, prefix: str = "@") -> pynini.Fst:
+    """T as a Pynini transducer, marks on the output tape (see the module docstring)."""
+    table = pynini.SymbolTable()
+    table.add_symbol("<epsilon>", 0)
+    for s in sorted(set(T.input_alphabet) | set(T.output_alphabet)):
+        table.add_symbol(s)
+    for m in T.mark_alphabet:
+        if table.member(prefix + m):
+            raise InvalidMFSTError(f"{T.name}: the mark {m!r} written {prefix + m!r} is also a "
+                                   "symbol", "pass another prefix")
+        table.add_symbol(prefix + m)
+    fst = pynini.Fst()
+    fst.add_states(T.num_states)
+    fst.set_start(T.start)
+    one = pynini.Weight.one(fst.weight_type())
+    for q in T.finals:
+        fst.set_final(q, one)
+    label = lambda s: table.find(s) if s else 0
+    for arc in T.arcs:
+        width = max(len(arc.input), len(arc.output))
+        pairs = [(label(arc.input[t] if t < len(arc.input) else ""),
+                  label(arc.output[t] if t < len(arc.output) else "")) for t in range(width)]
+        pairs += [(0, table.find(prefix + m)) for m in arc.marks]
+        prev = arc.src
+        for t, (i, o) in enumerate(pairs or [(0, 0)]):
+            nxt = arc.dst if t == max(len(pairs), 1) - 1 else fst.add_state()
+            fst.add_arc(prev, pynini.Arc(i, o, one, nxt))
+            prev = nxt
+    fst.set_input_symbols(table)
+    fst.set_output_symbols(table)
+    return fst

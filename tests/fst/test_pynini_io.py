@@ -1,0 +1,89 @@
+import pynini
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from nfst import InvalidMFSTError, MarkedFST, compile_lattice
+from nfst.fst.pynini_io import OutputMarks
+from tests.helpers.brute import path_triples, walk_marks
+from tests.helpers.strategies import small_mfsts
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_mfsts(grouped=True))
+def test_round_trip_keeps_paths_and_marks(T):
+    U = MarkedFST.from_pynini(T.to_pynini(), marks=OutputMarks())
+    assert path_triples(U, 6) == path_triples(T, 6)
+
+
+def utf8(text):
+    return pynini.accep(text, token_type="utf8")
+
+
+def test_default_marks_name_the_pair_and_epsilons_vanish():
+    fst = (pynini.cross(utf8("س"), utf8("s")) + pynini.cross(utf8("ه"), utf8(""))).closure()
+    T = MarkedFST.from_pynini(fst.optimize())
+    assert path_triples(T, 4) == [((), (), ()), (("س", "ه"), ("s",), ("س:s", "ه:ε")),
+                                  (("س", "ه", "س", "ه"), ("s", "s"),
+                                   ("س:s", "ه:ε", "س:s", "ه:ε"))]
+
+
+def test_marks_from_a_function_and_symbol_tables():
+    table = pynini.SymbolTable()
+    table.add_symbol("<epsilon>", 0)
+    for s in ("ab", "cd"):
+        table.add_symbol(s)
+    fst = pynini.Fst()
+    fst.add_states(2)
+    fst.set_start(0)
+    fst.set_final(1)
+    fst.add_arc(0, pynini.Arc(1, 2, pynini.Weight.one("tropical"), 1))
+    fst.set_input_symbols(table)
+    fst.set_output_symbols(table)
+    T = MarkedFST.from_pynini(fst, marks=lambda a, b: ["sub", a, b])
+    assert path_triples(T, 3) == [(("ab",), ("cd",), ("sub", "ab", "cd"))]
+
+
+def test_symbols_ride_on_the_next_mark():
+    """cross aligns s:ش, h:[@sh]; the letters ride on the mark sh."""
+    T = MarkedFST.from_pynini(pynini.cross(utf8("sh"), utf8("ش[@sh]")), marks=OutputMarks())
+    assert [(a.input, a.output, a.marks) for a in T.arcs] == [(("s", "h"), ("ش",), ("sh",))]
+
+
+def test_bad_grammars():
+    with pytest.raises(InvalidMFSTError, match="after the last mark"):
+        MarkedFST.from_pynini(pynini.cross(utf8("a"), utf8("[@m]b")), marks=OutputMarks())
+    with pytest.raises(InvalidMFSTError, match="cycle of arcs without marks"):
+        MarkedFST.from_pynini(pynini.cross(utf8("a"), utf8("b")).closure(), marks=OutputMarks())
+    with pytest.raises(InvalidMFSTError, match="multi-byte"):
+        MarkedFST.from_pynini(pynini.accep("ش"), token_type="byte")
+
+
+def hand_written() -> MarkedFST:
+    """The grammar of ``grammar()`` written arc by arc."""
+    T = MarkedFST("hand")
+    T.set_final(0)
+    for lat, urdu, mark in (("sh", "ش", "sh"), ("s", "س", "s"), ("s", "ص", "s2"), ("h", "ہ", "h"),
+                            ("a", "ا", "a")):
+        T.add_arc(0, 0, input=lat, output=urdu, marks=[mark])
+    T.add_arc(0, 0, input="a", marks=["a-short"])
+    return T
+
+
+def grammar() -> pynini.Fst:
+    rules = [("sh", "ش[@sh]"), ("s", "س[@s]"), ("s", "ص[@s2]"), ("h", "ہ[@h]"), ("a", "ا[@a]"),
+             ("a", "[@a-short]")]
+    return pynini.string_map(rules, input_token_type="utf8", output_token_type="utf8").closure()
+
+
+@pytest.mark.parametrize("x, y", [("shah", "شاہ"), ("sahsa", "سہس"), ("shash", "شاش"),
+                                  ("sh", "سہ"), ("asa", "اصا")])
+def test_pynini_grammar_lattices_equal_hand_written(x, y):
+    T = MarkedFST.from_pynini(grammar().optimize(), marks=OutputMarks())
+    built, hand = compile_lattice(T, x, y), compile_lattice(hand_written(), x, y)
+    assert sorted(built.mark_strings()) == sorted(hand.mark_strings())
+    assert (built.num_states, built.num_arcs) == (hand.num_states, hand.num_arcs)
+    assert positions_along_paths(built) == positions_along_paths(hand)
+
+
+def positions_along_paths(lat):
+    return sorted((m, lat.positions[walk_marks(lat, m)].tolist()) for m in lat.mark_strings())
