@@ -10,6 +10,8 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {  # name: (what, module, function
     "backward": ("batched backward pass vs OpenFst shortestdistance", "nfst.bench.backward",
                  "bench_backward"),
     "compile": ("lattice compilation, cold and cached", "nfst.bench.compile", "bench_compile"),
+    "compose": ("composing two 10^4-arc topologies, Python vs OpenFst", "nfst.bench.compose",
+                "bench_compose"),
     "step": ("one training step of each sampler", "nfst.bench.step", "bench_step"),
     "smc": ("particle smoothing over cipher test lattices", "nfst.bench.smc", "bench_smc"),
     "abstract": ("abstract particles and distinct samples vs beam and SMC on cipher",
