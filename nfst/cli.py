@@ -214,7 +214,8 @@ def _add_sample(p):
     p.add_argument("--y", required=True, help="output string, symbols separated by spaces")
     p.add_argument("-k", type=int, default=8, help="number of samples")
     p.add_argument("--dot", help="write the lattice as Graphviz DOT to this file")
-    p.add_argument("--png", help="also render it to PNG (needs Graphviz's `dot`)")
+    p.add_argument("--png", help="also render it to PNG (Graphviz's `dot` if installed, "
+                                   "else networkx and matplotlib)")
 
 
 def _run_sample(args):

@@ -3,9 +3,6 @@ importance weights, and the pair's lattice as a picture."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Optional, Sequence
 
 import torch
@@ -14,22 +11,7 @@ from ..dp.batch import LatticeBatch
 from ..errors import NfstError
 from ..evaluate.samplers import render_marks
 from ..fst.compile import compile_lattice
-
-
-def write_lattice_picture(lattice, dot: Optional[str], png: Optional[str]) -> list[str]:
-    """Write DOT text to ``dot`` and, when Graphviz is installed, a PNG to ``png``."""
-    written = []
-    if dot:
-        Path(dot).write_text(lattice.to_dot())
-        written.append(dot)
-    if png:
-        exe = shutil.which("dot")
-        if exe is None:
-            raise NfstError("--png needs Graphviz's `dot` program, which is not installed",
-                            "install graphviz (e.g. apt-get install graphviz) or use --dot")
-        subprocess.run([exe, "-Tpng", "-o", png], input=lattice.to_dot(), text=True, check=True)
-        written.append(png)
-    return written
+from .picture import write_lattice_picture
 
 
 def sample_pair(run, sampler_name: str, x: Sequence[str], y: Sequence[str], k: int = 8,

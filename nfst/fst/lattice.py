@@ -104,6 +104,18 @@ class Lattice:
         lines.append("}")
         return "\n".join(lines) + "\n"
 
+    def to_networkx(self):
+        """A ``networkx.MultiDiGraph``: nodes are states (attributes ``position`` (i, j) and
+        ``final``), edges are arcs (``mark``, the mark's name, and ``arc``, its index)."""
+        import networkx as nx
+        graph = nx.MultiDiGraph(x=self.x, y=self.y)
+        graph.add_nodes_from((s, {"position": (int(i), int(j)), "final": bool(f)})
+                             for s, ((i, j), f) in enumerate(zip(self.positions, self.final)))
+        graph.add_edges_from((int(q), int(r), {"mark": self.mark_vocab[m], "arc": a})
+                             for a, (q, r, m) in enumerate(zip(self.arc_src, self.arc_dst,
+                                                               self.arc_mark)))
+        return graph
+
     # -- serialisation (used by the on-disk cache) -----------------------------------------
     def to_state(self) -> dict:
         """Plain data for storage; integer arrays shrink to int32 (states and marks fit)."""

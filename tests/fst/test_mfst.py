@@ -82,3 +82,11 @@ def test_fingerprint_and_derived_cache():
     T.add_arc(0, 0, input="b", marks="n")
     assert T.fingerprint() != fp
     assert T.derived("k", lambda t: 99) == 99
+
+
+def test_mfst_to_networkx():
+    T = edit("A", "ab", "p", "s")
+    graph = T.to_networkx()
+    assert graph.nodes[0] == {"start": True, "final": True}
+    arcs = sorted((q, r, d["input"], d["output"], d["marks"]) for q, r, d in graph.edges(data=True))
+    assert arcs == sorted((a.src, a.dst, a.input, a.output, a.marks) for a in T.arcs)
