@@ -5,9 +5,10 @@ from .errors import (AmbiguousMFSTError, CorruptCacheError, CyclicLatticeError, 
 from .fst.compile import CompileOptions, compile_lattice
 from .fst.lattice import Lattice
 from .fst.mfst import Arc, MarkedFST
+from .fst.pynini_io import OutputMarks
 
 __all__ = [
     "AmbiguousMFSTError", "Arc", "CompileOptions", "CorruptCacheError", "CyclicLatticeError",
     "InvalidMFSTError", "Lattice", "LatticeTooLargeError", "MarkedFST", "NfstError",
-    "NoPathError", "UnknownSymbolError", "compile_lattice",
+    "NoPathError", "OutputMarks", "UnknownSymbolError", "compile_lattice",
 ]
