@@ -87,3 +87,15 @@ def test_pynini_grammar_lattices_equal_hand_written(x, y):
 
 def positions_along_paths(lat):
     return sorted((m, lat.positions[walk_marks(lat, m)].tolist()) for m in lat.mark_strings())
+
+
+def test_unnamed_label():
+    fst = pynini.Fst()
+    fst.add_states(2)
+    fst.set_start(0)
+    fst.set_final(1)
+    fst.add_arc(0, pynini.Arc(5, 5, pynini.Weight.one("tropical"), 1))
+    table = pynini.SymbolTable()
+    table.add_symbol("<epsilon>", 0)
+    with pytest.raises(InvalidMFSTError, match="label 5 has no symbol"):
+        MarkedFST.from_pynini(fst, token_type=table)
