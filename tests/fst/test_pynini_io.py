@@ -2,7 +2,7 @@ import pynini
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from nfst import InvalidMFSTError, MarkedFST, compile_lattice
+from nfst import InvalidMFSTError, MarkedFST, NoPathError, compile_lattice
 from nfst.fst.pynini_io import OutputMarks
 from tests.helpers.brute import path_triples, walk_marks
 from tests.helpers.strategies import small_mfsts
@@ -99,3 +99,40 @@ def test_unnamed_label():
     table.add_symbol("<epsilon>", 0)
     with pytest.raises(InvalidMFSTError, match="label 5 has no symbol"):
         MarkedFST.from_pynini(fst, token_type=table)
+
+
+def context_grammar() -> pynini.Fst:
+    """a is written ہ at the end of a word (an optional cdrewrite rule marked final), else ا."""
+    final = utf8("ہ[@final]")
+    sigma_star = pynini.union(utf8("a"), utf8("b"), final).closure().optimize()
+    rule = pynini.cdrewrite(pynini.cross(utf8("a"), final), "", "[EOS]", sigma_star, mode="opt")
+    moves = pynini.union(pynini.cross(utf8("a"), utf8("ا[@a]")),
+                         pynini.cross(utf8("b"), utf8("ب[@b]")), final)
+    return (pynini.union(utf8("a"), utf8("b")).closure() @ rule @ moves.closure()).optimize()
+
+
+def context_hand_written() -> MarkedFST:
+    T = MarkedFST("hand")
+    T.set_final(0)
+    end = T.add_state(final=True)
+    T.add_arc(0, 0, input="a", output="ا", marks=["a"])
+    T.add_arc(0, 0, input="b", output="ب", marks=["b"])
+    T.add_arc(0, end, input="a", output="ہ", marks=["final"])
+    return T
+
+
+@pytest.mark.parametrize("x, y", [("aba", "ابہ"), ("aba", "ابا"), ("aa", "اا"), ("a", "ہ"),
+                                  ("ab", "اب"), ("ab", "ہب")])
+def test_cdrewrite_grammar_lattices_equal_hand_written(x, y):
+    T = MarkedFST.from_pynini(context_grammar(), marks=OutputMarks())
+    built, hand = (summary(U, x, y) for U in (T, context_hand_written()))
+    assert built == hand
+
+
+def summary(T, x, y):
+    """Mark strings, size and positions along every path of T_{x,y}; None without a path."""
+    try:
+        lat = compile_lattice(T, x, y)
+    except NoPathError:  # ("ab", "ہب"): the rule fires only at the end
+        return None
+    return sorted(lat.mark_strings()), lat.num_states, lat.num_arcs, positions_along_paths(lat)
