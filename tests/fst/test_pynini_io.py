@@ -25,6 +25,7 @@ def test_default_marks_name_the_pair_and_epsilons_vanish():
     assert path_triples(T, 4) == [((), (), ()), (("س", "ه"), ("s",), ("س:s", "ه:ε")),
                                   (("س", "ه", "س", "ه"), ("s", "s"),
                                    ("س:s", "ه:ε", "س:s", "ه:ε"))]
+    assert list(compile_lattice(T, "سه", "s").mark_strings()) == [("س:s", "ه:ε")]
 
 
 def test_marks_from_a_function_and_symbol_tables():
