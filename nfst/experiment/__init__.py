@@ -1,2 +1,2 @@
 """Experiments: presets, run configuration, the `nfst run` pipeline, reports, lattice
-statistics and `nfst sample`."""
+statistics, `nfst sample` and lattice pictures."""

@@ -1,2 +1,3 @@
-"""Marked FSTs and their lattices: building T, compiling T_{x,y} through OpenFst, the flat
-lattice arrays, and compiling (and caching) whole datasets."""
+"""Marked FSTs and their lattices: building T (also from Pynini grammars, and composing through
+OpenFst), compiling T_{x,y} through OpenFst, the flat lattice arrays, and compiling (and
+caching) whole datasets."""
