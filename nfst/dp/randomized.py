@@ -1,0 +1,265 @@
+"""Randomized dynamic programming on lattice batches (004 §3): unbiased estimates of β, α and Z
+that evaluate only the arcs into a budgeted subset of each level's states.
+
+The backward pass runs over the level schedule of ``nfst.dp.batch``. Once β̂ of every state of
+height h is known, each lattice keeps K of its n states of that height (``RDPConfig.budget``):
+the top K₁ by a proposal score, with factor c = 1, and K₂ = K − K₁ drawn from the proposal q
+renormalised over the rest (the tail), with factor
+
+    c(s) = (times s was drawn) / (K₂ q(s))    K₂ draws with replacement (004:6–8, Alg. 1), or
+    c(s) = 1 / p(s), p(s) = min(1, K₂ q(s))   independent (Bernoulli) inclusion;
+
+every other state gets c = 0 and drops out. Higher levels then read only the arcs into kept
+states:
+
+    β̂(s) = final(s) ⊕ ⊕_{a: s→s', c(s') > 0} w_a ⊗ log c(s') ⊗ β̂(s')          (004:17, log space)
+
+E[c(s) | everything computed before the selection] = 1 for every s, so by induction over the
+levels (004 Thm A.1) E[exp β̂(s)] = exp β(s) and Ẑ = exp β̂(start) is unbiased for Z; log Ẑ is
+biased low (Jensen, 004 Cor. A.2). One level's tail estimate has variance
+(Σ_i a_i²/q_i − (Σ_i a_i)²) / K₂ with replacement (004 Thm B.1, Cor. B.2) and Σ_i a_i² (1−p_i)/p_i
+with Bernoulli inclusion, a_i = c-free contribution of tail state i. Ẑ is a polynomial in the
+arc weights whose coefficient for each path is the product of its states' c; gradients treat the
+c as constants (the selection held fixed), and since E[Π_path c] = 1 level by level,
+E[∇Ẑ] = ∇Z. A level whose live states (β̂ > 0) fit in the budget is kept whole (exact).
+
+Proposals (log scores per state of the level): ``uniform``; ``beta``, β̂ itself; ``alpha-beta``,
+α of a cheap arc-factored model times β̂ (the state's share of Z if the cheap α were exact).
+``top_share = 1`` gives deterministic top-K (biased; a baseline only).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from ..runtime.threads import cpu_threads
+from .batch import LatticeBatch
+from .semiring import LogSemiring
+
+PROPOSALS = ("uniform", "beta", "alpha-beta")
+SAMPLINGS = ("replacement", "bernoulli")
+
+
+@dataclass
+class RDPConfig:
+    budget: float = 0.1
+    """States kept per lattice and level: a fraction of the level's states if ≤ 1 (rounded
+    up, at least one), else a count."""
+    top_share: float = 0.9
+    """Share of the K kept states taken deterministically (K₁ = ⌊top_share·K⌋); the other
+    K₂ = K − K₁ are sampled from the tail. 1 gives deterministic (biased) top-K."""
+    proposal: str = "beta"
+    """``uniform``, ``beta`` or ``alpha-beta`` (needs the cheap model's α); see the module."""
+    sampling: str = "replacement"
+    """``replacement`` (K₂ draws, factor count/(K₂q)) or ``bernoulli`` (factor 1/p)."""
+
+    def __post_init__(self):
+        if self.proposal not in PROPOSALS or self.sampling not in SAMPLINGS:
+            raise ValueError(f"RDPConfig: proposal must be one of {PROPOSALS} and sampling one "
+                             f"of {SAMPLINGS}, got {self.proposal!r} and {self.sampling!r}")
+        if not self.budget > 0 or not 0 <= self.top_share <= 1:
+            raise ValueError(f"RDPConfig: budget must be > 0 and top_share in [0, 1], got "
+                             f"{self.budget} and {self.top_share}")
+
+
+def select_level(score: Tensor, lattice: Tensor, config: RDPConfig,
+                 generator: Optional[torch.Generator] = None) -> Tensor:
+    """log c (n,) for the n states of one level: 0 for kept-whole or top-K₁ states, the log
+    factor of sampled ones, -inf for dropped ones (see the module docstring).
+
+    ``score`` (n,) log proposal, -inf where the state's value is 0 (never kept); ``lattice``
+    (n,) non-decreasing lattice index of each state."""
+    n = len(score)
+    _, counts = torch.unique_consecutive(lattice, return_counts=True)
+    seg = torch.repeat_interleave(torch.arange(len(counts), device=score.device), counts)
+    start = torch.cumsum(counts, 0) - counts
+    if config.budget <= 1:
+        k = torch.ceil(counts.double() * config.budget).long().clamp(min=1)
+    else:
+        k = torch.clamp(counts, max=int(config.budget))
+    live = torch.isfinite(score)
+    n_live = torch.zeros_like(counts).index_add_(0, seg, live.long())
+    k1 = torch.floor(k.double() * config.top_share).long()
+    k2 = k - k1
+    whole = n_live <= k  # every live state fits: exact
+    # sort each lattice's states by score, best first (a stable sort by score, then by lattice)
+    perm = torch.argsort(score, descending=True, stable=True)
+    perm = perm[torch.argsort(seg[perm], stable=True)]
+    s_score, s_seg, s_live = score[perm], seg[perm], live[perm]
+    rank = torch.arange(n, device=score.device) - start[s_seg]
+    kept_whole = whole[s_seg] & s_live
+    top = ~whole[s_seg] & (rank < k1[s_seg])
+    tail = ~whole[s_seg] & ~top & s_live
+    # q over each lattice's tail, renormalised (float64)
+    t_score = torch.where(tail, s_score.double(), torch.full_like(s_score, -math.inf, dtype=torch.float64))
+    peak = torch.full((len(counts),), -math.inf, dtype=torch.float64, device=score.device)
+    peak = peak.scatter_reduce(0, s_seg, t_score, "amax").clamp_min(torch.finfo(torch.float64).min)
+    p = torch.exp(t_score - peak[s_seg])
+    q = p / torch.zeros_like(peak).index_add_(0, s_seg, p).clamp_min(1e-300)[s_seg]
+    log_c = torch.full((n,), -math.inf, dtype=torch.float64, device=score.device)
+    log_c[kept_whole | top] = 0.0
+    sampled = ~whole & (k2 > 0) & (n_live > k1)
+    if config.sampling == "replacement":
+        draws = torch.repeat_interleave(torch.arange(len(counts), device=score.device),
+                                        torch.where(sampled, k2, torch.zeros_like(k2)))
+        if len(draws):
+            cdf = torch.cumsum(q, 0)
+            before = torch.where(start > 0, cdf[(start - 1).clamp(min=0)], torch.zeros_like(peak))
+            last = torch.full_like(counts, -1).scatter_reduce(
+                0, s_seg, torch.where(q > 0, torch.arange(n, device=score.device), -1), "amax")
+            u = torch.rand(len(draws), dtype=torch.float64, device=score.device, generator=generator)
+            # inverse CDF; zero-probability entries never satisfy cdf > target
+            hit = torch.searchsorted(cdf, before[draws] + u * (cdf[last[draws]] - before[draws]),
+                                     right=True)
+            hit = torch.minimum(hit, last[draws])
+            times = torch.zeros(n, dtype=torch.float64, device=score.device).index_add_(
+                0, hit, torch.ones_like(u))
+            chosen = times > 0
+            log_c[chosen] = torch.log(times[chosen]) - torch.log(k2[s_seg[chosen]].double()) \
+                - torch.log(q[chosen])
+    else:
+        incl = torch.clamp(k2[s_seg].double() * q, max=1.0)
+        u = torch.rand(n, dtype=torch.float64, device=score.device, generator=generator)
+        chosen = tail & sampled[s_seg] & (u < incl)
+        log_c[chosen] = -torch.log(incl[chosen])
+    out = torch.empty_like(log_c)
+    out[perm] = log_c
+    return out.to(score.dtype)
+
+
+def proposal_score(config: RDPConfig, value: Tensor, hint: Optional[Tensor]) -> Tensor:
+    """Log proposal score of one level's states from their DP value (β̂ or α̂) and the cheap
+    model's other-direction value ``hint`` (for ``alpha-beta``); -inf where value is -inf."""
+    if config.proposal == "uniform":
+        return torch.where(torch.isfinite(value), torch.zeros_like(value), value)
+    if config.proposal == "beta":
+        return value
+    if hint is None:
+        raise ValueError("the alpha-beta proposal needs the cheap model's values (hint)")
+    return value + hint
+
+
+@dataclass
+class RandomizedPass:
+    values: Tensor
+    """(S,) β̂ (backward) or α̂ (forward), log space."""
+    log_c: Tensor
+    """(S,) log factor of each state's selection: 0 kept, -inf dropped (constant)."""
+    log_z: Tensor
+    """(B,) log Ẑ of each lattice."""
+
+
+class _RandomizedBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, arc_weights, final_weights, batch: LatticeBatch, config: RDPConfig,
+                generator, hint):
+        with cpu_threads(arc_weights.device):
+            final = final_weights.index_select(0, batch.level_order)
+            beta = final.clone()
+            log_c = torch.full_like(beta, -math.inf)
+            lattice = batch.state_lattice.index_select(0, batch.level_order)
+            hint = None if hint is None else hint.index_select(0, batch.level_order)
+            w = arc_weights.index_select(0, batch.backward_arc_order)
+            kept = []
+
+            def select(lo, hi):
+                score = proposal_score(config, beta[lo:hi], None if hint is None else hint[lo:hi])
+                log_c[lo:hi] = select_level(score, lattice[lo:hi], config, generator)
+
+            level0 = batch.backward_levels[0].states
+            select(level0.start, level0.stop)
+            for level in batch.backward_levels[1:]:
+                lo, hi = level.states.start, level.states.stop
+                keep = torch.isfinite(log_c.index_select(0, level.other)).nonzero().squeeze(1)
+                arcs, seg, other = keep + level.arcs.start, level.segment[keep], level.other[keep]
+                vals = w[arcs] + log_c[other] + beta[other]
+                beta[lo:hi] = LogSemiring.segment_sum(vals, seg, beta[lo:hi])
+                kept.append((level, arcs, seg, other))
+                select(lo, hi)
+        ctx.save_for_backward(w, final, beta, log_c)
+        ctx.batch, ctx.kept = batch, kept
+        out_log_c = log_c.index_select(0, batch.level_index)
+        ctx.mark_non_differentiable(out_log_c)
+        return beta.index_select(0, batch.level_index), out_log_c
+
+    @staticmethod
+    def backward(ctx, grad_beta, _grad_log_c):
+        w, final, beta, log_c = ctx.saved_tensors
+        batch = ctx.batch
+        with cpu_threads(w.device):
+            adj = grad_beta.index_select(0, batch.level_order)
+            grad_w = torch.zeros_like(w)
+            grad_final = torch.zeros_like(beta)
+            for level, arcs, seg, other in reversed(ctx.kept):
+                lo, hi = level.states.start, level.states.stop
+                vals = w[arcs] + log_c[other] + beta[other]
+                g_vals, g_init = LogSemiring.segment_grad(vals, seg, final[lo:hi], beta[lo:hi])
+                g_vals *= adj[lo:hi].index_select(0, seg)
+                grad_w[arcs] = g_vals
+                grad_final[lo:hi] = g_init * adj[lo:hi]
+                adj.index_add_(0, other, g_vals)
+            dead = batch.backward_levels[0].states
+            grad_final[dead] = torch.where(torch.isfinite(beta[dead]), adj[dead],
+                                           torch.zeros_like(adj[dead]))
+            grad_arcs = torch.empty_like(grad_w).index_copy_(0, batch.backward_arc_order, grad_w)
+        return grad_arcs, grad_final.index_select(0, batch.level_index), None, None, None, None
+
+
+def randomized_backward(batch: LatticeBatch, arc_weights: Tensor,
+                        final_weights: Optional[Tensor] = None,
+                        config: RDPConfig = RDPConfig(),
+                        generator: Optional[torch.Generator] = None,
+                        cheap_alpha: Optional[Tensor] = None) -> RandomizedPass:
+    """β̂ (S,), differentiable in the weights with the selection fixed; ``cheap_alpha`` (S,) is
+    α of the cheap arc-factored model (``nfst.dp.forward``), needed by ``alpha-beta``."""
+    if final_weights is None:
+        final_weights = batch.final_weights(arc_weights.dtype)
+    hint = None if cheap_alpha is None else cheap_alpha.detach().to(arc_weights.dtype)
+    beta, log_c = _RandomizedBackward.apply(arc_weights, final_weights, batch, config,
+                                            generator, hint)
+    return RandomizedPass(beta, log_c, beta[batch.start])
+
+
+@torch.no_grad()
+def randomized_forward(batch: LatticeBatch, arc_weights: Tensor,
+                       final_weights: Optional[Tensor] = None,
+                       config: RDPConfig = RDPConfig(),
+                       generator: Optional[torch.Generator] = None,
+                       cheap_beta: Optional[Tensor] = None) -> RandomizedPass:
+    """α̂ (S,) by the same scheme top-down (α̂ of height h is complete once the higher levels
+    are done; then that level is selected), and log Ẑ = log Σ_s c(s) α̂(s) final(s). The
+    ``beta`` proposal scores by α̂ here; ``alpha-beta`` by α̂ times ``cheap_beta``. Not
+    differentiable (as ``nfst.dp.forward``)."""
+    if final_weights is None:
+        final_weights = batch.final_weights(arc_weights.dtype)
+    with cpu_threads(arc_weights.device):
+        alpha = torch.full((batch.num_states,), -math.inf, dtype=arc_weights.dtype,
+                           device=arc_weights.device)
+        alpha[batch.level_index[batch.start]] = 0.0
+        log_c = torch.full_like(alpha, -math.inf)
+        lattice = batch.state_lattice.index_select(0, batch.level_order)
+        hint = None if cheap_beta is None else \
+            cheap_beta.to(arc_weights.dtype).index_select(0, batch.level_order)
+        w = arc_weights.index_select(0, batch.forward_arc_order)
+        for level in batch.forward_levels:
+            lo, hi = level.states.start, level.states.stop
+            if level.arcs.stop > level.arcs.start:
+                keep = torch.isfinite(log_c.index_select(0, level.other)).nonzero().squeeze(1)
+                arcs, seg, other = keep + level.arcs.start, level.segment[keep], level.other[keep]
+                vals = w[arcs] + log_c[other] + alpha[other]
+                alpha[lo:hi] = LogSemiring.segment_sum(vals, seg, alpha[lo:hi])
+            score = proposal_score(config, alpha[lo:hi], None if hint is None else hint[lo:hi])
+            log_c[lo:hi] = select_level(score, lattice[lo:hi], config, generator)
+        final = final_weights.index_select(0, batch.level_order)
+        terms = alpha + log_c + final
+        peak = torch.full((batch.batch_size,), -math.inf, dtype=terms.dtype, device=terms.device)
+        peak = peak.scatter_reduce(0, lattice, terms, "amax").clamp_min(torch.finfo(terms.dtype).min)
+        total = torch.zeros_like(peak).index_add_(0, lattice, torch.exp(terms - peak[lattice]))
+        log_z = torch.log(total) + peak
+    return RandomizedPass(alpha.index_select(0, batch.level_index),
+                          log_c.index_select(0, batch.level_index), log_z)
