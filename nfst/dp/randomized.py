@@ -84,9 +84,11 @@ def select_level(score: Tensor, lattice: Tensor, config: RDPConfig,
         k = torch.clamp(counts, max=int(config.budget))
     live = torch.isfinite(score)
     n_live = torch.zeros_like(counts).index_add_(0, seg, live.long())
+    whole = n_live <= k  # every live state fits: exact
+    if bool(whole.all()):
+        return torch.where(live, torch.zeros_like(score), torch.full_like(score, -math.inf))
     k1 = torch.floor(k.double() * config.top_share).long()
     k2 = k - k1
-    whole = n_live <= k  # every live state fits: exact
     # sort each lattice's states by score, best first (a stable sort by score, then by lattice)
     perm = torch.argsort(score, descending=True, stable=True)
     perm = perm[torch.argsort(seg[perm], stable=True)]

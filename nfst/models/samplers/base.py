@@ -50,6 +50,9 @@ class SamplerConfig:
     d: int = 256
     """Hidden size of the recurrent nets and of every embedding (mark, symbol, arc)."""
     dropout: float = 0.3
+    budget: float = 1.0
+    """SWP only: share of each level's states that Algorithm 1 evaluates (randomized, see
+    ``swp_randomized``); 1 is exact."""
     max_length: Optional[int] = None
     """Most marks a sampled path may have; None: the batch's longest path (acyclic lattices
     cannot go further, so the cap is never hit)."""

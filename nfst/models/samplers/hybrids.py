@@ -37,6 +37,7 @@ from .sws import SWS, Suffixes
 
 class SWPPrefix(SWP):
     name = "swp-prefix"
+    reads_arc_embed = True
 
     def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
                  symbols: Sequence[str] = ()):

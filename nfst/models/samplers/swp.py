@@ -25,9 +25,11 @@ from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
 from ...dp.passes import transition_log_probs, transition_table
+from ...dp.randomized import RDPConfig
 from ...dp.semiring import LogSemiring
 from ...runtime.threads import cpu_threads
 from .base import Sampler, SamplerConfig, Walk
+from .swp_randomized import defensive_table, randomized_weights
 
 
 @dataclass
@@ -144,6 +146,8 @@ class Algorithm1(torch.autograd.Function):
 
 class SWP(WFSTSampler):
     name = "swp"
+    reads_arc_embed = False
+    """Whether ``log_probs`` reads the arc embeddings (the randomized path builds them only then)."""
 
     def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
                  symbols: Sequence[str] = ()):
@@ -161,3 +165,17 @@ class SWP(WFSTSampler):
         mark_part = self.U_mark(self.drop(self.mark_embed.weight))  # (V, d): U_1 + U_mark e_ω
         with cpu_threads(batch.device):
             return Algorithm1.apply(mark_part, self.U_state.weight, self.w.weight[0], batch)
+
+    def prepare(self, batch: LatticeBatch) -> WeightedLattice:
+        """With ``config.budget`` < 1, Algorithm 1 on a randomized sub-lattice and the defensive
+        mixture of ``swp_randomized``; otherwise exact."""
+        if self.config.budget >= 1:
+            return super().prepare(batch)
+        mark_part = self.U_mark(self.drop(self.mark_embed.weight))
+        config = RDPConfig(budget=self.config.budget, proposal="alpha-beta")
+        log_w, beta, embed, cheap = randomized_weights(mark_part, self.U_state.weight,
+                                                       self.w.weight[0], batch, config,
+                                                       arc_embed=self.reads_arc_embed)
+        hat = transition_table(batch, *transition_log_probs(
+            batch, log_w, batch.final_weights(log_w.dtype), beta))
+        return WeightedLattice(defensive_table(hat, transition_table(batch, *cheap), beta), embed)
