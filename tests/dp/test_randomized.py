@@ -93,11 +93,12 @@ def test_z_is_unbiased_on_cipher_test_lattices(budget):
     assert ratio.std() > 0  # it is random at all
 
 
-@pytest.mark.parametrize("proposal,sampling", [("uniform", "replacement"), ("beta", "bernoulli"),
-                                               ("alpha-beta", "replacement")])
-def test_z_is_unbiased_for_every_proposal_and_sampling(proposal, sampling):
-    ratio, _ = z_ratios(small_lattices(), copies=400, runs=3,
-                        config=RDPConfig(budget=0.3, proposal=proposal, sampling=sampling))
+@pytest.mark.parametrize("proposal,sampling,top_share", [
+    ("uniform", "replacement", 0.9), ("beta", "bernoulli", 0.9), ("alpha-beta", "replacement", 0.9),
+    ("beta", "bernoulli", 0.0)])  # the last with K₂ q > 1 for some states: p = min(1, K₂ q)
+def test_z_is_unbiased_for_every_proposal_and_sampling(proposal, sampling, top_share):
+    config = RDPConfig(budget=0.5, proposal=proposal, sampling=sampling, top_share=top_share)
+    ratio, _ = z_ratios(small_lattices(), copies=400, runs=3, config=config)
     mean, se = mean_se(ratio)
     assert abs(mean - 1) <= 3 * se, (mean, se)
 
