@@ -13,8 +13,9 @@ from nfst.dp.randomized import RDPConfig
 from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.samplers.swp import Algorithm1
 from nfst.models.samplers.swp_randomized import RandomizedAlgorithm1, randomized_weights
-from tests.helpers.samplers import (all_paths, cipher_lattice, del_ins_lattices, new_sampler,
-                                   path_marks, random_scorer, symbols_of)
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
+from tests.helpers.samplers import all_paths, exact_log_p, new_sampler
+from tests.helpers.scorers import random_scorer
 
 
 def inputs(swp):
@@ -88,10 +89,9 @@ def test_importance_weights_stay_unbiased_for_z():
     swp = new_sampler("swp", lats)
     swp.config.budget = 0.2
     scorer = random_scorer(len(lats[0].mark_vocab), seed=1, scale=1.0)
-    arcs, mask = all_paths(LatticeBatch(lats))
-    marks, lengths = path_marks(LatticeBatch(lats), arcs)
-    log_z = torch.logsumexp(scorer.log_prob(marks.flatten(0, 1), lengths.flatten())
-                            .view(mask.shape).masked_fill(~mask, -math.inf), 1)
+    one = LatticeBatch(lats)
+    arcs, mask = all_paths(one)
+    log_z = torch.logsumexp(exact_log_p(scorer, one, arcs).masked_fill(~mask, -math.inf), 1)
     torch.manual_seed(0)
     with torch.no_grad():
         paths = swp.sample(batch, k, torch.Generator().manual_seed(1))
