@@ -10,6 +10,8 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.dp.passes import forward
 from nfst.dp.randomized import RDPConfig
+from nfst.experiment.config import apply_overrides
+from nfst.experiment.presets import preset
 from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.samplers.swp import Algorithm1
 from nfst.models.samplers.swp_randomized import RandomizedAlgorithm1, randomized_weights
@@ -115,8 +117,8 @@ def test_sample_and_score_agree_under_the_same_selection():
 
 def test_budget_option_reaches_swp():
     lats = del_ins_lattices()
-    swp = make_sampler("swp", len(lats[0].mark_vocab), SamplerConfig(d=4, budget=0.1),
-                       symbols_of(lats))
+    config = apply_overrides(preset("small"), ["sampler.sampler.budget=0.1"]).sampler.sampler
+    swp = make_sampler("swp", len(lats[0].mark_vocab), config, symbols_of(lats))
     assert swp.config.budget == 0.1
     with pytest.raises(ValueError, match="budget"):
         make_sampler("swp", len(lats[0].mark_vocab), SamplerConfig(d=4, budget=0.0),
