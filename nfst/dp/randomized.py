@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -67,36 +68,69 @@ class RDPConfig:
                              f"{self.budget} and {self.top_share}")
 
 
-def select_level(score: Tensor, lattice: Tensor, config: RDPConfig,
+@dataclass
+class LevelGroups:
+    """The lattices of one level: which group (lattice) each state is in, and per group its
+    size, first index and budget K = K₁ + K₂. Fixed by the batch and the budget."""
+
+    seg: Tensor
+    """(n,) group of each state, non-decreasing."""
+    counts: Tensor
+    """(G,) states per group."""
+    start: Tensor
+    """(G,) index of each group's first state within the level."""
+    k: Tensor
+    """(G,) states kept per group."""
+    k1: Tensor
+    """(G,) of them taken deterministically."""
+
+
+def level_groups(batch: LatticeBatch, config: RDPConfig) -> dict[int, LevelGroups]:
+    """LevelGroups of every level, keyed by the level's first level-order index."""
+    height = batch.height[batch.level_order].cpu().numpy()
+    lattice = batch.state_lattice[batch.level_order].cpu().numpy()
+    new = np.ones(len(height), dtype=bool)
+    new[1:] = (height[1:] != height[:-1]) | (lattice[1:] != lattice[:-1])
+    gid = np.cumsum(new) - 1
+    first = np.flatnonzero(new)
+    counts = np.diff(np.append(first, len(height)))
+    k = np.maximum(np.ceil(counts * config.budget - 1e-9), 1) if config.budget <= 1 else \
+        np.minimum(counts, int(config.budget))
+    k1 = np.floor(k * config.top_share)
+    t = lambda a: torch.as_tensor(a, dtype=torch.long, device=batch.device)  # noqa: E731
+    gid_t, first_t, counts_t, k_t, k1_t = t(gid), t(first), t(counts), t(k), t(k1)
+    out = {}
+    for level in batch.backward_levels:
+        lo, hi = level.states.start, level.states.stop
+        if hi > lo:
+            g0, g1 = int(gid[lo]), int(gid[hi - 1]) + 1
+            out[lo] = LevelGroups(gid_t[lo:hi] - g0, counts_t[g0:g1], first_t[g0:g1] - lo,
+                                  k_t[g0:g1], k1_t[g0:g1])
+    return out
+
+
+def select_level(score: Tensor, groups: LevelGroups, config: RDPConfig,
                  generator: Optional[torch.Generator] = None) -> Tensor:
     """log c (n,) for the n states of one level: 0 for kept-whole or top-K₁ states, the log
     factor of sampled ones, -inf for dropped ones (see the module docstring).
 
-    ``score`` (n,) log proposal, -inf where the state's value is 0 (never kept); ``lattice``
-    (n,) non-decreasing lattice index of each state."""
+    ``score`` (n,) log proposal, -inf where the state's value is 0 (never kept)."""
     n = len(score)
-    _, counts = torch.unique_consecutive(lattice, return_counts=True)
-    seg = torch.repeat_interleave(torch.arange(len(counts), device=score.device), counts)
-    start = torch.cumsum(counts, 0) - counts
-    if config.budget <= 1:
-        k = torch.ceil(counts.double() * config.budget).long().clamp(min=1)
-    else:
-        k = torch.clamp(counts, max=int(config.budget))
+    seg, counts, start, k, k1 = groups.seg, groups.counts, groups.start, groups.k, groups.k1
     live = torch.isfinite(score)
     n_live = torch.zeros_like(counts).index_add_(0, seg, live.long())
     whole = n_live <= k  # every live state fits: exact
     if bool(whole.all()):
         return torch.where(live, torch.zeros_like(score), torch.full_like(score, -math.inf))
-    k1 = torch.floor(k.double() * config.top_share).long()
     k2 = k - k1
     # sort each lattice's states by score, best first (a stable sort by score, then by lattice)
     perm = torch.argsort(score, descending=True, stable=True)
     perm = perm[torch.argsort(seg[perm], stable=True)]
     s_score, s_seg, s_live = score[perm], seg[perm], live[perm]
     rank = torch.arange(n, device=score.device) - start[s_seg]
-    kept_whole = whole[s_seg] & s_live
-    top = ~whole[s_seg] & (rank < k1[s_seg])
-    tail = ~whole[s_seg] & ~top & s_live
+    s_whole = whole[s_seg]
+    top = ~s_whole & (rank < k1[s_seg])
+    tail = ~s_whole & ~top & s_live
     # q over each lattice's tail, renormalised (float64)
     t_score = torch.where(tail, s_score.double(), torch.full_like(s_score, -math.inf, dtype=torch.float64))
     peak = torch.full((len(counts),), -math.inf, dtype=torch.float64, device=score.device)
@@ -104,7 +138,7 @@ def select_level(score: Tensor, lattice: Tensor, config: RDPConfig,
     p = torch.exp(t_score - peak[s_seg])
     q = p / torch.zeros_like(peak).index_add_(0, s_seg, p).clamp_min(1e-300)[s_seg]
     log_c = torch.full((n,), -math.inf, dtype=torch.float64, device=score.device)
-    log_c[kept_whole | top] = 0.0
+    log_c[(s_whole & s_live) | top] = 0.0
     sampled = ~whole & (k2 > 0) & (n_live > k1)
     if config.sampling == "replacement":
         draws = torch.repeat_interleave(torch.arange(len(counts), device=score.device),
@@ -164,14 +198,14 @@ class _RandomizedBackward(torch.autograd.Function):
             final = final_weights.index_select(0, batch.level_order)
             beta = final.clone()
             log_c = torch.full_like(beta, -math.inf)
-            lattice = batch.state_lattice.index_select(0, batch.level_order)
+            groups = level_groups(batch, config)
             hint = None if hint is None else hint.index_select(0, batch.level_order)
             w = arc_weights.index_select(0, batch.backward_arc_order)
             kept = []
 
             def select(lo, hi):
                 score = proposal_score(config, beta[lo:hi], None if hint is None else hint[lo:hi])
-                log_c[lo:hi] = select_level(score, lattice[lo:hi], config, generator)
+                log_c[lo:hi] = select_level(score, groups[lo], config, generator)
 
             level0 = batch.backward_levels[0].states
             select(level0.start, level0.stop)
@@ -245,6 +279,7 @@ def randomized_forward(batch: LatticeBatch, arc_weights: Tensor,
         alpha[batch.level_index[batch.start]] = 0.0
         log_c = torch.full_like(alpha, -math.inf)
         lattice = batch.state_lattice.index_select(0, batch.level_order)
+        groups = level_groups(batch, config)
         hint = None if cheap_beta is None else \
             cheap_beta.to(arc_weights.dtype).index_select(0, batch.level_order)
         w = arc_weights.index_select(0, batch.forward_arc_order)
@@ -256,7 +291,7 @@ def randomized_forward(batch: LatticeBatch, arc_weights: Tensor,
                 vals = w[arcs] + log_c[other] + alpha[other]
                 alpha[lo:hi] = LogSemiring.segment_sum(vals, seg, alpha[lo:hi])
             score = proposal_score(config, alpha[lo:hi], None if hint is None else hint[lo:hi])
-            log_c[lo:hi] = select_level(score, lattice[lo:hi], config, generator)
+            log_c[lo:hi] = select_level(score, groups[lo], config, generator)
         final = final_weights.index_select(0, batch.level_order)
         terms = alpha + log_c + final
         peak = torch.full((batch.batch_size,), -math.inf, dtype=terms.dtype, device=terms.device)

@@ -31,7 +31,7 @@ from torch import Tensor
 
 from ...dp.batch import LatticeBatch
 from ...dp.passes import backward, forward, transition_log_probs
-from ...dp.randomized import RDPConfig, proposal_score, select_level
+from ...dp.randomized import RDPConfig, level_groups, proposal_score, select_level
 from ...dp.semiring import LogSemiring
 from ...runtime.threads import cpu_threads
 
@@ -52,7 +52,7 @@ class RandomizedAlgorithm1(torch.autograd.Function):
         S, A, d = batch.num_states, batch.num_arcs, mark_part.shape[1]
         order = batch.backward_arc_order
         marks = batch.arc_mark[order]
-        lattice = batch.state_lattice[batch.level_order]
+        groups = level_groups(batch, config)
         hint = cheap_alpha[batch.level_order]
         beta = batch.final_weights(mark_part.dtype)[batch.level_order]
         log_c = torch.full_like(beta, -math.inf)
@@ -65,7 +65,7 @@ class RandomizedAlgorithm1(torch.autograd.Function):
         def select(lo, hi):
             nonlocal store_e, store_p, used
             log_c[lo:hi] = select_level(proposal_score(config, beta[lo:hi], hint[lo:hi]),
-                                        lattice[lo:hi], config)
+                                        groups[lo], config)
             rows = torch.isfinite(log_c[lo:hi]).nonzero().squeeze(1) + lo
             if used + len(rows) > len(store_e):  # Bernoulli inclusion may exceed the budget
                 grow = store_e.new_zeros(max(len(store_e), len(rows)), d)
