@@ -132,7 +132,7 @@ def select_level(score: Tensor, groups: LevelGroups, config: RDPConfig,
     top = ~s_whole & (rank < k1[s_seg])
     tail = ~s_whole & ~top & s_live
     # q over each lattice's tail, renormalised (float64)
-    t_score = torch.where(tail, s_score.double(), torch.full_like(s_score, -math.inf, dtype=torch.float64))
+    t_score = s_score.double().masked_fill(~tail, -math.inf)
     peak = torch.full((len(counts),), -math.inf, dtype=torch.float64, device=score.device)
     peak = peak.scatter_reduce(0, s_seg, t_score, "amax").clamp_min(torch.finfo(torch.float64).min)
     p = torch.exp(t_score - peak[s_seg])
@@ -148,7 +148,8 @@ def select_level(score: Tensor, groups: LevelGroups, config: RDPConfig,
             before = torch.where(start > 0, cdf[(start - 1).clamp(min=0)], torch.zeros_like(peak))
             last = torch.full_like(counts, -1).scatter_reduce(
                 0, s_seg, torch.where(q > 0, torch.arange(n, device=score.device), -1), "amax")
-            u = torch.rand(len(draws), dtype=torch.float64, device=score.device, generator=generator)
+            u = torch.rand(len(draws), dtype=torch.float64, device=score.device,
+                           generator=generator)
             # inverse CDF; zero-probability entries never satisfy cdf > target
             hit = torch.searchsorted(cdf, before[draws] + u * (cdf[last[draws]] - before[draws]),
                                      right=True)
@@ -295,7 +296,8 @@ def randomized_forward(batch: LatticeBatch, arc_weights: Tensor,
         final = final_weights.index_select(0, batch.level_order)
         terms = alpha + log_c + final
         peak = torch.full((batch.batch_size,), -math.inf, dtype=terms.dtype, device=terms.device)
-        peak = peak.scatter_reduce(0, lattice, terms, "amax").clamp_min(torch.finfo(terms.dtype).min)
+        peak = peak.scatter_reduce(0, lattice, terms, "amax")
+        peak = peak.clamp_min(torch.finfo(terms.dtype).min)
         total = torch.zeros_like(peak).index_add_(0, lattice, torch.exp(terms - peak[lattice]))
         log_z = torch.log(total) + peak
     return RandomizedPass(alpha.index_select(0, batch.level_index),

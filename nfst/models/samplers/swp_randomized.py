@@ -112,7 +112,8 @@ class RandomizedAlgorithm1(torch.autograd.Function):
         g_beta = grad_beta[batch.level_order].clone()
         g_store_p = torch.zeros_like(store_e)
         g_log_w = grad_log_w[order]
-        g_mark, g_U, g_w = torch.zeros_like(mark_part), torch.zeros_like(U_state), torch.zeros_like(w)
+        g_mark, g_U = torch.zeros_like(mark_part), torch.zeros_like(U_state)
+        g_w = torch.zeros_like(w)
         marks = batch.arc_mark[order]
         end = len(grad_embed)
         with cpu_threads(batch.device):

@@ -98,7 +98,8 @@ def test_importance_weights_stay_unbiased_for_z():
     with torch.no_grad():
         paths = swp.sample(batch, k, torch.Generator().manual_seed(1))
         log_p = scorer.log_prob(paths.marks.flatten(0, 1), paths.lengths.flatten()).view(-1, k)
-    ratio = torch.exp(log_p - paths.log_q - log_z.repeat(copies)[:, None]).view(copies, len(lats), k)
+    ratio = torch.exp(log_p - paths.log_q - log_z.repeat(copies)[:, None])
+    ratio = ratio.view(copies, len(lats), k)
     ratio = ratio.transpose(0, 1).reshape(len(lats), -1)
     mean, se = ratio.mean(1), ratio.std(1) / math.sqrt(ratio.shape[1])
     assert bool(((mean - 1).abs() <= 3 * se + 1e-9).all()), (mean, se)
