@@ -6,7 +6,10 @@ With k samples z_1..z_k of one pair and log importance weights log w_k = log p̃
 - deduplicated ESS (003 Table 7): identical samples are merged into one, with the sum of their
   weights, W_j = Σ_{k: z_k = z_j} w_k; then ESS = (Σ_j W_j)² / Σ_j W_j². It is 1 when every
   sample is the same path (a sharp q) and at most the number of distinct samples;
-- expected mark length under p (003 Fig. 4b): Σ_k w̄_k |z_k| with w̄ = softmax(log w).
+- expected mark length under p (003 Fig. 4b): Σ_k w̄_k |z_k| with w̄ = softmax(log w);
+- log Z = log Σ_z p̃(z) by importance sampling: log Ẑ = log (1/k) Σ_k w_k, with the
+  delta-method standard error sd(w) / (√k · mean(w)). E[Ẑ] = Z, so log Ẑ is biased low
+  (Jensen), by less as q nears p. Partial KL + log Z is the exclusive KL(q ‖ p) itself.
 
 Over pairs, :func:`mean_and_se` gives the mean and its standard error (std / √n).
 """
@@ -45,6 +48,14 @@ def dedup_ess(paths: Iterable[tuple], log_w: Tensor) -> float:
 def expected_length(log_w: Tensor, lengths: Tensor) -> float:
     """Σ_k w̄_k |z_k|: self-normalised IS estimate of E_{z~p}[|z|]."""
     return float((torch.softmax(log_w, 0) * lengths.double()).sum())
+
+
+def log_z_is(log_w: Tensor) -> tuple[float, float]:
+    """log Ẑ = log (1/k) Σ_k w_k and its delta-method standard error (module docstring)."""
+    k = len(log_w)
+    w = torch.exp(log_w - log_w.max())  # the shift cancels in the ratio
+    se = float(w.std() / (math.sqrt(k) * w.mean())) if k > 1 else math.inf
+    return float(torch.logsumexp(log_w, 0) - math.log(k)), se
 
 
 def mean_and_se(values: Sequence[float]) -> tuple[float, float]:

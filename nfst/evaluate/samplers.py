@@ -166,6 +166,34 @@ def evaluate(samplers: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence
     return result
 
 
+def estimate_log_z(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], M: int, *,
+                   batch_size: int = 16, seed: int = 0,
+                   device: torch.device | str = "cpu") -> dict:
+    """Per-pair IS estimates of log Z (``metrics.log_z_is``) with M samples from ``sampler``
+    (another seed than the evaluation's, so its samples are not reused)."""
+    samples = draw(sampler, scorer, lattices, M, batch_size=batch_size, seed=seed + 1,
+                   device=device)
+    per_pair = [metrics.log_z_is(s.log_p - s.log_q) for s in samples]
+    return {"method": f"importance sampling, {M} samples per pair", "samples": M,
+            "mean_se": sum(se for _, se in per_pair) / len(per_pair),
+            "per_pair": [v for v, _ in per_pair], "per_pair_se": [se for _, se in per_pair]}
+
+
+def add_exclusive_kl(result: dict) -> dict:
+    """Add the exclusive KL(q ‖ p) = partial KL + log Z (003:7), per pair with
+    ``result["log_z"]`` (:func:`estimate_log_z`), to every sampler of :func:`evaluate`'s
+    result: ``exclusive_kl`` ± ``exclusive_kl_se`` (over pairs) and, where the untrained
+    sampler was evaluated too, ``untrained_exclusive_kl``. Returns ``result``."""
+    log_z = result["log_z"]["per_pair"]
+    for m in result["samplers"].values():
+        for prefix in ("", "untrained_"):
+            per_pair = m.get(f"{prefix}per_pair_partial_kl")
+            if per_pair is not None:
+                m[f"{prefix}exclusive_kl"], m[f"{prefix}exclusive_kl_se"] = mean_and_se(
+                    [p + z for p, z in zip(per_pair, log_z)])
+    return result
+
+
 def paired_difference(result: dict, a: str, b: str) -> tuple[float, float]:
     """Mean and standard error over pairs of partial KL(a) − partial KL(b)."""
     pa = result["samplers"][a]["per_pair_partial_kl"]

@@ -82,6 +82,8 @@ class RunConfig:
     eval_k: int = 16
     smc_particles: tuple[int, ...] = (8, 16, 32, 64, 128)
     smc_pairs: int = 16
+    log_z_samples: int = 256
+    """Samples per test pair from the best sampler for the IS estimate of log Z."""
 
     def default_dir(self) -> Path:
         return Path("runs") / f"{self.task}-{self.preset}-{self.seed}"

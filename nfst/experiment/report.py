@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import ReportError
+from ..evaluate.metrics import mean_and_se
 from ..evaluate.tables import text_table
 
 SAMPLER_ORDER = ("swa", "sws", "swp", "swp-prefix", "nolookahead")
@@ -74,6 +75,51 @@ def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, t
         lines += ["", "Ours ± standard error; the paper's figure in parentheses. Absolute values "
                       "depend on the frozen scorer: compare orderings and ratios."]
     return lines + [""]
+
+
+def _learning(runs: list[dict]) -> list[str]:
+    """Per run: each sampler's test partial KL untrained → trained, the drop, the estimated
+    exclusive KL before and after, and the samplers' ordering with paired standard errors."""
+    lines = []
+    for run in runs:
+        samplers = run.get("samplers", {})
+        if not any("untrained_partial_kl" in r for r in samplers.values()):
+            continue
+        log_z = run.get("log_z") or {}
+        lines += [f"### {run['task']}: what training changed (test pairs)", "",
+                  "| sampler | partial KL untrained → trained | drop | exclusive KL untrained "
+                  "→ trained | training ESS | steps |", "|---|---|---|---|---|---|"]
+        for s in _ordered(samplers, SAMPLER_ORDER):
+            r = samplers[s]
+            if "untrained_partial_kl" not in r:
+                continue
+            excl = (f"{_fmt(r['untrained_exclusive_kl'], r['untrained_exclusive_kl_se'])} → "
+                    f"{_fmt(r['exclusive_kl'], r['exclusive_kl_se'])}"
+                    if "exclusive_kl" in r else "–")
+            training = r.get("training") or {}
+            lines.append(
+                f"| {s} | {_fmt(r['untrained_partial_kl'])} → {_fmt(r['partial_kl'])} | "
+                f"{_fmt(r['untrained_partial_kl'] - r['partial_kl'])} | {excl} | "
+                f"{_fmt(training.get('mean_ess'), digits=2)} | {training.get('steps', '–')} |")
+        lines.append("")
+        if log_z:
+            lines += [f"Exclusive KL(q ‖ p) = partial KL + log Z per pair, log Z estimated by "
+                      f"{log_z['method']} from the {log_z.get('sampler')} sampler (mean "
+                      f"delta-method standard error of log Ẑ {log_z.get('mean_se', math.nan):.2f}"
+                      f" nats; log Ẑ is biased low, so the exclusive KL is too). "
+                      f"± is the standard error over pairs. Training ESS: mean over steps of "
+                      f"1/Σ w̄² of the k training weights.", ""]
+        ranked = sorted((s for s in samplers if "per_pair_partial_kl" in samplers[s]),
+                        key=lambda s: samplers[s]["partial_kl"])
+        if len(ranked) > 1:
+            chain = ranked[0]
+            for a, b in zip(ranked, ranked[1:]):
+                diff, se = mean_and_se([x - y for x, y in zip(
+                    samplers[b]["per_pair_partial_kl"], samplers[a]["per_pair_partial_kl"])])
+                chain += f" < {b} (+{diff:.2f} ± {se:.2f})"
+            lines += ["Ordering by trained partial KL; in parentheses the mean paired "
+                      "difference to the sampler before ± its standard error: " + chain, ""]
+    return lines
 
 
 def _pyplot():
@@ -151,6 +197,7 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
                                   for r in runs), ""]
     lines += _table(runs, "partial_kl", "partial_kl_se", PAPER_PARTIAL_KL,
                     "Partial KL, lower is better (003 Fig. 4a)")
+    lines += _learning(runs)
     lines += _table(runs, "expected_length", "expected_length_se", None,
                     "Expected mark-string length under p, by self-normalised IS (003 Fig. 4b)")
     lines += _table(runs, "ess", None, PAPER_ESS, "Deduplicated ESS (003 Table 7)")

@@ -44,6 +44,16 @@ from .presets import preset
 log = logging.getLogger("nfst")
 
 
+def _training_summary(history: list[dict]) -> dict:
+    """Means over a sampler's training steps of the ESS of its training weights and of its
+    gradient norm (before clipping); None where the history does not record them."""
+    def mean(key):
+        values = [h[key] for h in history if h.get(key) is not None]
+        return sum(values) / len(values) if values else None
+    return {"steps": max((h["step"] for h in history), default=0), "mean_ess": mean("ess"),
+            "mean_grad_norm": mean("grad_norm")}
+
+
 class Run:
     """One run directory and its stages."""
 
@@ -181,17 +191,29 @@ class Run:
         vocab = len(self.lattices("train")[0].mark_vocab)
         return make_sampler(name, vocab, self.preset.sampler.sampler, self.symbols)
 
+    def untrained_sampler(self, name: str) -> Sampler:
+        """The sampler ``name`` as its training starts (the same seeded initialisation)."""
+        torch.manual_seed(self.config.seed)
+        return self.new_sampler(name).to(self.device).eval()
+
+    def teacher_of(self, name: str) -> str:
+        """The teacher whose paths train ``name`` (SamplerTrainConfig.teacher), or ""."""
+        teacher = self.preset.sampler.teacher
+        return teacher if teacher != name else ""
+
     def sampler(self, name: str) -> Sampler:
         path = self.dir / "samplers" / f"{name}.pt"
         if not path.exists():
             scorer = self.scorer()
+            teacher_name = self.teacher_of(name)
+            teacher = self.sampler(teacher_name) if teacher_name else None
+            config = dataclasses.replace(self.preset.sampler, teacher=teacher_name)
             started = time.time()
-            torch.manual_seed(self.config.seed)
-            result = train_sampler(self.new_sampler(name), scorer, self.lattices("train"),
-                                   self.lattices("dev"), self.preset.sampler,
+            result = train_sampler(self.untrained_sampler(name).train(), scorer,
+                                   self.lattices("train"), self.lattices("dev"), config,
                                    seed=self.config.seed, device=self.device,
                                    checkpoint=self.dir / "checkpoints" / f"{name}.ckpt",
-                                   quiet=self.quiet)
+                                   quiet=self.quiet, teacher=teacher)
             storage.save(path, {"state": result.sampler.state_dict()}, durable=True)
             self._finish(f"sampler-{name}", {
                 "seconds": time.time() - started, "best_step": result.best_step,
@@ -207,12 +229,27 @@ class Run:
         if done is not None and list(done["samplers"]) == list(self.config.samplers):
             return done
         self._stage_file("smc").unlink(missing_ok=True)  # its proposal is the best of these
-        from ..evaluate.samplers import evaluate
-        self._say("evaluating samplers")
+        from ..evaluate.samplers import add_exclusive_kl, estimate_log_z, evaluate
+        self._say("evaluating samplers, trained and untrained")
+        scorer, test = self.scorer(), self.lattices("test")
         samplers = {name: self.sampler(name) for name in self.config.samplers}
-        return self._finish("evaluate", evaluate(
-            samplers, self.scorer(), self.lattices("test"), k=self.config.eval_k,
-            seed=self.config.seed, device=self.device, quiet=self.quiet))
+        common = dict(k=self.config.eval_k, seed=self.config.seed, device=self.device,
+                      quiet=self.quiet)
+        result = evaluate(samplers, scorer, test, **common)
+        untrained = evaluate({name: self.untrained_sampler(name) for name in samplers}, scorer,
+                             test, examples=0, **common)
+        for name, metrics in untrained["samplers"].items():
+            result["samplers"][name].update({
+                "untrained_partial_kl": metrics["partial_kl"],
+                "untrained_partial_kl_se": metrics["partial_kl_se"],
+                "untrained_per_pair_partial_kl": metrics["per_pair_partial_kl"]})
+        best = min(samplers, key=lambda s: result["samplers"][s]["partial_kl"])
+        self._say(f"estimating log Z with {self.config.log_z_samples} samples per pair "
+                  f"from the {best} sampler")
+        result["log_z"] = estimate_log_z(samplers[best], scorer, test,
+                                         self.config.log_z_samples, seed=self.config.seed,
+                                         device=self.device) | {"sampler": best}
+        return self._finish("evaluate", add_exclusive_kl(result))
 
     def smoothing(self) -> dict:
         """Offset KL against M of the SMC methods, with the best sampler as proposal."""
@@ -239,10 +276,13 @@ class Run:
                 "train_seconds": trained.get("seconds"),
                 "curve": {"step": [h["step"] for h in history],
                           "val_partial_kl": [h["dev_partial_kl"] for h in history]},
+                "training": _training_summary(trained.get("history", [])),
                 "proposals": metrics.get("examples", []),
             }
         return {"task": self.config.task, "preset": self.config.preset, "seed": self.config.seed,
                 "lattices": self.done("compile"), "samplers": samplers,
+                "log_z": {k: v for k, v in evaluation.get("log_z", {}).items()
+                          if not k.startswith("per_pair")},
                 "smc": self.done("smc"), "config": self.settings()}
 
     def run(self) -> Path:
@@ -258,7 +298,8 @@ class Run:
             self._finish("compile", self.stage_compile())
         self._say(f"scorer: {'reusing' if (self.dir / 'scorer.pt').exists() else 'training'}")
         self.scorer()
-        for name in self.config.samplers:
+        teacher = self.preset.sampler.teacher  # trained first: the others learn from it
+        for name in sorted(self.config.samplers, key=lambda n: n != teacher):
             self._say(f"sampler {name}: "
                       f"{'reusing' if self.done(f'sampler-{name}') else 'training'}")
             self.sampler(name)

@@ -30,9 +30,12 @@ def normalized_weights(log_p: Tensor, log_q: Tensor) -> Tensor:
     return torch.softmax((log_p - log_q).detach(), dim=1)
 
 
-def inclusive_kl_loss(log_p: Tensor, log_q: Tensor) -> Tensor:
-    """−Σ_k w̄_k log q(z_k), averaged over pairs: ∇_φ estimates ∇_φ KL(p ‖ q_φ)."""
-    return -(normalized_weights(log_p, log_q) * log_q).sum(1).mean()
+def inclusive_kl_loss(log_p: Tensor, log_q: Tensor, log_r: Optional[Tensor] = None) -> Tensor:
+    """−Σ_k w̄_k log q(z_k), averaged over pairs: ∇_φ estimates ∇_φ KL(p ‖ q_φ). The paths
+    were drawn from ``log_r`` (B, k) when given (e.g. a mixture, ``nfst.train.defensive``),
+    else from q itself; the weights are w̄ = softmax_k(log p̃ − log r)."""
+    weights = normalized_weights(log_p, log_q if log_r is None else log_r)
+    return -(weights * log_q).sum(1).mean()
 
 
 @dataclass

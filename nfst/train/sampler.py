@@ -28,6 +28,7 @@ from ..runtime.threads import cpu_threads
 from ..smc.engine import SMCConfig, smc
 from ..smc.without_replacement import inclusive_kl_loss as distinct_inclusive_kl_loss
 from .checkpoint import check_finite, config_key, load_checkpoint, rng_state, set_rng_state
+from .defensive import defensive_loss
 from .distributed import from_every_rank, rank_and_world
 from .nasmc import mixture_loss, nasmc_loss
 from .objectives import EMABaseline, sampler_loss
@@ -51,6 +52,11 @@ class SamplerTrainConfig:
     without_replacement: bool = False
     """With ``is``: k *distinct* proposals by stochastic beam search, weighted by priority
     sampling (``nfst.smc.without_replacement``; inclusive KL only)."""
+    teacher: str = ""
+    """A sampler of the same run, trained first, whose paths are mixed into the training
+    paths (``nfst.train.defensive``; objective ``is`` only); "" = none (003)."""
+    teacher_share: float = 0.5
+    """The teacher's share of the k training paths."""
     grad_clip: float = 5.0
     eval_every: int = 200
     """Validate (partial KL) every this many steps."""
@@ -65,7 +71,9 @@ class SamplerResult:
     sampler: Sampler
     """With the parameters of the best validation step, in eval mode."""
     history: list[dict]
-    """Per step: step, loss; validation steps add dev_partial_kl."""
+    """Step 0: the untrained sampler's dev_partial_kl; then per step: step, loss, grad_norm
+    (before clipping), ess (:func:`weight_ess`; None for the SMC objectives); validation
+    steps add dev_partial_kl."""
     best_step: int
     best_dev_partial_kl: float
     stopped_early: bool
@@ -78,25 +86,40 @@ def validate(sampler: Sampler, scorer: Scorer, dev: Sequence[Lattice], k: int, b
     return sum(partial_kl(s) for s in samples) / len(samples)
 
 
+def weight_ess(log_w: torch.Tensor) -> float:
+    """Mean over pairs of the effective sample size 1 / Σ_k w̄_k² of the self-normalised
+    weights w̄ = softmax_k(log_w), log_w (B, k): 1 when one path takes all the weight, k when
+    the weights are equal."""
+    w = torch.softmax(log_w.detach().double(), dim=1)
+    return float((1.0 / (w * w).sum(1)).mean())
+
+
 def _sampler_step_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch,
                        config: SamplerTrainConfig, generator: torch.Generator,
-                       baseline: EMABaseline) -> torch.Tensor:
-    """The minibatch loss of ``config.objective`` (see SamplerTrainConfig)."""
+                       baseline: EMABaseline, teacher: Optional[Sampler] = None
+                       ) -> tuple[torch.Tensor, Optional[float]]:
+    """The minibatch loss of ``config.objective`` (see SamplerTrainConfig) and the ESS of its
+    training weights (None for the SMC objectives and for paths without replacement)."""
     if config.objective == "is" and config.without_replacement:
-        return distinct_inclusive_kl_loss(sampler, scorer, batch, config.k, generator)
+        return distinct_inclusive_kl_loss(sampler, scorer, batch, config.k, generator), None
     if config.objective == "is":
+        if teacher is not None:
+            loss, log_w = defensive_loss(sampler, teacher, scorer, batch, config.k,
+                                         config.teacher_share, generator)
+            return loss, weight_ess(log_w)
         paths = sampler.sample(batch, config.k, generator)
         with torch.no_grad():
             log_p = scorer.score_paths(paths)
-        return sampler_loss(log_p, paths.log_q, config.lam, baseline)
+        return (sampler_loss(log_p, paths.log_q, config.lam, baseline),
+                weight_ess(log_p - paths.log_q))
     # the mixture's REINFORCE term needs paths drawn from q itself: no resampling then
     threshold = 0.0 if config.objective == "mixture" and config.lam > 0 else 0.5
     result = smc(batch, sampler, scorer, None,
                  SMCConfig(particles=config.k, resample_threshold=threshold), generator)
     if config.objective == "nasmc":
-        return nasmc_loss(result)
+        return nasmc_loss(result), None
     if config.objective == "mixture":
-        return mixture_loss(result, config.lam)
+        return mixture_loss(result, config.lam), None
     raise NfstError(f"unknown sampler objective {config.objective!r}",
                     "choose is, nasmc or mixture (SamplerTrainConfig.objective)")
 
@@ -105,22 +128,30 @@ class _StepLoss(torch.nn.Module):
     """One minibatch's loss as a module's forward, so DistributedDataParallel can wrap it
     (the frozen scorer has no trainable parameters, so only the sampler's are reduced)."""
 
-    def __init__(self, sampler: Sampler, scorer: Scorer, config: SamplerTrainConfig):
+    def __init__(self, sampler: Sampler, scorer: Scorer, config: SamplerTrainConfig,
+                 teacher: Optional[Sampler] = None):
         super().__init__()
         self.sampler, self.scorer, self.config = sampler, scorer, config
+        self._teacher = [teacher]  # a list: the frozen teacher is no submodule DDP should see
 
     def forward(self, batch: LatticeBatch, generator: torch.Generator,
-                baseline: EMABaseline) -> torch.Tensor:
+                baseline: EMABaseline) -> tuple[torch.Tensor, Optional[float]]:
         return _sampler_step_loss(self.sampler, self.scorer, batch, self.config, generator,
-                                  baseline)
+                                  baseline, self._teacher[0])
 
 
 def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
                   dev: Sequence[Lattice], config: SamplerTrainConfig = SamplerTrainConfig(), *,
                   seed: int = 0, device: torch.device | str = "cpu",
                   checkpoint: Optional[str | os.PathLike] = None, quiet: bool = False,
-                  callback: Optional[Callable[[int, dict], None]] = None) -> SamplerResult:
+                  callback: Optional[Callable[[int, dict], None]] = None,
+                  teacher: Optional[Sampler] = None) -> SamplerResult:
     """Train ``sampler`` (made with ``make_sampler``) against the frozen ``scorer``.
+
+    The history starts with the untrained sampler's validation (step 0), which also counts
+    for early stopping. ``teacher``: a trained sampler for ``config.teacher`` (required when it
+    is set). Every step records its loss, the gradient norm before clipping and the ESS of the
+    training weights (:func:`weight_ess`).
 
     Every ``eval_every`` steps the partial KL on ``dev`` is measured; training stops after
     ``patience`` validations without improvement, and the best parameters are restored.
@@ -136,7 +167,13 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     rank, world = rank_and_world()
     # Under torchrun each process takes its share of every minibatch and DDP averages the
     # gradients; parameters stay identical, so validation and early stopping agree.
-    step_loss: torch.nn.Module = _StepLoss(sampler, scorer, config)
+    if bool(config.teacher) != (teacher is not None):
+        raise NfstError(f"the config names teacher {config.teacher!r} but "
+                        f"{'one was' if teacher is not None else 'none was'} passed",
+                        "pass the trained teacher sampler, or set SamplerTrainConfig.teacher")
+    if teacher is not None:
+        teacher.to(device).eval().requires_grad_(False)
+    step_loss: torch.nn.Module = _StepLoss(sampler, scorer, config, teacher)
     if world > 1:
         step_loss = torch.nn.parallel.DistributedDataParallel(step_loss,
                                                               find_unused_parameters=True)
@@ -174,6 +211,9 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
         if world > 1:
             torch.distributed.barrier()
 
+    if not history:  # step 0: the untrained sampler
+        best = validate(sampler, scorer, dev, config.eval_k, config.batch_size, seed, device)
+        history.append({"step": 0, "dev_partial_kl": best})
     bar = tqdm(range(start, config.steps), desc=f"train {sampler.name}", disable=quiet,
                initial=start, total=config.steps)
     with checkpointed():
@@ -184,14 +224,15 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
             batch = LatticeBatch(minibatch(train, config.batch_size, seed, step)[rank::world],
                                  device)
             with cpu_threads(device):
-                loss = step_loss(batch, generator, baseline)
+                loss, ess = step_loss(batch, generator, baseline)
                 check_finite(loss, f"the {sampler.name} sampler's loss", step, checkpoint)
                 opt.zero_grad()
                 loss.backward()
                 norm = torch.nn.utils.clip_grad_norm_(sampler.parameters(), config.grad_clip)
                 check_finite(norm, f"the {sampler.name} sampler's gradient norm", step, checkpoint)
                 opt.step()
-            record = {"step": step + 1, "loss": float(loss.detach())}
+            record = {"step": step + 1, "loss": float(loss.detach()), "grad_norm": float(norm),
+                      "ess": ess}
             if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
                 kl = validate(sampler, scorer, dev, config.eval_k, config.batch_size, seed, device)
                 record["dev_partial_kl"] = kl
