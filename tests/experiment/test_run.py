@@ -24,7 +24,16 @@ TASK = {"train_size": 16, "eval_size": 4}
 def tiny_config(**kw):
     return RunConfig(**{"task": "cipher", "samplers": ("swa", "swp"), "task_settings": TASK,
                         "overrides": tuple(TINY), "eval_k": 4, "smc_particles": (4, 8),
-                        "smc_pairs": 2} | kw)
+                        "smc_pairs": 2, "log_z_samples": 8} | kw)
+
+
+def test_a_teacher_is_trained_first_and_its_paths_train_the_others(tmp_path):
+    run = Run(tiny_config(samplers=("swa",), overrides=tuple(TINY) + ("sampler.teacher=swp",)),
+              tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True, processes=1)
+    run.sampler("swa")
+    assert (tmp_path / "run" / "samplers" / "swp.pt").exists()
+    history = run.done("sampler-swa")["history"]
+    assert all(1.0 <= h["ess"] <= 16 for h in history[1:])
 
 
 def test_stage_commands_and_a_full_run_share_one_directory(tmp_path):
@@ -45,10 +54,21 @@ def test_run_writes_everything_and_skips_finished_stages(tmp_path):
     report = run.run()
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert set(results["samplers"]) == {"swa", "swp"}
-    for metrics in results["samplers"].values():
+    log_z = json.loads((tmp_path / "run" / "stages" / "evaluate.json").read_text())["log_z"]
+    for name, metrics in results["samplers"].items():
         assert metrics["partial_kl"] > 0 and metrics["ess"] >= 1.0
-        assert metrics["curve"]["step"] == [4, 8, 12]
-    assert "Partial KL" in report.read_text()
+        assert metrics["curve"]["step"] == [0, 4, 8, 12]  # from the untrained sampler on
+        # the untrained sampler evaluated is the one training started from
+        from nfst.train.sampler import validate
+        assert validate(run.untrained_sampler(name), run.scorer(), run.lattices("dev"), 4, 16,
+                        0, run.device) == pytest.approx(metrics["curve"]["val_partial_kl"][0])
+        assert metrics["untrained_partial_kl"] != metrics["partial_kl"]
+        assert metrics["exclusive_kl"] == pytest.approx(
+            metrics["partial_kl"] + sum(log_z["per_pair"]) / len(log_z["per_pair"]))
+        assert metrics["training"]["mean_ess"] >= 1.0
+    assert len(log_z["per_pair"]) == 4 and results["log_z"]["samples"] == 8
+    text = report.read_text()
+    assert "Partial KL" in text and "untrained → trained" in text and "Ordering" in text
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["preset"]["sampler"]["steps"] == 12 and config["task_settings"]["seed"] == 0
 
