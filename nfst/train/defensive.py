@@ -16,8 +16,12 @@ heuristic, which keeps the estimate consistent whichever component drew a path):
 
 (a "defensive" mixture in the sense of Hesterberg's defensive importance sampling: the q_φ
 share keeps q_φ's own paths in the estimate, the teacher's share keeps the weights from
-collapsing while q_φ is poor). log q_φ of the teacher's
-paths is taken by teacher forcing (``Sampler.score``), with gradients; the teacher is frozen.
+collapsing while q_φ is poor). log q_φ of the teacher's paths is taken by teacher forcing
+(``Sampler.score``), with gradients; the teacher is frozen.
+
+Measured on cipher (README, training ablation): with SWP as teacher the ESS of the training
+weights rises from about 2 to 10–14 of 16, but the locally normalised samplers end no lower,
+so no preset turns it on.
 """
 
 from __future__ import annotations
