@@ -37,7 +37,7 @@ from ..errors import (AmbiguousMFSTError, CyclicLatticeError, InvalidMFSTError,
 from .export import LatticeExporter
 from .lattice import Lattice
 from .mfst import MarkedFST, Symbols, as_symbols
-from .openfst import read_fst
+from .openfst import read_fst, states_of
 
 
 @dataclass(frozen=True)
@@ -68,12 +68,7 @@ class _Encoding:
         self.groups: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}
         """Labels for several symbols that ride on one mark: (x symbols, y symbols) -> label."""
 
-        fst = pynini.Fst()
-        fst.add_states(T.num_states)
-        fst.set_start(T.start)
-        one = pynini.Weight.one(fst.weight_type())
-        for q in T.finals:
-            fst.set_final(q, one)
+        fst, one = states_of(T)
         for arc in T.arcs:
             symbols = [self.label[f"x:{a}"] for a in arc.input] + \
                       [self.label[f"y:{b}"] for b in arc.output]

@@ -17,6 +17,7 @@ import pynini
 import pywrapfst
 
 from .lattice import Lattice
+from .mfst import MarkedFST
 
 
 @dataclass
@@ -30,6 +31,18 @@ class FstArrays:
     olabel: np.ndarray
     cost: np.ndarray
     dst: np.ndarray
+
+
+def states_of(T: MarkedFST) -> tuple[pynini.Fst, pynini.Weight]:
+    """A Pynini FST with T's states, start and final states (weight one), and no arcs yet;
+    and that weight one, for the arcs to come."""
+    fst = pynini.Fst()
+    fst.add_states(T.num_states)
+    fst.set_start(T.start)
+    one = pynini.Weight.one(fst.weight_type())
+    for q in T.finals:
+        fst.set_final(q, one)
+    return fst, one
 
 
 def read_fst(fst: pynini.Fst) -> FstArrays:

@@ -14,7 +14,7 @@ import numpy as np
 import pynini
 
 from .mfst import Arc, MarkedFST
-from .openfst import read_fst
+from .openfst import read_fst, states_of
 
 
 def compose_openfst(A: MarkedFST, B: MarkedFST) -> MarkedFST:
@@ -47,12 +47,7 @@ def compose_openfst(A: MarkedFST, B: MarkedFST) -> MarkedFST:
 
 def _encode(T: MarkedFST, labels) -> pynini.Fst:
     """T as a Pynini transducer whose arc for MFST arc ``a`` has labels ``labels(a)``."""
-    fst = pynini.Fst()
-    fst.add_states(T.num_states)
-    fst.set_start(T.start)
-    one = pynini.Weight.one(fst.weight_type())
-    for q in T.finals:
-        fst.set_final(q, one)
+    fst, one = states_of(T)
     for a in T.arcs:
         i, o = labels(a)
         fst.add_arc(a.src, pynini.Arc(i, o, one, a.dst))

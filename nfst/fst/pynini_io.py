@@ -38,7 +38,7 @@ import pynini
 
 from ..errors import InvalidMFSTError
 from .mfst import Arc, MarkedFST, as_symbols
-from .openfst import read_fst
+from .openfst import read_fst, states_of
 
 EPSILON = "ε"
 GENERATED = 0xF0000
@@ -178,12 +178,7 @@ def to_pynini(T: MarkedFST, prefix: str = "@") -> pynini.Fst:
             raise InvalidMFSTError(f"{T.name}: the mark {m!r} written {prefix + m!r} is also a "
                                    "symbol", "pass another prefix")
         table.add_symbol(prefix + m)
-    fst = pynini.Fst()
-    fst.add_states(T.num_states)
-    fst.set_start(T.start)
-    one = pynini.Weight.one(fst.weight_type())
-    for q in T.finals:
-        fst.set_final(q, one)
+    fst, one = states_of(T)
     label = lambda s: table.find(s) if s else 0
     for arc in T.arcs:
         width = max(len(arc.input), len(arc.output))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
+from torch import Tensor
 
 from ..dp.batch import LatticeBatch
 from ..errors import PathTooLongError
@@ -72,15 +73,19 @@ def _beam_search(batch, scorer, beam, max_length) -> Particles:
     else:
         raise PathTooLongError(f"beam search: a path exceeded max_length={cap} marks")
 
-    # Trace back: slot m's arc at step t was taken when it was created from parents[t].
-    slot = torch.arange(M, device=dev).expand(B, M)
-    path = []
-    for t in range(len(taken) - 1, -1, -1):
-        path.append(taken[t].gather(1, slot))
-        slot = parents[t].gather(1, slot)
-    path_arcs = torch.stack(path[::-1], -1)
+    path_arcs = backtrack(taken, parents)
     lengths = (path_arcs >= 0).sum(-1)
     arcs = path_arcs[..., :int(lengths.max())]
     marks = batch.marks_of(arcs)
     return Particles(arcs=arcs, marks=marks, lengths=lengths, log_p=score, log_weights=score)
 
+
+def backtrack(taken: list[Tensor], parents: list[Tensor]) -> Tensor:
+    """The paths (B, M, T) of a beam's final slots: slot m's arc at step t (``taken[t]``,
+    (B, M)) was taken when it was created from slot ``parents[t]`` (B, M) of step t − 1."""
+    slot = torch.arange(taken[0].shape[1], device=taken[0].device).expand_as(taken[0])
+    path = []
+    for t in range(len(taken) - 1, -1, -1):
+        path.append(taken[t].gather(1, slot))
+        slot = parents[t].gather(1, slot)
+    return torch.stack(path[::-1], -1)

@@ -39,6 +39,7 @@ from ..errors import PathTooLongError
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
 from ..runtime.threads import cpu_threads
+from .beam import backtrack
 from .engine import Particles
 
 
@@ -138,15 +139,10 @@ def _sbs(sampler, batch, k, generator, max_length) -> DistinctPaths:
     else:
         raise PathTooLongError(f"stochastic beam search: a path exceeded max_length={cap} marks")
 
-    slot = torch.arange(K, device=dev).expand(B, K)
-    path = []
-    for t in range(len(taken) - 1, -1, -1):
-        path.append(taken[t].gather(1, slot))
-        slot = parents[t].gather(1, slot)
-    path_arcs = torch.stack(path[::-1], -1)[:, :k]
+    path_arcs = backtrack(taken, parents)[:, :k]
     lengths = (path_arcs >= 0).sum(-1)
     arcs = path_arcs[..., :int(lengths.max()) if lengths.numel() else 0]
-    marks = torch.where(arcs >= 0, batch.arc_mark[arcs.clamp(min=0)], arcs)
+    marks = batch.marks_of(arcs)
     keys = key.view(B, K)
     return DistinctPaths(arcs=arcs, marks=marks, lengths=lengths, log_q=phi.view(B, K)[:, :k],
                          keys=keys[:, :k], threshold=keys[:, k])
