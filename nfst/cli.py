@@ -107,7 +107,8 @@ def _add_bench(p):
 
 def _run_bench(args):
     from .bench import run_benchmark
-    run_benchmark(args.name, lattices=args.lattices, device=args.device, run_dir=args.run_dir)
+    run_benchmark(args.name, lattices=args.lattices, device=args.device, run_dir=args.run_dir,
+                  cache_dir=args.cache_dir)
 
 
 def _run_args(p: argparse.ArgumentParser, samplers: bool = True) -> None:

@@ -5,19 +5,21 @@ lattice with gradients, score them with the frozen scorer, the inclusive-KL loss
 clip and an Adam update. Every sampler gets the same batch (16 cipher training lattices, the
 first of the task's seeded training subset), the same scorer and the same seeds, in one run.
 
-Reported (milliseconds, the median of ``repeat`` steps after one warm-up step):
-``ms_per_step`` per sampler, ``ms_sampler_only`` per sampler (the step minus the scorer's
-forward pass, which is the same work for every sampler), and ``swp_over_swa`` (whole steps).
-The paper found SWP about 10× slower than SWA (003 App. G).
+Reported (milliseconds, the median of ``repeat`` steps after one warm-up step, the
+samplers taking turns; see ``_Stepper`` for the clock), for each
+hidden size in ``dims`` (003's 256 and the small preset's 64): ``ms_per_step`` per sampler,
+``ms_sampler_only`` per sampler (the step minus the scorer's forward pass, which is the same
+work for every sampler), ``over_swp`` (each sampler's step over SWP's, measured in the same
+run) and ``swp_over_swa``. The paper found SWP about 10× slower than SWA (003 App. G).
 
-    python -m nfst.bench.step            # prints the JSON object as its last line
+    nfst bench step [--device cuda]     # prints the JSON object as its last line
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from typing import Sequence
+from typing import Optional, Sequence
 
 import torch
 
@@ -32,65 +34,78 @@ from .common import cipher_lattices, emit
 SAMPLER_NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix", "swp-sws")
 
 
-def bench_step(lattices: int = 16, k: int = 16, d: int = 256, scorer_hidden: int = 256,
-               repeat: int = 5, samplers: Sequence[str] = SAMPLER_NAMES,
-               device: str = "cpu", seed: int = 0) -> dict:
-    """Time one training step (``lattices`` pairs, k paths each) of each sampler; see the
-    module docstring. ``d`` is the samplers' hidden size (003: 256)."""
+def bench_step(lattices: int = 16, k: int = 16, dims: Sequence[int] = (256, 64),
+               scorer_hidden: int = 256, repeat: int = 5, samplers: Sequence[str] = SAMPLER_NAMES,
+               device: str = "cpu", seed: int = 0, cache_dir: Optional[str] = None) -> dict:
+    """Time one training step (``lattices`` pairs, k paths each) of each sampler at each
+    hidden size in ``dims``; see the module docstring."""
     device = torch.device(device)
     task = get_task("cipher")
     T = task.mfst()
     symbols = T.input_alphabet + T.output_alphabet
-    lats = cipher_lattices(lattices)
+    lats = cipher_lattices(lattices, cache_dir=cache_dir)
     batch = LatticeBatch(lats, device)
     vocab = len(lats[0].mark_vocab)
     torch.manual_seed(seed)
     scorer = LSTMScorer(vocab, scorer_hidden).to(device).freeze()
-
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    per_step, sampler_only = {}, {}
-    for name in samplers:
-        torch.manual_seed(seed)
-        sampler = make_sampler(name, vocab, SamplerConfig(d=d), symbols).to(device).train()
-        opt = torch.optim.Adam(sampler.parameters(), lr=1e-5)
-        generator = torch.Generator(device=device).manual_seed(seed)
-        totals, scoring = [], []
-        for _ in range(repeat + 1):
-            sync()
-            t0 = time.perf_counter()
-            with cpu_threads(device):
-                paths = sampler.sample(batch, k, generator)
-                sync()
-                t1 = time.perf_counter()
-                with torch.no_grad():
-                    log_p = scorer.score_paths(paths)
-                sync()
-                t2 = time.perf_counter()
-                loss = inclusive_kl_loss(log_p, paths.log_q)
-                opt.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(sampler.parameters(), 5.0)
-                opt.step()
-            sync()
-            t3 = time.perf_counter()
-            totals.append(t3 - t0)
-            scoring.append(t2 - t1)
-        per_step[name] = 1000 * statistics.median(totals[1:])
-        sampler_only[name] = 1000 * statistics.median(t - s for t, s in zip(totals[1:], scoring[1:]))
-    result = {
-        "benchmark": "step", "device": str(device), "lattices": lattices, "k": k, "d": d,
-        "scorer_hidden": scorer_hidden, "states": batch.num_states, "arcs": batch.num_arcs,
-        "max_height": batch.max_height, "repeat": repeat,
-        "ms_per_step": {n: round(v, 1) for n, v in per_step.items()},
-        "ms_sampler_only": {n: round(v, 1) for n, v in sampler_only.items()},
-    }
-    if "swp" in per_step and "swa" in per_step:
-        result["swp_over_swa"] = round(per_step["swp"] / per_step["swa"], 3)
-        result["swp_over_swa_sampler_only"] = round(sampler_only["swp"] / sampler_only["swa"], 3)
+    result = {"benchmark": "step", "device": str(device), "lattices": lattices, "k": k,
+              "scorer_hidden": scorer_hidden, "states": batch.num_states, "arcs": batch.num_arcs,
+              "max_height": batch.max_height, "repeat": repeat}
+    for d in dims:
+        steppers = {name: _Stepper(make_sampler(name, vocab, SamplerConfig(d=d), symbols),
+                                   scorer, batch, k, seed) for name in samplers}
+        for _ in range(repeat + 1):  # round robin: a busy machine slows every sampler alike
+            for stepper in steppers.values():
+                stepper.step()
+        per_step = {n: 1000 * statistics.median(s.totals[1:]) for n, s in steppers.items()}
+        sampler_only = {n: 1000 * statistics.median(t - c for t, c in zip(s.totals[1:], s.scoring[1:]))
+                        for n, s in steppers.items()}
+        at_d = {"ms_per_step": {n: round(v, 1) for n, v in per_step.items()},
+                "ms_sampler_only": {n: round(v, 1) for n, v in sampler_only.items()}}
+        if "swp" in per_step:
+            at_d["over_swp"] = {n: round(v / per_step["swp"], 2) for n, v in per_step.items()}
+            if "swa" in per_step:
+                at_d["swp_over_swa"] = round(per_step["swp"] / per_step["swa"], 3)
+        result[f"d{d}"] = at_d
     return result
+
+
+class _Stepper:
+    """Training steps of one sampler, timed: wall-clock on a GPU (synchronised), this
+    process's CPU time on a CPU (one thread, so the same on an idle machine, and not
+    inflated by other processes on a shared one)."""
+
+    def __init__(self, sampler, scorer, batch: LatticeBatch, k: int, seed: int):
+        torch.manual_seed(seed)
+        self.device = batch.device
+        self.sampler = sampler.to(self.device).train()
+        self.scorer, self.batch, self.k = scorer, batch, k
+        self.opt = torch.optim.Adam(self.sampler.parameters(), lr=1e-5)
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.totals: list[float] = []
+        self.scoring: list[float] = []
+
+    def clock(self) -> float:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            return time.perf_counter()
+        return time.process_time()
+
+    def step(self) -> None:
+        t0 = self.clock()
+        with cpu_threads(self.device):
+            paths = self.sampler.sample(self.batch, self.k, self.generator)
+            t1 = self.clock()
+            with torch.no_grad():
+                log_p = self.scorer.score_paths(paths)
+            t2 = self.clock()
+            loss = inclusive_kl_loss(log_p, paths.log_q)
+            self.opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.sampler.parameters(), 5.0)
+            self.opt.step()
+        self.totals.append(self.clock() - t0)
+        self.scoring.append(t2 - t1)
 
 
 if __name__ == "__main__":

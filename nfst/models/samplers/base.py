@@ -27,6 +27,7 @@ task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the f
 from __future__ import annotations
 
 import dataclasses
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, Optional, Sequence
 
@@ -36,6 +37,7 @@ from torch import Tensor
 from ...dp.batch import LatticeBatch
 from ...errors import PathTooLongError
 from ...runtime.threads import cpu_threads
+from .teacher import Route, recorded_dropout, replayed_dropout, route_of_arcs, take_masks
 
 PAD, UNKNOWN, SEPARATOR = "<pad>", "<unk>", "#"
 SPECIAL_SYMBOLS = (PAD, UNKNOWN, SEPARATOR)
@@ -125,7 +127,10 @@ def choose(batch: LatticeBatch, walk: Walk, log_probs: Tensor,
                            device=log_probs.device)
     stop_only[stop_col] = 0.0
     probs = torch.where(walk.alive[:, None], log_probs, stop_only).exp()
-    choice = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+    # torch.multinomial(probs, 1)'s own draw (the same numbers), without its check that
+    # syncs a GPU with the host
+    noise = torch.empty_like(probs).exponential_(generator=generator)
+    choice = (probs / noise).argmax(1)
     moving = walk.alive & (choice != stop_col)
     arc = torch.where(moving, batch.out_arcs[walk.state, choice.clamp(max=stop_col - 1)],
                       torch.full_like(choice, -1))
@@ -205,7 +210,7 @@ class Sampler(torch.nn.Module):
         stop = choice == batch.out_arcs.shape[1]
         arc = batch.out_arcs[walk.state, choice.clamp(max=batch.out_arcs.shape[1] - 1)]
         moving = walk.alive & ~stop
-        if bool((moving & (arc < 0)).any()):
+        if choice.device.type == "cpu" and bool((moving & (arc < 0)).any()):  # no GPU sync
             raise ValueError("a walker chose a padding column (not an out-arc of its state)")
         safe = arc.clamp(min=0)
         return Walk(lattice=walk.lattice,
@@ -218,11 +223,32 @@ class Sampler(torch.nn.Module):
     def legal_log_probs(self, batch: LatticeBatch, walk: Walk, logits: Tensor) -> Tensor:
         """Log-softmax of mark logits (N, vocab_size + 1), column vocab_size = STOP, over
         just the legal choices at each walker's state: returns (N, D + 1) as in log_probs."""
-        arcs = batch.out_arcs[walk.state]  # (N, D)
+        return self.legal_log_softmax(batch, walk.state, logits)
+
+    def legal_log_softmax(self, batch: LatticeBatch, states: Tensor, logits: Tensor) -> Tensor:
+        """:meth:`legal_log_probs` at states (...) with logits (..., vocab_size + 1)."""
+        arcs = batch.out_arcs[states]  # (..., D)
         marks = batch.arc_mark[arcs.clamp(min=0)]
-        arc_logits = logits.gather(1, marks).masked_fill(arcs < 0, float("-inf"))
-        stop = logits[:, self.vocab_size].masked_fill(~batch.final[walk.state], float("-inf"))
-        return torch.log_softmax(torch.cat([arc_logits, stop[:, None]], dim=1), dim=1)
+        arc_logits = logits.gather(-1, marks).masked_fill(arcs < 0, float("-inf"))
+        stop = logits[..., self.vocab_size].masked_fill(~batch.final[states], float("-inf"))
+        return torch.log_softmax(torch.cat([arc_logits, stop[..., None]], dim=-1), dim=-1)
+
+    def path_log_probs(self, batch: LatticeBatch, context: Any, route: Route) -> Tensor:
+        """(N, T, D + 1): log q of every column at every position of known paths (teacher
+        forcing; ``route`` from :func:`route_of_arcs`). This default steps through the
+        positions; samplers override it with one batched pass."""
+        walk = self.start(batch, context, route.lattice)
+        out = []
+        for t in range(route.states.shape[1]):
+            out.append(self.log_probs(batch, context, walk))
+            walk = self.advance(batch, context, walk, route.choice[:, t])
+        return torch.stack(out, dim=1)
+
+    @property
+    def one_pass(self) -> bool:
+        """Whether :meth:`path_log_probs` is batched, so that sampling walks without gradients
+        and scores the drawn paths in one pass."""
+        return type(self).path_log_probs is not Sampler.path_log_probs
 
     def check_batch(self, batch: LatticeBatch) -> None:
         """Raise if the batch's mark vocabulary has another size, or if this sampler needs
@@ -254,58 +280,58 @@ class Sampler(torch.nn.Module):
                 max_length: Optional[int]) -> Paths:
         cap = self._cap(batch, max_length)
         context = self.prepare(batch)
-        lattice = torch.arange(batch.batch_size, device=batch.device).repeat_interleave(k)
-        walk = self.start(batch, context, lattice)
-        arcs, steps = [], []
-        for t in range(cap + 1):
-            lp = self.log_probs(batch, context, walk)
-            choice, arc = choose(batch, walk, lp, generator)
-            step = lp.gather(1, choice[:, None]).squeeze(1)
-            steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
-            arcs.append(arc)
-            walk = self.advance(batch, context, walk, choice)
-            if not bool(walk.alive.any()):
-                break
-        else:
+        B, dev = batch.batch_size, batch.device
+        lattice = torch.arange(B, device=dev).repeat_interleave(k)
+        one_pass = self.one_pass
+        # A GPU would wait for every check of the loop's end: check every 16 steps there.
+        check_every = 1 if dev.type == "cpu" else 16
+        states, choices, arcs, steps = [], [], [], []
+        with torch.no_grad() if one_pass else nullcontext(), recorded_dropout(self):
+            walk = self.start(batch, context, lattice)
+            for t in range(cap + 1):
+                lp = self.log_probs(batch, context, walk)
+                choice, arc = choose(batch, walk, lp.detach(), generator)
+                states.append(walk.state)
+                choices.append(choice)
+                arcs.append(arc)
+                if not one_pass:
+                    step = lp.gather(1, choice[:, None]).squeeze(1)
+                    steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
+                walk = self.advance(batch, context, walk, choice)
+                if (t + 1) % check_every == 0 and not bool(walk.alive.any()):
+                    break
+            masks = take_masks(self)
+        if bool(walk.alive.any()):
             raise PathTooLongError(f"{self.name}: a sampled path exceeded max_length={cap} marks")
-        arcs_t = torch.stack(arcs[:-1], dim=1) if len(arcs) > 1 else \
-            torch.zeros(len(lattice), 0, dtype=torch.long, device=batch.device)
-        step_log_q = torch.stack(steps, dim=1)
-        B = batch.batch_size
+        L = int(walk.length.max())
+        state_t, choice_t = torch.stack(states, 1)[:, :L + 1], torch.stack(choices, 1)[:, :L + 1]
+        arcs_t = torch.stack(arcs, 1)[:, :L]
         marks = batch.marks_of(arcs_t)
+        route = Route(lattice, state_t, choice_t, marks, walk.length, per_lattice=k)
+        if one_pass:
+            with replayed_dropout(self, masks):
+                step_log_q = self._route_log_q(batch, context, route)
+        else:
+            step_log_q = torch.stack(steps, dim=1)[:, :L + 1]
         return Paths(arcs=arcs_t.view(B, k, -1), marks=marks.view(B, k, -1),
                      lengths=walk.length.view(B, k), log_q=step_log_q.sum(1).view(B, k),
                      step_log_q=step_log_q.view(B, k, -1))
+
+    def _route_log_q(self, batch: LatticeBatch, context: Any, route: Route) -> Tensor:
+        """(N, T) log q of each choice of ``route``, 0 after STOP."""
+        lp = self.path_log_probs(batch, context, route)
+        step = lp.gather(2, route.choice[..., None]).squeeze(2)
+        return torch.where(route.valid, step, torch.zeros_like(step))
 
     def score_steps(self, batch: LatticeBatch, arcs: Tensor) -> Tensor:
         """(B, k, L + 1) log q of each choice of the given paths ``arcs`` (B, k, L), -1 padded,
         by teacher forcing; the choice after a path's last arc is STOP."""
         self.check_batch(batch)
-        with cpu_threads(batch.device):
-            return self._score_steps(batch, arcs)
-
-    def _score_steps(self, batch: LatticeBatch, arcs: Tensor) -> Tensor:
         B, k, L = arcs.shape
-        flat = arcs.reshape(B * k, L)
-        context = self.prepare(batch)
         lattice = torch.arange(B, device=batch.device).repeat_interleave(k)
-        walk = self.start(batch, context, lattice)
-        stop_col = batch.out_arcs.shape[1]
-        steps = []
-        for t in range(L + 1):
-            arc = flat[:, t] if t < L else torch.full_like(lattice, -1)
-            safe = arc.clamp(min=0)
-            if bool((walk.alive & (arc >= 0) & (batch.arc_src[safe] != walk.state)).any()):
-                raise ValueError(f"step {t}: an arc does not leave the walker's current state")
-            if bool((walk.alive & (arc < 0) & ~batch.final[walk.state]).any()):
-                raise ValueError(f"step {t}: a path ends at a non-final state")
-            first = batch.out_arcs[batch.arc_src[safe], 0]  # arcs are sorted by source
-            choice = torch.where(arc >= 0, safe - first, torch.full_like(arc, stop_col))
-            lp = self.log_probs(batch, context, walk)
-            step = lp.gather(1, choice[:, None]).squeeze(1)
-            steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
-            walk = self.advance(batch, context, walk, choice)
-        return torch.stack(steps, dim=1).view(B, k, L + 1)
+        route = route_of_arcs(batch, lattice, arcs.reshape(B * k, L), per_lattice=k)
+        with cpu_threads(batch.device):
+            return self._route_log_q(batch, self.prepare(batch), route).view(B, k, L + 1)
 
     def score(self, batch: LatticeBatch, arcs: Tensor) -> Tensor:
         """(B, k) log q of the given paths ``arcs`` (B, k, L), -1 padded (differentiable)."""

@@ -33,6 +33,7 @@ from .base import SamplerConfig, Walk
 from .prefix import PrefixGRU
 from .swp import SWP, WeightedLattice
 from .sws import SWS, Suffixes
+from .teacher import Route, StepDropout
 
 
 class SWPPrefix(SWP):
@@ -47,16 +48,27 @@ class SWPPrefix(SWP):
         self.g = nn.Linear(d, d + 1)  # g(h) for arcs, then g_stop(h)
         nn.init.zeros_(self.g.weight)
         nn.init.zeros_(self.g.bias)
+        self.drop_step = StepDropout(self.config.dropout)
 
     def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor) -> Walk:
         return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
 
     def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
-        g = self.g(self.drop(walk.hidden))  # (N, d + 1)
+        g = self.g(self.drop_step(walk.hidden))  # (N, d + 1)
         arcs = batch.out_arcs[walk.state]  # (N, D)
         bonus = torch.einsum("nd,nkd->nk", g[:, :-1], context.arc_embed[arcs.clamp(min=0)])
         bonus = torch.cat([bonus, g[:, -1:]], dim=1)
         return torch.log_softmax(context.table[walk.state] + bonus, dim=1)
+
+    def path_log_probs(self, batch: LatticeBatch, context: WeightedLattice, route: Route) -> Tensor:
+        g = self.g(self.drop_step(self.prefix.run(route, self.bos)))  # (N, T, d + 1)
+        arcs = batch.out_arcs[route.states]  # (N, T, D)
+        # g · e only for the out-arcs of visited states (most states have one or two)
+        n, t, col = ((arcs >= 0) & route.valid[..., None]).nonzero(as_tuple=True)
+        dot = (g[n, t, :-1] * context.arc_embed[arcs[n, t, col]]).sum(1)
+        bonus = g.new_zeros(arcs.shape).index_put((n, t, col), dot)
+        bonus = torch.cat([bonus, g[..., -1:]], dim=2)
+        return torch.log_softmax(context.table[route.states] + bonus, dim=2)
 
     def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
                 choice: Tensor) -> Walk:
@@ -87,13 +99,22 @@ class SWPSWS(SWP):
         return self.sws.start(batch, context.sws, lattice)
 
     def log_probs(self, batch: LatticeBatch, context: HybridContext, walk: Walk) -> Tensor:
-        logits = self.sws.mark_logits(batch, context.sws, walk)
-        marks = batch.arc_mark[batch.out_arcs[walk.state].clamp(min=0)]
-        local = torch.cat([logits.gather(1, marks), logits[:, -1:]], dim=1)
-        table = context.swp.table[walk.state]  # -inf exactly where a choice is illegal
+        return self.combine(batch, context, walk.state, self.sws.mark_logits(batch, context.sws, walk))
+
+    def path_log_probs(self, batch: LatticeBatch, context: HybridContext, route: Route) -> Tensor:
+        h = self.sws.prefix.run(route, self.bos)
+        logits = self.sws.logits_at(batch, context.sws, route.lattice, route.states, h)
+        return self.combine(batch, context, route.states, logits)
+
+    def combine(self, batch: LatticeBatch, context: HybridContext, states: Tensor,
+                logits: Tensor) -> Tensor:
+        """(..., D + 1): the product of experts at states (...), SWS logits (..., V + 1)."""
+        marks = batch.arc_mark[batch.out_arcs[states].clamp(min=0)]
+        local = torch.cat([logits.gather(-1, marks), logits[..., -1:]], dim=-1)
+        table = context.swp.table[states]  # -inf exactly where a choice is illegal
         illegal = torch.isinf(table)
         scaled = (self.alpha * table.masked_fill(illegal, 0.0)).masked_fill(illegal, float("-inf"))
-        return torch.log_softmax(scaled + local, dim=1)
+        return torch.log_softmax(scaled + local, dim=-1)
 
     def advance(self, batch: LatticeBatch, context: HybridContext, walk: Walk,
                 choice: Tensor) -> Walk:

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from ...dp.batch import LatticeBatch
 from .base import Sampler, SamplerConfig, Walk
 from .prefix import PrefixGRU
+from .teacher import Route, StepDropout
 
 
 class NoLookahead(Sampler):
@@ -25,7 +26,7 @@ class NoLookahead(Sampler):
         super().__init__(vocab_size, config, symbols)
         d = self.config.d
         self.prefix = PrefixGRU(vocab_size, d, self.config.dropout)
-        self.drop = nn.Dropout(self.config.dropout)
+        self.drop = StepDropout(self.config.dropout)
         self.out = nn.Linear(d, vocab_size + 1)  # marks, then STOP
 
     def start(self, batch: LatticeBatch, context, lattice: Tensor) -> Walk:
@@ -34,6 +35,10 @@ class NoLookahead(Sampler):
 
     def log_probs(self, batch: LatticeBatch, context, walk: Walk) -> Tensor:
         return self.legal_log_probs(batch, walk, self.out(self.drop(walk.hidden)))
+
+    def path_log_probs(self, batch: LatticeBatch, context, route: Route) -> Tensor:
+        h = self.prefix.run(route, self.bos)
+        return self.legal_log_softmax(batch, route.states, self.out(self.drop(h)))
 
     def advance(self, batch: LatticeBatch, context, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)

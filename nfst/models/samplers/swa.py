@@ -21,6 +21,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ...dp.batch import LatticeBatch
 from .base import SEPARATOR, Sampler, SamplerConfig, Walk
 from .prefix import PrefixGRU
+from .teacher import Route, StepDropout
 
 
 @dataclass
@@ -44,6 +45,7 @@ class SWA(Sampler):
         self.symbol_embed = nn.Embedding(self.num_symbol_ids, d, padding_idx=0)
         self.encoder = nn.GRU(d, d // 2, batch_first=True, bidirectional=True)
         self.drop = nn.Dropout(self.config.dropout)
+        self.drop_step = StepDropout(self.config.dropout)
         self.out = nn.Linear(2 * d, vocab_size + 1)  # marks, then STOP
 
     def prepare(self, batch: LatticeBatch) -> Encoded:
@@ -59,12 +61,35 @@ class SWA(Sampler):
         return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
 
     def log_probs(self, batch: LatticeBatch, context: Encoded, walk: Walk) -> Tensor:
-        h = walk.hidden  # (N, d)
-        enc = context.enc[walk.lattice]  # (N, n, d)
-        scores = torch.einsum("nd,nld->nl", h, enc).masked_fill(context.pad[walk.lattice],
-                                                                 float("-inf"))
-        att = torch.einsum("nl,nld->nd", torch.softmax(scores, dim=1), enc)
-        return self.legal_log_probs(batch, walk, self.out(self.drop(torch.cat([h, att], 1))))
+        h = walk.hidden
+        B, N = len(context.enc), len(walk)
+        grouped = torch.arange(B, device=h.device).repeat_interleave(N // B)
+        if h.device.type == "cpu" and N % B == 0 and torch.equal(walk.lattice, grouped):
+            # lattice-major walkers (as sample, score and SMC keep them): lattice b's k
+            # walkers read its encoding as k positions, with no per-walker copy of it
+            features = self.features(context.enc, context.pad, h.view(B, N // B, -1))
+        else:
+            features = self.features(context.enc[walk.lattice], context.pad[walk.lattice], h[:, None])
+        logits = self.out(self.drop_step(features.reshape(N, -1)))
+        return self.legal_log_probs(batch, walk, logits)
+
+    def path_log_probs(self, batch: LatticeBatch, context: Encoded, route: Route) -> Tensor:
+        h = self.prefix.run(route, self.bos)  # (N, T, d)
+        N, T, d = h.shape
+        k = route.per_lattice
+        if k is not None:  # lattice b's k paths read its encoding as k·T positions
+            features = self.features(context.enc, context.pad, h.view(N // k, k * T, d))
+        else:
+            features = self.features(context.enc[route.lattice], context.pad[route.lattice], h)
+        logits = self.out(self.drop_step(features.view(N, T, 2 * d)))
+        return self.legal_log_softmax(batch, route.states, logits)
+
+    @staticmethod
+    def features(enc: Tensor, pad: Tensor, h: Tensor) -> Tensor:
+        """(R, T, 2d): [h; Att(h, enc)] (003:2–3) for T prefix states h (R, T, d) that attend
+        over encodings enc (R, n, d) with padding ``pad`` (R, n); W is applied by the caller."""
+        scores = torch.bmm(h, enc.transpose(1, 2)).masked_fill(pad[:, None], float("-inf"))
+        return torch.cat([h, torch.bmm(torch.softmax(scores, dim=2), enc)], dim=2)
 
     def advance(self, batch: LatticeBatch, context: Encoded, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)

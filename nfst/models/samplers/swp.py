@@ -30,6 +30,7 @@ from ...dp.semiring import LogSemiring
 from ...runtime.threads import cpu_threads
 from .base import Sampler, SamplerConfig, Walk
 from .swp_randomized import defensive_table, randomized_weights
+from .teacher import Route
 
 
 @dataclass
@@ -62,6 +63,9 @@ class WFSTSampler(Sampler):
 
     def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
         return context.table[walk.state]
+
+    def path_log_probs(self, batch: LatticeBatch, context: WeightedLattice, route: Route) -> Tensor:
+        return context.table[route.states]
 
     def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
                 choice: Tensor) -> Walk:

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from ...dp.batch import LatticeBatch
 from .base import Sampler, SamplerConfig, Walk
 from .prefix import PrefixGRU
+from .teacher import Route, StepDropout
 
 
 @dataclass
@@ -65,7 +66,7 @@ class SWS(Sampler):
         self.symbol_embed = nn.Embedding(self.num_symbol_ids, d, padding_idx=0)
         self.enc_x = SuffixEncoder(self.symbol_embed, d, p)
         self.enc_y = SuffixEncoder(self.symbol_embed, d, p)
-        self.drop = nn.Dropout(p)
+        self.drop_h, self.drop_suffix = StepDropout(p), StepDropout(p)
         self.out_h = nn.Linear(d, vocab_size + 1)  # W's blocks; marks, then STOP
         self.out_suffix = nn.Linear(2 * d, vocab_size + 1, bias=False)
 
@@ -80,12 +81,24 @@ class SWS(Sampler):
     def mark_logits(self, batch: LatticeBatch, context: Suffixes, walk: Walk) -> Tensor:
         """(N, vocab_size + 1): W[1; h_{t-1}; enc_x(x_{≥i}); enc_y(y_{≥j})] for every mark
         and STOP (003:4), before restricting to the legal choices."""
-        i, j = batch.positions[walk.state].unbind(1)
-        suffix = torch.cat([context.x[walk.lattice, i], context.y[walk.lattice, j]], dim=1)
-        return self.out_h(self.drop(walk.hidden)) + self.out_suffix(self.drop(suffix))
+        return self.logits_at(batch, context, walk.lattice, walk.state, walk.hidden)
+
+    def logits_at(self, batch: LatticeBatch, context: Suffixes, lattice: Tensor, states: Tensor,
+                  h: Tensor) -> Tensor:
+        """:meth:`mark_logits` for states (N,) or (N, T) and prefix states h (..., d)."""
+        i, j = batch.positions[states].unbind(-1)
+        if states.dim() == 2:
+            lattice = lattice[:, None]
+        suffix = torch.cat([context.x[lattice, i], context.y[lattice, j]], dim=-1)
+        return self.out_h(self.drop_h(h)) + self.out_suffix(self.drop_suffix(suffix))
 
     def log_probs(self, batch: LatticeBatch, context: Suffixes, walk: Walk) -> Tensor:
         return self.legal_log_probs(batch, walk, self.mark_logits(batch, context, walk))
+
+    def path_log_probs(self, batch: LatticeBatch, context: Suffixes, route: Route) -> Tensor:
+        h = self.prefix.run(route, self.bos)
+        logits = self.logits_at(batch, context, route.lattice, route.states, h)
+        return self.legal_log_softmax(batch, route.states, logits)
 
     def advance(self, batch: LatticeBatch, context: Suffixes, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)

@@ -8,9 +8,11 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.errors import PathTooLongError
-from nfst.models.samplers import SAMPLERS, Walk
+from nfst.models.samplers import SAMPLERS, Sampler, SamplerConfig, Walk, make_sampler
+from nfst.models.samplers.teacher import (recorded_dropout, replayed_dropout, route_of_arcs,
+                                          take_masks)
 from tests.helpers.brute import chi_square_critical
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import SAMPLER_NAMES, all_paths, fit_by_inclusive_kl, new_sampler
 from tests.helpers.scorers import random_scorer
 
@@ -220,3 +222,61 @@ def test_inclusive_kl_training_fits_an_arc_factored_posterior(name):
     before, after = fit_by_inclusive_kl(sampler, scorer, batch, steps=100, lr=0.03)
     assert before.item() > 0.5
     assert after.item() < 0.05, (before, after)
+
+
+@pytest.mark.parametrize("name", SAMPLER_NAMES)
+@pytest.mark.parametrize("lattices", ["del_ins", "cipher"])
+def test_one_pass_scoring_replays_the_walks_dropout(name, lattices):
+    """In training mode, the one-pass teacher-forced log q of a path equals the log q that
+    stepping through it gives, when both see the same dropout masks (recorded by the steps);
+    the cipher lattice has paths of two lengths."""
+    lats = del_ins_lattices() if lattices == "del_ins" else [cipher_lattice()]
+    batch = LatticeBatch(lats)
+    torch.manual_seed(0)
+    sampler = make_sampler(name, len(lats[0].mark_vocab), SamplerConfig(d=8, dropout=0.5),
+                           symbols_of(lats)).double().train()
+    with torch.no_grad():  # swp-prefix's prefix weights start at zero
+        for p in sampler.parameters():
+            p.add_(0.5 * torch.randn_like(p))
+    arcs, _ = all_paths(batch)
+    B, k, L = arcs.shape
+    context = sampler.prepare(batch)  # its own dropout is drawn once, for both passes
+    route = route_of_arcs(batch, torch.arange(B).repeat_interleave(k), arcs.view(B * k, L))
+    with recorded_dropout(sampler):
+        stepped = Sampler.path_log_probs(sampler, batch, context, route)  # step by step
+        masks = take_masks(sampler)
+    assert bool(masks) == (name != "swp")  # SWP has no per-step activations
+    assert all(m.shape[:2] in [(B * k, L + 1), (B * k, L + 2)] for m in masks.values())
+    with replayed_dropout(sampler, masks):
+        one_pass = sampler.path_log_probs(batch, context, route)
+    valid = route.valid
+    torch.testing.assert_close(one_pass[valid], stepped[valid], rtol=0, atol=1e-10)
+    if masks:  # and fresh masks do change it: dropout is really on
+        assert not torch.allclose(sampler.path_log_probs(batch, context, route)[valid],
+                                  stepped[valid])
+
+
+def test_sampling_consumes_the_generator_as_multinomial_does():
+    """The sampling loop draws each choice like torch.multinomial(probs, 1) (without its host
+    sync), so in eval mode a SWP sample is what a multinomial walk of its table gives."""
+    lats = del_ins_lattices()
+    batch = LatticeBatch(lats)
+    sampler = new_sampler("swp", lats).eval()
+    paths = sampler.sample(batch, 5, torch.Generator().manual_seed(7))
+    table = sampler.prepare(batch).table
+    generator = torch.Generator().manual_seed(7)
+    state = batch.start.repeat_interleave(5)
+    alive = torch.ones_like(state, dtype=torch.bool)
+    stop = batch.out_arcs.shape[1]
+    taken = []
+    for _ in range(batch.max_height + 1):
+        probs = torch.where(alive[:, None], table[state], torch.full_like(table[state], -math.inf))
+        probs[~alive, stop] = 0.0
+        choice = torch.multinomial(probs.exp(), 1, generator=generator).squeeze(1)
+        moving = alive & (choice != stop)
+        arc = torch.where(moving, batch.out_arcs[state, choice.clamp(max=stop - 1)], -1)
+        taken.append(arc)
+        state = torch.where(moving, batch.arc_dst[arc.clamp(min=0)], state)
+        alive = moving
+    expected = torch.stack(taken, 1)[:, :paths.arcs.shape[2]]
+    assert torch.equal(paths.arcs.view(15, -1), expected)

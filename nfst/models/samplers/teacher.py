@@ -1,0 +1,136 @@
+"""Teacher forcing in one pass: known paths laid out by position, and dropout masks that the
+step-by-step walk and the one-pass scoring share.
+
+A sampler's q of a known path factorises over its choices (003 §3); when the path is known, a
+recurrence over the mark prefix (h_t = GRU(e[ω_t], h_{t-1})) can read all of it at once and
+every head can score every position in one batched call, instead of one call per mark. Sampling
+therefore walks step by step without gradients and then scores the drawn paths in one pass with
+gradients (``Sampler.sample``); ``Sampler.score`` does the second half only.
+
+Position t = 0..L of a path (L marks) is the state before its (t+1)-th choice: the start state
+at t = 0, the destination of arc t afterwards; choice L is STOP.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+import torch
+from torch import Tensor, nn
+
+from ...dp.batch import LatticeBatch
+
+
+@dataclass
+class Route:
+    """N known paths by position: T = L + 1 positions, L the longest path's number of marks.
+    Past a path's end its entries repeat the end (last state, STOP), so every index is legal."""
+
+    lattice: Tensor
+    """(N,) long: which lattice of the batch."""
+    states: Tensor
+    """(N, T) long: the state at each position (batch-global id)."""
+    choice: Tensor
+    """(N, T) long: the column of ``batch.out_arcs[state]`` taken, STOP = D."""
+    marks: Tensor
+    """(N, L) long: the marks, -1 after the end."""
+    lengths: Tensor
+    """(N,) long: number of marks."""
+    per_lattice: Optional[int] = None
+    """k when the paths are lattice-major, k per lattice (``lattice`` = b repeated k times)."""
+
+    @property
+    def valid(self) -> Tensor:
+        """(N, T) bool: positions up to and including the path's STOP."""
+        t = torch.arange(self.states.shape[1], device=self.states.device)
+        return t <= self.lengths[:, None]
+
+
+def route_of_arcs(batch: LatticeBatch, lattice: Tensor, arcs: Tensor,
+                  per_lattice: Optional[int] = None) -> Route:
+    """The route of paths given as arcs (N, L), -1 after the end (batch-global arc ids);
+    ``per_lattice`` as in :class:`Route`.
+    Raises ValueError if a path is not one: an arc that does not leave the current state, a
+    path that ends at a non-final state (one host sync for all the checks)."""
+    N, L = arcs.shape
+    safe = arcs.clamp(min=0)
+    real = arcs >= 0
+    lengths = real.sum(1)
+    t = torch.arange(L, device=arcs.device)
+    last = torch.where(real, t, -1).cummax(1).values  # the last arc taken up to each step
+    after = batch.arc_dst[safe.gather(1, last.clamp(min=0))]
+    start = batch.start[lattice][:, None]
+    states = torch.cat([start, torch.where(last >= 0, after, start)], dim=1)  # (N, L + 1)
+    leaves = ~real | (batch.arc_src[safe] == states[:, :-1])
+    ends_final = batch.final[states[:, -1]]
+    gap = real & (t >= lengths[:, None])  # an arc after a -1
+    ok = torch.stack([leaves.all(), ends_final.all(), ~gap.any()]).tolist()
+    if not ok[0] or not ok[2]:
+        step = int((~leaves | gap).any(0).nonzero()[0])
+        raise ValueError(f"step {step}: an arc does not leave the walker's current state")
+    if not ok[1]:
+        raise ValueError("a path ends at a non-final state")
+    stop = batch.out_arcs.shape[1]
+    first = batch.out_arcs[batch.arc_src[safe], 0]  # arcs are sorted by source
+    choice = torch.where(real, safe - first, torch.full_like(arcs, stop))
+    choice = torch.cat([choice, torch.full_like(choice[:, :1], stop)], dim=1)
+    marks = torch.where(real, batch.arc_mark[safe], arcs)
+    return Route(lattice, states, choice, marks, lengths, per_lattice)
+
+
+class StepDropout(nn.Dropout):
+    """Dropout on an activation computed once per walker and position.
+
+    Inside :func:`recorded_dropout` each call (one per step of a walk) keeps its mask; inside
+    :func:`replayed_dropout` a call on (N, T, w) activations applies those masks, position t
+    getting step t's, so the one-pass scoring sees exactly the dropout the walk saw. Elsewhere
+    it is plain (inverted) dropout."""
+
+    def __init__(self, p: float):
+        super().__init__(p)
+        self.tape: Optional[list[Tensor]] = None
+        self.replay: Optional[Tensor] = None
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.p == 0:
+            return x
+        if self.replay is not None:
+            return x * self.replay[:, :x.shape[1]]
+        keep = 1 - self.p  # (rand < keep) draws 3× faster than bernoulli_ on a CPU
+        mask = (torch.rand_like(x) < keep).to(x.dtype).div_(keep)
+        if self.tape is not None:
+            self.tape.append(mask)
+        return x * mask
+
+
+@contextmanager
+def recorded_dropout(module: nn.Module) -> Iterator[None]:
+    """Record the masks of every :class:`StepDropout` in ``module`` (see there)."""
+    sites = [m for m in module.modules() if isinstance(m, StepDropout)]
+    for m in sites:
+        m.tape, m.replay = [], None
+    try:
+        yield
+    finally:
+        for m in sites:
+            m.tape = None
+
+
+@contextmanager
+def replayed_dropout(module: nn.Module, masks: dict[StepDropout, Tensor]) -> Iterator[None]:
+    """Apply recorded masks ((N, T, w) per site, from :func:`take_masks`)."""
+    for m, mask in masks.items():
+        m.replay = mask
+    try:
+        yield
+    finally:
+        for m in masks:
+            m.replay = None
+
+
+def take_masks(module: nn.Module) -> dict[StepDropout, Tensor]:
+    """The masks recorded so far, stacked by step: (N, steps, w) per site that drew any."""
+    return {m: torch.stack(m.tape, dim=1) for m in module.modules()
+            if isinstance(m, StepDropout) and m.tape}
