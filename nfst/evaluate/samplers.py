@@ -28,6 +28,7 @@ from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
 from ..smc import without_replacement as wor
+from ..train.distributed import item_seed, shared_map
 from . import metrics
 from .metrics import mean_and_se
 from .tables import text_table
@@ -52,26 +53,36 @@ def draw(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], k: int, 
          batch_size: int = 16, seed: int = 0, device: torch.device | str = "cpu",
          progress: bool = False, desc: str = "sample") -> list[PairSamples]:
     """k samples per lattice from ``sampler``, scored by ``scorer`` (both in eval mode for the
-    duration; a sampler's own training mode is restored afterwards)."""
+    duration; a sampler's own training mode is restored afterwards).
+
+    Each minibatch draws from its own generator, seeded from ``seed`` and its index, so under
+    torchrun the ranks share the minibatches and every rank gets the same samples as one
+    process would (a collective then: all ranks call it)."""
     device = torch.device(device)
-    generator = torch.Generator(device=device).manual_seed(seed)
+    starts = list(range(0, len(lattices), batch_size))
+    bar = tqdm(total=len(starts), desc=desc, disable=not progress, leave=False)
+
+    @torch.no_grad()
+    def one_batch(i: int) -> list[PairSamples]:
+        lo = starts[i]
+        batch = LatticeBatch(lattices[lo:lo + batch_size], device)
+        generator = torch.Generator(device=device).manual_seed(item_seed(seed, i))
+        paths = sampler.sample(batch, k, generator)
+        log_p = scorer.score_paths(paths)
+        local = torch.where(paths.arcs >= 0,
+                            paths.arcs - batch.arc_offsets[:-1, None, None], paths.arcs)
+        bar.update()
+        return [PairSamples(paths.log_q[b].double().cpu(), log_p[b].double().cpu(),
+                            paths.lengths[b].cpu(), local[b].cpu())
+                for b in range(batch.batch_size)]
+
     was_training = sampler.training
     sampler.eval()
-    out = []
     try:
-        for lo in tqdm(range(0, len(lattices), batch_size), desc=desc, disable=not progress,
-                       leave=False):
-            batch = LatticeBatch(lattices[lo:lo + batch_size], device)
-            paths = sampler.sample(batch, k, generator)
-            log_p = scorer.score_paths(paths)
-            local = torch.where(paths.arcs >= 0,
-                                paths.arcs - batch.arc_offsets[:-1, None, None], paths.arcs)
-            for b in range(batch.batch_size):
-                out.append(PairSamples(paths.log_q[b].double().cpu(), log_p[b].double().cpu(),
-                                       paths.lengths[b].cpu(), local[b].cpu()))
+        return [s for batch in shared_map(one_batch, range(len(starts))) for s in batch]
     finally:
         sampler.train(was_training)
-    return out
+        bar.close()
 
 
 def partial_kl(samples: PairSamples) -> float:

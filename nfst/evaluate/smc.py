@@ -57,6 +57,7 @@ from ..smc.fitting import fit_lookahead
 from ..smc.lookahead import LearnedLookahead, Lookahead, LookaheadProposal, ZeroLookahead
 from ..smc.resampling import ess
 from ..smc.without_replacement import distinct_particles
+from ..train.distributed import item_seed, shared_map
 from .metrics import mean_and_se
 from .tables import text_table
 
@@ -179,38 +180,54 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
     stats: dict[str, dict[int, list[list[tuple]]]] = {name: {} for name in draws}
     seconds: dict[str, dict[int, float]] = {name: {} for name in draws}
     calls: dict[str, dict[int, float]] = {name: {} for name in draws}
-    generator = torch.Generator(device=device).manual_seed(seed)
-    bar = tqdm(total=len(draws) * len(config.particles), desc="smc", unit="setting",
-               disable=quiet)
-    for name, draw in draws.items():
-        for M in config.particles:
-            bar.set_postfix_str(f"{name} M={M}")
-            started, counter.calls = time.time(), 0
-            per_run = []
-            for _ in range(config.runs if name != "BEAM" else 1):
-                rows, offset = [], 0
-                for batch in batches:
-                    with torch.no_grad():
-                        p = draw(batch, M, generator)
-                    log_z = getattr(p, "log_z", None)
-                    if log_z is None:  # beam: the mass it found, a lower bound on log Z
-                        log_z = torch.logsumexp(p.log_p.masked_fill(
-                            ~torch.isfinite(p.log_weights), float("-inf")), -1)
-                    full_ess = ess(p.log_weights.double())
-                    for b in range(batch.batch_size):
-                        keys, w, log_p = merge_duplicates(p, b)
-                        for k, lp in zip(keys, log_p.tolist()):
-                            seen[offset + b][k] = lp
-                        partial = float((w * (w.log() - log_p)).sum())
-                        dedup = float(ess(w.log()))
-                        rows.append((partial, float(full_ess[b]), dedup, float(log_z[b])))
-                    offset += batch.batch_size
-                per_run.append(rows)
-            stats[name][M] = per_run
-            seconds[name][M] = (time.time() - started) / len(per_run)
-            calls[name][M] = counter.calls / len(per_run) / n
-            bar.update()
+    # One unit of work per (method, M, run, minibatch), with its own generator: under torchrun
+    # the ranks share the units, with the results one process would get.
+    units = [(name, M, r, i) for name in draws for M in config.particles
+             for r in range(config.runs if name != "BEAM" else 1) for i in range(len(batches))]
+    bar = tqdm(total=len(units), desc="smc", unit="batch", disable=quiet)
+
+    def run_unit(unit: tuple) -> tuple[list[tuple], list[dict], float, int]:
+        name, M, r, i = unit
+        bar.set_postfix_str(f"{name} M={M}")
+        started, counter.calls = time.time(), 0
+        batch = batches[i]
+        generator = torch.Generator(device=device).manual_seed(
+            item_seed(seed, list(draws).index(name), M, r, i))
+        with torch.no_grad():
+            p = draws[name](batch, M, generator)
+        log_z = getattr(p, "log_z", None)
+        if log_z is None:  # beam: the mass it found, a lower bound on log Z
+            log_z = torch.logsumexp(p.log_p.masked_fill(
+                ~torch.isfinite(p.log_weights), float("-inf")), -1)
+        full_ess = ess(p.log_weights.double())
+        rows, found = [], []
+        for b in range(batch.batch_size):
+            keys, w, log_p = merge_duplicates(p, b)
+            found.append(dict(zip(keys, log_p.tolist())))
+            partial = float((w * (w.log() - log_p)).sum())
+            dedup = float(ess(w.log()))
+            rows.append((partial, float(full_ess[b]), dedup, float(log_z[b])))
+        bar.update()
+        return rows, found, time.time() - started, counter.calls
+
+    done = shared_map(run_unit, units)
     bar.close()
+    offsets = [0]
+    for batch in batches:
+        offsets.append(offsets[-1] + batch.batch_size)
+    for (name, M, r, i), (rows, found, spent, used) in zip(units, done):
+        per_run = stats[name].setdefault(M, [])
+        if i == 0:
+            per_run.append([])
+        per_run[r].extend(rows)
+        seconds[name][M] = seconds[name].get(M, 0.0) + spent
+        calls[name][M] = calls[name].get(M, 0.0) + used
+        for b, paths in enumerate(found):
+            seen[offsets[i] + b].update(paths)
+    for name in draws:
+        for M in config.particles:
+            seconds[name][M] /= len(stats[name][M])
+            calls[name][M] /= len(stats[name][M]) * n
     z = [torch.logsumexp(torch.tensor(list(s.values()), dtype=torch.float64), 0).item()
          for s in seen]
     out = {"M": list(config.particles), "pairs": n, "runs": config.runs, "methods": {},

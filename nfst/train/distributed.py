@@ -3,7 +3,11 @@ torchrun they reduce to a single process."""
 
 from __future__ import annotations
 
+from typing import Sequence, TypeVar
+
 import torch
+
+T = TypeVar("T")
 
 
 def rank_and_world() -> tuple[int, int]:
@@ -21,3 +25,24 @@ def from_every_rank(value, world: int) -> list:
     values = [None] * world
     torch.distributed.all_gather_object(values, value)
     return values
+
+
+def shared_map(fn, items: Sequence[T]) -> list:
+    """[fn(item) for item in items], item i computed by rank i mod world and the results
+    gathered, in order, on every rank (a collective). ``fn`` must not depend on which rank
+    runs it (seed any randomness from the item), so the result does not depend on the number
+    of processes. Results travel pickled: keep them on the CPU."""
+    rank, world = rank_and_world()
+    mine = [fn(item) for item in items[rank::world]]
+    if world == 1:
+        return mine
+    shards = from_every_rank(mine, world)
+    return [shards[i % world][i // world] for i in range(len(items))]
+
+
+def item_seed(seed: int, *index: int) -> int:
+    """A seed for one item of work, from the run's seed and the item's indices."""
+    value = seed
+    for i in index:
+        value = (value * 1_000_003 + i + 1) % (2 ** 63)
+    return value
