@@ -2,7 +2,8 @@
 with K paths from a bootstrap SWA sampler, which is itself trained by inclusive KL on the same
 paths (003 §4: "alternately optimizing θ and φ"; here each minibatch updates both, from one
 draw). Label smoothing and gradient clipping as in 003 Table 3. The scorer is returned frozen
-and the bootstrap sampler is discarded. Checkpoints and resumption: ``nfst.train.checkpoint``.
+and the bootstrap sampler is discarded. Checkpoints and resumption: ``nfst.train.checkpoint``;
+under torchrun the ranks share every minibatch (DDP), as in ``nfst.train.sampler``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..runtime import storage
 from ..runtime.interrupt import checkpointed, interrupt_requested
 from ..runtime.threads import cpu_threads
 from .checkpoint import check_finite, config_key, load_checkpoint, rng_state, set_rng_state
+from .distributed import from_every_rank, rank_and_world
 from .objectives import inclusive_kl_loss, iwae_bound, iwae_loss
 
 
@@ -72,7 +74,13 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
     boot = make_sampler("swa", vocab, config.bootstrap, symbols).to(device)
     opt_p = torch.optim.Adam(scorer.parameters(), lr=config.lr)
     opt_q = torch.optim.Adam(boot.parameters(), lr=config.bootstrap_lr)
-    generator = torch.Generator(device=device).manual_seed(seed)
+    rank, world = rank_and_world()
+    # Under torchrun, as for a sampler: each process takes its share of every minibatch and
+    # DDP averages the gradients of the scorer and the bootstrap sampler.
+    step_loss: torch.nn.Module = _StepLoss(scorer, boot, config)
+    if world > 1:  # every parameter of both gets a gradient
+        step_loss = torch.nn.parallel.DistributedDataParallel(step_loss)
+    generator = torch.Generator(device=device).manual_seed(seed + 7919 * rank)
     history: list[dict] = []
     start = 0
     state = load_checkpoint(checkpoint, config)
@@ -81,16 +89,24 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
         boot.load_state_dict(state["sampler"])
         opt_p.load_state_dict(state["opt_p"])
         opt_q.load_state_dict(state["opt_q"])
-        set_rng_state(state["rng"], generator)
+        # one RNG state per rank (a single one in checkpoints from before)
+        rngs = state["rng"] if isinstance(state["rng"], list) else [state["rng"]]
+        set_rng_state(rngs[rank % len(rngs)], generator)
         history, start = state["history"], state["step"]
 
     def save(step: int) -> None:
-        if checkpoint is not None:
+        """Rank 0 writes what every rank needs to resume; all ranks return once it is written."""
+        if checkpoint is None:
+            return
+        rngs = from_every_rank(rng_state(generator), world)
+        if rank == 0:
             storage.save(checkpoint, {
                 "config": config_key(config), "step": step, "history": history,
                 "scorer": scorer.state_dict(), "sampler": boot.state_dict(),
                 "opt_p": opt_p.state_dict(), "opt_q": opt_q.state_dict(),
-                "rng": rng_state(generator)}, durable=True)
+                "rng": rngs}, durable=True)
+        if world > 1:
+            torch.distributed.barrier()
 
     scorer.train()
     boot.train()
@@ -98,16 +114,10 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
                initial=start, total=config.steps)
     with checkpointed():
         for step in bar:
-            batch = LatticeBatch(minibatch(train, config.batch_size, seed, step), device)
+            batch = LatticeBatch(minibatch(train, config.batch_size, seed, step)[rank::world],
+                                 device)
             with cpu_threads(device):
-                paths = boot.sample(batch, config.K, generator)
-                B, K, L = paths.marks.shape
-                log_p, smoothed = scorer.log_prob_smoothed(paths.marks.reshape(B * K, L),
-                                                           paths.lengths.reshape(-1),
-                                                           config.label_smoothing)
-                log_p, smoothed = log_p.view(B, K), smoothed.view(B, K)
-                loss_p = iwae_loss(log_p.detach(), paths.log_q, surrogate=smoothed)
-                loss_q = inclusive_kl_loss(log_p.detach(), paths.log_q)
+                loss_p, loss_q, log_p, log_q = step_loss(batch, generator)
                 check_finite(loss_p, "the scorer's IWAE loss", step, checkpoint)
                 check_finite(loss_q, "the bootstrap sampler's loss", step, checkpoint)
                 opt_p.zero_grad()
@@ -119,7 +129,7 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
                 opt_p.step()
                 opt_q.step()
             record = {"step": step + 1,
-                      "iwae": float(iwae_bound(log_p.detach(), paths.log_q.detach()).mean()),
+                      "iwae": float(iwae_bound(log_p.detach(), log_q.detach()).mean()),
                       "sampler_loss": float(loss_q.detach())}
             history.append(record)
             bar.set_postfix(iwae=f"{record['iwae']:.2f}")
@@ -127,8 +137,28 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
                 save(step + 1)
             if callback is not None:
                 callback(step + 1, record)
-            if interrupt_requested():
+            if any(from_every_rank(interrupt_requested(), world)):  # all ranks stop together
                 save(step + 1)
                 raise Interrupted(f"interrupted after step {step + 1}; checkpoint {checkpoint}")
         save(config.steps)
     return ScorerResult(scorer.freeze(), history)
+
+
+class _StepLoss(torch.nn.Module):
+    """One minibatch as a module's forward, for DDP: (scorer loss, bootstrap sampler loss,
+    log p̃ (B, K), log q (B, K))."""
+
+    def __init__(self, scorer: LSTMScorer, boot: torch.nn.Module, config: ScorerConfig):
+        super().__init__()
+        self.scorer, self.boot, self.config = scorer, boot, config
+
+    def forward(self, batch: LatticeBatch, generator: torch.Generator):
+        paths = self.boot.sample(batch, self.config.K, generator)
+        B, K, L = paths.marks.shape
+        log_p, smoothed = self.scorer.log_prob_smoothed(paths.marks.reshape(B * K, L),
+                                                        paths.lengths.reshape(-1),
+                                                        self.config.label_smoothing)
+        log_p, smoothed = log_p.view(B, K), smoothed.view(B, K)
+        loss_p = iwae_loss(log_p.detach(), paths.log_q, surrogate=smoothed)
+        loss_q = inclusive_kl_loss(log_p.detach(), paths.log_q)
+        return loss_p, loss_q, log_p, paths.log_q

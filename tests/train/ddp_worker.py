@@ -1,4 +1,5 @@
-"""Run by tests/train/test_distributed.py under torchrun: DDP sampler training on 2 CPU ranks."""
+"""Run by tests/train/test_distributed.py under torchrun: DDP sampler and scorer training on 2
+CPU ranks."""
 
 import dataclasses
 import os
@@ -16,6 +17,7 @@ from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.scorer import ArcFactoredScorer
 from nfst.runtime.interrupt import graceful_interrupts
 from nfst.train.sampler import SamplerTrainConfig, train_sampler
+from nfst.train.scorer import ScorerConfig, train_scorer
 
 dist.init_process_group("gloo")
 T = deletion_insertion("ab", "cd")
@@ -64,6 +66,24 @@ with graceful_interrupts():
 resumed, flat_resumed = train(6, checkpoint)
 assert len(resumed.history) == 7  # step 0 (untrained) and six steps
 assert torch.equal(flat_resumed, flat), "a run resumed after a signal differs"
+# The scorer loop too: ranks share every minibatch, stay identical and resume exactly.
+scorer_cfg = ScorerConfig(hidden=8, layers=1, steps=4, batch_size=4, K=4,
+                          bootstrap=SamplerConfig(d=8, dropout=0.1), checkpoint_every=2)
+
+
+def train_p(steps, checkpoint=None):
+    r = train_scorer(lats, dataclasses.replace(scorer_cfg, steps=steps), symbols="abcd",
+                     seed=1, checkpoint=checkpoint, quiet=True)
+    return torch.cat([p.detach().flatten() for p in r.scorer.parameters()])
+
+
+flat_p = train_p(4)
+out = [torch.zeros_like(flat_p) for _ in range(dist.get_world_size())]
+dist.all_gather(out, flat_p)
+assert all(torch.equal(out[0], o) for o in out), "scorer parameters differ across ranks"
+checkpoint = Path(sys.argv[1]) / "scorer.ckpt"
+train_p(2, checkpoint)
+assert torch.equal(train_p(4, checkpoint), flat_p), "a resumed scorer run differs"
 sys.stdout.write(f"rank {dist.get_rank()} ok\n")  # one write: ranks share the pipe
 sys.stdout.flush()
 dist.destroy_process_group()

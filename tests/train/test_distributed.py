@@ -1,4 +1,4 @@
-"""Sampler training under torchrun + DistributedDataParallel (gloo on CPU)."""
+"""Sampler and scorer training under torchrun + DistributedDataParallel (gloo on CPU)."""
 
 import re
 import subprocess
