@@ -36,6 +36,7 @@ from ..models.scorer import LSTMScorer
 from ..runtime import storage
 from ..runtime.interrupt import graceful_interrupts
 from ..tasks import DataError, Task, get_task
+from ..train.distributed import rank_and_world
 from ..train.sampler import train_sampler
 from ..train.scorer import train_scorer
 from .config import RunConfig, agrees, apply_overrides, json_default
@@ -70,6 +71,8 @@ class Run:
         if unknown:
             raise NfstError(f"unknown samplers {sorted(unknown)}",
                             f"choose from {', '.join(SAMPLERS)}")
+        # Under torchrun every process runs every stage, sharing its work; rank 0 writes.
+        self.rank, self.world = rank_and_world()
         self._check_config()
         self.T = self.task.mfst(data_dir)
         self.symbols = self.T.input_alphabet + self.T.output_alphabet
@@ -102,7 +105,9 @@ class Run:
         command's list is recorded, so `nfst train-scorer` then `nfst run` share a run."""
         path = self.dir / "config.json"
         mine = self.settings()
-        if path.exists():
+        exists = path.exists()
+        self._barrier()  # every rank looks before rank 0 writes
+        if exists:
             old = json.loads(path.read_text())
             same_samplers = old.get("run", {}).get("samplers") == mine["run"]["samplers"]
             for settings in (old, mine):
@@ -112,8 +117,15 @@ class Run:
                                      f"(see {path})")
             if same_samplers:
                 return
-        self.dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.settings(), indent=1))
+        if self.rank == 0:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(self.settings(), indent=1))
+        self._barrier()
+
+    def _barrier(self) -> None:
+        """Under torchrun: wait until every rank is here."""
+        if self.world > 1:
+            torch.distributed.barrier()
 
     def _stage_file(self, name: str) -> Path:
         return self.dir / "stages" / f"{name}.json"
@@ -123,15 +135,20 @@ class Run:
         return json.loads(path.read_text()) if path.exists() else None
 
     def _finish(self, name: str, result: dict) -> dict:
-        path = self._stage_file(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(result, indent=1))
-        tmp.replace(path)
+        """Record a finished stage; under torchrun rank 0 writes, once every rank has finished
+        it (so no rank finds it done before deciding to run it)."""
+        self._barrier()
+        if self.rank == 0:
+            path = self._stage_file(name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(result, indent=1))
+            tmp.replace(path)
+        self._barrier()
         return result
 
     def _say(self, text: str) -> None:
-        if not self.quiet:
+        if not self.quiet and self.rank == 0:
             print(f"[{self.config.task}] {text}", flush=True)
 
     # -- stages -------------------------------------------------------------------------------
@@ -179,8 +196,9 @@ class Run:
                                   seed=self.config.seed, device=self.device,
                                   checkpoint=self.dir / "checkpoints" / "scorer.ckpt",
                                   quiet=self.quiet)
-            storage.save(path, {"state": result.scorer.state_dict(), "history": result.history},
-                         durable=True)
+            if self.rank == 0:
+                storage.save(path, {"state": result.scorer.state_dict(),
+                                    "history": result.history}, durable=True)
             self._finish("scorer", {"seconds": time.time() - started,
                                     "final_iwae": result.history[-1]["iwae"]})
         scorer = LSTMScorer(vocab, cfg.hidden, cfg.layers, cfg.dropout)
@@ -214,7 +232,8 @@ class Run:
                                    seed=self.config.seed, device=self.device,
                                    checkpoint=self.dir / "checkpoints" / f"{name}.ckpt",
                                    quiet=self.quiet, teacher=teacher)
-            storage.save(path, {"state": result.sampler.state_dict()}, durable=True)
+            if self.rank == 0:
+                storage.save(path, {"state": result.sampler.state_dict()}, durable=True)
             self._finish(f"sampler-{name}", {
                 "seconds": time.time() - started, "best_step": result.best_step,
                 "best_dev_partial_kl": result.best_dev_partial_kl,
@@ -304,5 +323,7 @@ class Run:
                       f"{'reusing' if self.done(f'sampler-{name}') else 'training'}")
             self.sampler(name)
         self.smoothing()  # evaluates first
+        if self.rank != 0:
+            return self.dir / "report"
         (self.dir / "results.json").write_text(json.dumps(self.results(), indent=1))
         return write_report([self.dir], self.dir / "report")
