@@ -58,7 +58,8 @@ def bench_step(lattices: int = 16, k: int = 16, dims: Sequence[int] = (256, 64),
             for stepper in steppers.values():
                 stepper.step()
         per_step = {n: 1000 * statistics.median(s.totals[1:]) for n, s in steppers.items()}
-        sampler_only = {n: 1000 * statistics.median(t - c for t, c in zip(s.totals[1:], s.scoring[1:]))
+        sampler_only = {n: 1000 * statistics.median(t - c for t, c in
+                                                     zip(s.totals[1:], s.scoring[1:]))
                         for n, s in steppers.items()}
         at_d = {"ms_per_step": {n: round(v, 1) for n, v in per_step.items()},
                 "ms_sampler_only": {n: round(v, 1) for n, v in sampler_only.items()}}

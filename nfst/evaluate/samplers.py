@@ -28,7 +28,7 @@ from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
 from ..smc import without_replacement as wor
-from ..train.distributed import item_seed, shared_map
+from ..runtime.distributed import item_seed, shared_map
 from . import metrics
 from .metrics import mean_and_se
 from .tables import text_table

@@ -57,7 +57,7 @@ from ..smc.fitting import fit_lookahead
 from ..smc.lookahead import LearnedLookahead, Lookahead, LookaheadProposal, ZeroLookahead
 from ..smc.resampling import ess
 from ..smc.without_replacement import distinct_particles
-from ..train.distributed import item_seed, shared_map
+from ..runtime.distributed import item_seed, shared_map
 from .metrics import mean_and_se
 from .tables import text_table
 

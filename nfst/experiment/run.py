@@ -36,7 +36,7 @@ from ..models.scorer import LSTMScorer
 from ..runtime import storage
 from ..runtime.interrupt import graceful_interrupts
 from ..tasks import DataError, Task, get_task
-from ..train.distributed import rank_and_world
+from ..runtime.distributed import rank_and_world
 from ..train.sampler import train_sampler
 from ..train.scorer import train_scorer
 from .config import RunConfig, agrees, apply_overrides, json_default

@@ -2,7 +2,7 @@
 proposals (003 §4), or the λ-mixture with the REINFORCE exclusive KL (000:32, 000:45), or
 training paths from SMC particles (002:1), with early stopping on the partial KL (003:7) of a
 validation set. Checkpoints and resumption: ``nfst.train.checkpoint``; under torchrun the
-minibatch is split across ranks (``nfst.train.distributed``).
+minibatch is split across ranks (``nfst.runtime.distributed``).
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from ..fst.lattice import Lattice
 from ..models.samplers import Sampler, SamplerConfig
 from ..models.scorer import Scorer
 from ..runtime import storage
+from ..runtime.distributed import from_every_rank, rank_and_world
 from ..runtime.interrupt import checkpointed, interrupt_requested
 from ..runtime.threads import cpu_threads
 from ..smc.engine import SMCConfig, smc
 from ..smc.without_replacement import inclusive_kl_loss as distinct_inclusive_kl_loss
 from .checkpoint import check_finite, config_key, load_checkpoint, rng_state, set_rng_state
 from .defensive import defensive_loss
-from .distributed import from_every_rank, rank_and_world
 from .nasmc import mixture_loss, nasmc_loss
 from .objectives import EMABaseline, sampler_loss
 

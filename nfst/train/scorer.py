@@ -22,10 +22,10 @@ from ..fst.lattice import Lattice
 from ..models.samplers import SamplerConfig, make_sampler
 from ..models.scorer import LSTMScorer
 from ..runtime import storage
+from ..runtime.distributed import from_every_rank, rank_and_world
 from ..runtime.interrupt import checkpointed, interrupt_requested
 from ..runtime.threads import cpu_threads
 from .checkpoint import check_finite, config_key, load_checkpoint, rng_state, set_rng_state
-from .distributed import from_every_rank, rank_and_world
 from .objectives import inclusive_kl_loss, iwae_bound, iwae_loss
 
 

@@ -20,6 +20,10 @@ and inherits :meth:`Sampler.sample` (k paths per lattice) and :meth:`Sampler.sco
 given paths, by teacher forcing), both differentiable in φ. The particle-smoothing engine drives
 the four methods itself, resampling walkers with :meth:`Walk.select`.
 
+Optionally, ``path_log_probs(batch, context, route)`` gives (N, T, D + 1) log q at every position
+of known paths in one batched pass (``nfst.models.samplers.teacher``); a sampler that has it
+samples without gradients and scores the drawn paths in that pass.
+
 Mark ids index the task's mark vocabulary (``lattice.mark_vocab``, shared by all lattices of a
 task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the first mark.
 """

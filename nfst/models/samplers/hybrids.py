@@ -99,7 +99,8 @@ class SWPSWS(SWP):
         return self.sws.start(batch, context.sws, lattice)
 
     def log_probs(self, batch: LatticeBatch, context: HybridContext, walk: Walk) -> Tensor:
-        return self.combine(batch, context, walk.state, self.sws.mark_logits(batch, context.sws, walk))
+        logits = self.sws.mark_logits(batch, context.sws, walk)
+        return self.combine(batch, context, walk.state, logits)
 
     def path_log_probs(self, batch: LatticeBatch, context: HybridContext, route: Route) -> Tensor:
         h = self.sws.prefix.run(route, self.bos)

@@ -69,7 +69,8 @@ class SWA(Sampler):
             # walkers read its encoding as k positions, with no per-walker copy of it
             features = self.features(context.enc, context.pad, h.view(B, N // B, -1))
         else:
-            features = self.features(context.enc[walk.lattice], context.pad[walk.lattice], h[:, None])
+            features = self.features(context.enc[walk.lattice], context.pad[walk.lattice],
+                                     h[:, None])
         logits = self.out(self.drop_step(features.reshape(N, -1)))
         return self.legal_log_probs(batch, walk, logits)
 

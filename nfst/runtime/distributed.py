@@ -1,4 +1,4 @@
-"""torch.distributed helpers: a loop started by torchrun splits its work across ranks; without
+"""torch.distributed helpers: a stage started by torchrun splits its work across ranks; without
 torchrun they reduce to a single process."""
 
 from __future__ import annotations
