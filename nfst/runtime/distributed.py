@@ -41,8 +41,10 @@ def shared_map(fn, items: Sequence[T]) -> list:
 
 
 def item_seed(seed: int, *index: int) -> int:
-    """A seed for one item of work, from the run's seed and the item's indices."""
-    value = seed
+    """A seed for one item of work, from the run's seed and the item's indices (each below
+    1,000,003); the first item (all indices 0) gets ``seed`` itself, so one item alone draws
+    what a single generator seeded with ``seed`` would."""
+    mix = 0
     for i in index:
-        value = (value * 1_000_003 + i + 1) % (2 ** 63)
-    return value
+        mix = mix * 1_000_003 + i
+    return (seed + 7_919_007 * mix) % 2 ** 63
