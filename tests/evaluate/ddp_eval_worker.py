@@ -4,7 +4,6 @@ import json
 import sys
 from pathlib import Path
 
-import torch
 import torch.distributed as dist
 
 from tests.evaluate.test_distributed import evaluate_both

@@ -21,7 +21,7 @@ given paths, by teacher forcing), both differentiable in φ. The particle-smooth
 the four methods itself, resampling walkers with :meth:`Walk.select`.
 
 Optionally, ``path_log_probs(batch, context, route)`` gives (N, T, D + 1) log q at every position
-of known paths in one batched pass (``nfst.models.samplers.teacher``); a sampler that has it
+of known paths in one batched pass (``nfst.models.samplers.forcing``); a sampler that has it
 samples without gradients and scores the drawn paths in that pass.
 
 Mark ids index the task's mark vocabulary (``lattice.mark_vocab``, shared by all lattices of a
@@ -41,7 +41,7 @@ from torch import Tensor
 from ...dp.batch import LatticeBatch
 from ...errors import PathTooLongError
 from ...runtime.threads import cpu_threads
-from .teacher import Route, recorded_dropout, replayed_dropout, route_of_arcs, take_masks
+from .forcing import Route, recorded_dropout, replayed_dropout, route_of_arcs, take_masks
 
 PAD, UNKNOWN, SEPARATOR = "<pad>", "<unk>", "#"
 SPECIAL_SYMBOLS = (PAD, UNKNOWN, SEPARATOR)

@@ -33,7 +33,7 @@ from .base import SamplerConfig, Walk
 from .prefix import PrefixGRU
 from .swp import SWP, WeightedLattice
 from .sws import SWS, Suffixes
-from .teacher import Route, StepDropout
+from .forcing import Route, StepDropout
 
 
 class SWPPrefix(SWP):

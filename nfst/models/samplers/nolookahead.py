@@ -15,7 +15,7 @@ from torch import Tensor, nn
 from ...dp.batch import LatticeBatch
 from .base import Sampler, SamplerConfig, Walk
 from .prefix import PrefixGRU
-from .teacher import Route, StepDropout
+from .forcing import Route, StepDropout
 
 
 class NoLookahead(Sampler):

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .base import Walk
-from .teacher import Route, StepDropout
+from .forcing import Route, StepDropout
 
 
 class PrefixGRU(nn.Module):

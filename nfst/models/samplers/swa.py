@@ -21,7 +21,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ...dp.batch import LatticeBatch
 from .base import SEPARATOR, Sampler, SamplerConfig, Walk
 from .prefix import PrefixGRU
-from .teacher import Route, StepDropout
+from .forcing import Route, StepDropout
 
 
 @dataclass

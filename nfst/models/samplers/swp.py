@@ -30,7 +30,7 @@ from ...dp.semiring import LogSemiring
 from ...runtime.threads import cpu_threads
 from .base import Sampler, SamplerConfig, Walk
 from .swp_randomized import defensive_table, randomized_weights
-from .teacher import Route
+from .forcing import Route
 
 
 @dataclass

@@ -9,7 +9,7 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.errors import PathTooLongError
 from nfst.models.samplers import SAMPLERS, Sampler, SamplerConfig, Walk, make_sampler
-from nfst.models.samplers.teacher import (recorded_dropout, replayed_dropout, route_of_arcs,
+from nfst.models.samplers.forcing import (recorded_dropout, replayed_dropout, route_of_arcs,
                                           take_masks)
 from tests.helpers.brute import chi_square_critical
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
