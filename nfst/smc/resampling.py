@@ -107,11 +107,14 @@ def residual(log_weights: torch.Tensor, generator: Optional[torch.Generator] = N
     scaled = w * M
     counts = scaled.floor().long()
     rest = scaled - counts
-    left = M - counts.sum(dim=1)  # (B,) residual draws per row, 0 <= left < M
-    # Draw M − 1 residual slots per row (enough for any row) and keep the first `left`;
-    # rows with nothing left get uniform residuals so that multinomial has a valid row.
+    # (B,) residual draws per row. Σ⌊M w̄⌋ can be 0 (every M w̄_m just below 1, e.g. equal
+    # weights at M = 49 rounding to 0.99999…), so left may be M itself; the clamp guards
+    # against weights whose rounded sum exceeds 1.
+    left = (M - counts.sum(dim=1)).clamp(0, M)
+    # Draw M residual slots per row (enough for any row) and keep the first `left`; rows
+    # with nothing left get uniform residuals so that multinomial has a valid row.
     rest = torch.where(left[:, None] > 0, rest, torch.ones_like(rest))
-    draws = torch.multinomial(rest, max(M - 1, 1), replacement=True, generator=generator)
+    draws = torch.multinomial(rest, M, replacement=True, generator=generator)
     keep = torch.arange(draws.shape[1], device=w.device) < left[:, None]
     counts.scatter_add_(1, draws, keep.long())
     return _counts_to_ancestors(counts)
