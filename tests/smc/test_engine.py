@@ -170,3 +170,42 @@ def test_beam_search_returns_the_true_top_paths(setup):
             if M >= len(scores[b]):
                 assert sorted(beam.log_p[b][finite].tolist(), reverse=True) == \
                     pytest.approx(sorted(scores[b].values(), reverse=True), abs=1e-9)
+
+
+@pytest.mark.parametrize("sampler_name", ["swa", "swp-prefix"])
+def test_recurrent_scorer_and_sampler_states_follow_their_ancestors(setup, sampler_name):
+    """With an LSTM scorer and a recurrent sampler, both hidden states must be reordered by
+    ancestor at each resampling: the log p̃ and log q carried through SMC then equal the final
+    paths rescored from scratch. (Every other SMC test uses a stateless scorer, where a
+    missing reorder cannot show.)"""
+    from nfst.models.scorer import LSTMScorer
+    from tests.helpers.samplers import new_sampler
+    batch = setup[0]
+    torch.manual_seed(0)
+    scorer = LSTMScorer(len(batch.mark_vocab), hidden=16, layers=2, dropout=0.0).double().freeze()
+    sampler = new_sampler(sampler_name, batch.lattices).eval()
+    with torch.no_grad():
+        r = smc(batch, sampler, scorer, None, SMCConfig(particles=8, resample_threshold=1.0),
+                torch.Generator().manual_seed(1))
+        assert r.resampled.sum() >= 8
+        moved = r.ancestors != torch.arange(8).expand_as(r.ancestors)
+        assert moved.any(), "resampling never changed a slot: the test could not fail"
+        L = r.arcs.shape[-1]
+        rescored = scorer.log_prob(r.marks.view(-1, L), r.lengths.view(-1)).view_as(r.log_p)
+        assert torch.allclose(r.log_p, rescored, atol=1e-9), (r.log_p - rescored).abs().max()
+        assert torch.allclose(r.log_q, sampler.score(batch, r.arcs), atol=1e-9)
+
+
+@pytest.mark.parametrize("M", [2, 49, 98])
+def test_residual_resampling_in_smc_keeps_ancestors_in_their_lattice(setup, M):
+    """Equal weights at M = 49 made residual resampling return ancestor M, i.e. a particle of
+    the next lattice (or an IndexError on the last one)."""
+    batch, scorer, _ = setup
+    sampler = exact_sampler(batch, scorer)  # equal weights at every step
+    with torch.no_grad():
+        r = smc(batch, sampler, scorer, BetaLookahead.exact(scorer),
+                SMCConfig(particles=M, resample_threshold=1.0, resampling="residual"),
+                torch.Generator().manual_seed(0))
+    assert r.resampled.any()
+    assert int(r.ancestors.max()) < M and int(r.ancestors.min()) >= 0
+    assert torch.allclose(r.log_weights, r.log_weights[:, :1].expand_as(r.log_weights), atol=1e-9)
