@@ -9,7 +9,8 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.evaluate.samplers import (PairSamples, dedup_ess, draw, evaluate, expected_length,
-                                    format_table, paired_difference, partial_kl)
+                                    format_table, mean_and_se, paired_difference,
+                                    partial_kl, summarize)
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import FreeWeightSampler, all_paths, exact_log_p, new_sampler
 from tests.helpers.scorers import random_scorer
@@ -126,3 +127,21 @@ def test_evaluate_returns_json_with_every_metric():
     # evaluation is seeded: the same result again, whatever ran before
     again = evaluate({"swa": samplers["swa"]}, scorer, lats, k=4, batch_size=2, quiet=True)
     assert again["samplers"]["swa"]["partial_kl"] == result["samplers"]["swa"]["partial_kl"]
+
+
+def test_partial_kl_standard_error_is_std_over_root_n():
+    """Four pairs whose partial KLs are 1, 2, 3 and 6 nats: mean 3, sample standard deviation
+    √(14/3), standard error √(14/3) / √4 = 1.0801 (std / n would give 0.540)."""
+    samples = []
+    for i, kl in enumerate([1.0, 2.0, 3.0, 6.0]):
+        log_p = torch.tensor([-1.0, -2.0], dtype=torch.float64) - i
+        samples.append(PairSamples(log_p + kl, log_p, torch.tensor([1, 1]),
+                                   torch.tensor([[0], [1]])))
+    result = summarize(samples, [], examples=0)
+    assert result["per_pair_partial_kl"] == pytest.approx([1.0, 2.0, 3.0, 6.0])
+    assert result["partial_kl"] == pytest.approx(3.0)
+    assert result["partial_kl_se"] == pytest.approx(math.sqrt(14 / 3) / 2, rel=1e-12)
+    assert mean_and_se([5.0]) == (5.0, 0.0)
+    paired = {"samplers": {"a": {"per_pair_partial_kl": [1.0, 2.0, 3.0, 6.0]},
+                           "b": {"per_pair_partial_kl": [0.0, 0.0, 0.0, 0.0]}}}
+    assert paired_difference(paired, "a", "b") == pytest.approx((3.0, math.sqrt(14 / 3) / 2))
