@@ -280,3 +280,53 @@ def test_sampling_consumes_the_generator_as_multinomial_does():
         alive = moving
     expected = torch.stack(taken, 1)[:, :paths.arcs.shape[2]]
     assert torch.equal(paths.arcs.view(15, -1), expected)
+
+
+def independent_prefix_states(prefix, marks: list[int], bos: int) -> torch.Tensor:
+    """(len(marks) + 1, d): h_0 … h_T of a separate torch.nn.GRU, with the PrefixGRU's weights,
+    run over BOS ω_1 … ω_T; h_t is the state that should score ω_{t+1} (003:2's h_{t-1})."""
+    d = prefix.cell.hidden_size
+    gru = torch.nn.GRU(d, d).to(prefix.cell.weight_ih.dtype)
+    with torch.no_grad():
+        for ours, theirs in (("weight_ih", "weight_ih_l0"), ("weight_hh", "weight_hh_l0"),
+                             ("bias_ih", "bias_ih_l0"), ("bias_hh", "bias_hh_l0")):
+            getattr(gru, theirs).copy_(getattr(prefix.cell, ours))
+        out, _ = gru(prefix.embed(torch.tensor([bos] + marks))[:, None])
+    return out[:, 0]
+
+
+@pytest.mark.parametrize("name", SAMPLER_NAMES)
+def test_prefix_state_is_a_gru_over_exactly_the_marks_so_far(name):
+    """After t marks (and after STOP), each walker's prefix state equals an independent GRU's
+    over BOS ω_1 … ω_t: a GRU reading one mark late or early fails here. Samplers without a
+    prefix GRU (SWP) are named, so that a new one cannot slip through unchecked."""
+    from nfst.models.samplers.nolookahead import PrefixGRU
+    lats = [cipher_lattice()] + del_ins_lattices()
+    batch = LatticeBatch(lats)
+    sampler = new_sampler(name, lats).eval()
+    grus = [m for m in sampler.modules() if isinstance(m, PrefixGRU)]
+    if name == "swp":
+        assert not grus
+        return
+    assert len(grus) == 1
+    k, g = 4, torch.Generator().manual_seed(0)
+    stop = batch.out_arcs.shape[1]
+    with torch.no_grad():
+        context = sampler.prepare(batch)
+        walk = sampler.start(batch, context, torch.arange(len(lats)).repeat_interleave(k))
+        marks = [[] for _ in range(len(walk))]
+        seen = [(walk.hidden.clone(), walk.length.clone())]  # (state, marks read) per step
+        while walk.alive.any():
+            lp = sampler.log_probs(batch, context, walk)
+            choice = torch.multinomial(lp.exp(), 1, generator=g).squeeze(1)
+            choice = torch.where(walk.alive, choice, torch.full_like(choice, stop))
+            walk = sampler.advance(batch, context, walk, choice)
+            for n in range(len(walk)):
+                if int(walk.length[n]) > len(marks[n]):
+                    marks[n].append(int(walk.last_mark[n]))
+            seen.append((walk.hidden.clone(), walk.length.clone()))
+    for n, path in enumerate(marks):
+        expected = independent_prefix_states(grus[0], path, sampler.bos)
+        for hidden, length in seen:
+            torch.testing.assert_close(hidden[n], expected[int(length[n])], rtol=0, atol=1e-10)
+    assert max(len(m) for m in marks) >= 6
