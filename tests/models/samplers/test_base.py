@@ -300,7 +300,7 @@ def test_prefix_state_is_a_gru_over_exactly_the_marks_so_far(name):
     """After t marks (and after STOP), each walker's prefix state equals an independent GRU's
     over BOS ω_1 … ω_t: a GRU reading one mark late or early fails here. Samplers without a
     prefix GRU (SWP) are named, so that a new one cannot slip through unchecked."""
-    from nfst.models.samplers.nolookahead import PrefixGRU
+    from nfst.models.samplers.prefix import PrefixGRU
     lats = [cipher_lattice()] + del_ins_lattices()
     batch = LatticeBatch(lats)
     sampler = new_sampler(name, lats).eval()
