@@ -16,6 +16,7 @@ differences, much smaller than either sampler's own standard error when pairs va
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -27,6 +28,7 @@ from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
+from ..runtime.threads import cpu_threads
 from ..smc import without_replacement as wor
 from ..runtime.distributed import item_seed, shared_map
 from . import metrics
@@ -48,12 +50,26 @@ class PairSamples:
     """(k, L) long, -1 padded, lattice-local arc ids (so identical paths compare equal)."""
 
 
+@contextmanager
+def eval_mode(*models: torch.nn.Module):
+    """Every model in eval mode (dropout off) for the duration; each one's mode restored
+    afterwards."""
+    modes = [m.training for m in models]
+    for m in models:
+        m.eval()
+    try:
+        yield
+    finally:
+        for m, mode in zip(models, modes):
+            m.train(mode)
+
+
 @torch.no_grad()
 def draw(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], k: int, *,
          batch_size: int = 16, seed: int = 0, device: torch.device | str = "cpu",
          progress: bool = False, desc: str = "sample") -> list[PairSamples]:
     """k samples per lattice from ``sampler``, scored by ``scorer`` (both in eval mode for the
-    duration; a sampler's own training mode is restored afterwards).
+    duration, see :func:`eval_mode`).
 
     Each minibatch draws from its own generator, seeded from ``seed`` and its index, so under
     torchrun the ranks share the minibatches and every rank gets the same samples as one
@@ -68,7 +84,8 @@ def draw(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], k: int, 
         batch = LatticeBatch(lattices[lo:lo + batch_size], device)
         generator = torch.Generator(device=device).manual_seed(item_seed(seed, i))
         paths = sampler.sample(batch, k, generator)
-        log_p = scorer.score_paths(paths)
+        with cpu_threads(device):  # small batches: extra threads only spin
+            log_p = scorer.score_paths(paths)
         local = torch.where(paths.arcs >= 0,
                             paths.arcs - batch.arc_offsets[:-1, None, None], paths.arcs)
         bar.update()
@@ -76,12 +93,10 @@ def draw(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], k: int, 
                             paths.lengths[b].cpu(), local[b].cpu())
                 for b in range(batch.batch_size)]
 
-    was_training = sampler.training
-    sampler.eval()
     try:
-        return [s for batch in shared_map(one_batch, range(len(starts))) for s in batch]
+        with eval_mode(sampler, scorer):
+            return [s for batch in shared_map(one_batch, range(len(starts))) for s in batch]
     finally:
-        sampler.train(was_training)
         bar.close()
 
 
@@ -129,17 +144,13 @@ def summarize_distinct(sampler: Sampler, scorer: Scorer, lattices: Sequence[Latt
     """Dedup ESS and partial KL (mean ± SE over pairs) from k distinct paths per pair."""
     device = torch.device(device)
     generator = torch.Generator(device=device).manual_seed(seed)
-    was_training = sampler.training
-    sampler.eval()
     ess, kl = [], []
-    try:
+    with eval_mode(sampler, scorer):
         for lo in range(0, len(lattices), batch_size):
             batch = LatticeBatch(lattices[lo:lo + batch_size], device)
             p = wor.distinct_particles(sampler, scorer, batch, k, generator)
             ess += wor.dedup_ess(p.sample, p.log_p).tolist()
             kl += wor.partial_kl(p.sample, p.log_p).tolist()
-    finally:
-        sampler.train(was_training)
     (e, e_se), (m, m_se) = mean_and_se(ess), mean_and_se(kl)
     return {"ess_wor": e, "ess_wor_se": e_se, "partial_kl_wor": m, "partial_kl_wor_se": m_se}
 
