@@ -27,10 +27,11 @@ from ..runtime.distributed import from_every_rank, rank_and_world
 from ..runtime.interrupt import checkpointed, interrupt_requested
 from ..runtime.threads import cpu_threads
 from ..smc.engine import SMCConfig, smc
+from ..smc.lookahead import Lookahead
 from ..smc.without_replacement import inclusive_kl_loss as distinct_inclusive_kl_loss
 from .checkpoint import check_finite, config_key, load_checkpoint, rng_state, set_rng_state
 from .defensive import defensive_loss
-from .nasmc import mixture_loss, nasmc_loss
+from .nasmc import mixture_loss, nasmc_lookahead, nasmc_loss
 from .objectives import EMABaseline, sampler_loss
 
 
@@ -46,9 +47,10 @@ class SamplerTrainConfig:
     """Weight of the exclusive KL in the mixture (000:32); 0 = inclusive KL only (003)."""
     objective: str = "is"
     """Where the training paths come from: ``is`` – k independent proposals, weighted by
-    self-normalised importance sampling (003); ``nasmc`` – k SMC particles (particle filtering
-    with resampling), each step's log q weighted by its filtering weight (002:1); ``mixture`` –
-    the λ-mixture on the final SMC particles (000:32; without resampling when λ > 0)."""
+    self-normalised importance sampling (003); ``nasmc`` – k SMC particles (particle smoothing
+    with resampling and a lookahead, which ``train_sampler`` requires), each step's log q
+    weighted by its filtering weight (002:1); ``mixture`` – the λ-mixture on the final SMC
+    particles (000:32; without resampling when λ > 0)."""
     without_replacement: bool = False
     """With ``is``: k *distinct* proposals by stochastic beam search, weighted by priority
     sampling (``nfst.smc.without_replacement``; inclusive KL only)."""
@@ -96,10 +98,12 @@ def weight_ess(log_w: torch.Tensor) -> float:
 
 def _sampler_step_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch,
                        config: SamplerTrainConfig, generator: torch.Generator,
-                       baseline: EMABaseline, teacher: Optional[Sampler] = None
+                       baseline: EMABaseline, teacher: Optional[Sampler] = None,
+                       lookahead: Optional[Lookahead] = None
                        ) -> tuple[torch.Tensor, Optional[float]]:
     """The minibatch loss of ``config.objective`` (see SamplerTrainConfig) and the ESS of its
-    training weights (None for the SMC objectives and for paths without replacement)."""
+    training weights (None for the SMC objectives and for paths without replacement);
+    ``lookahead`` shapes the SMC targets of the particle objectives."""
     if config.objective == "is" and config.without_replacement:
         return distinct_inclusive_kl_loss(sampler, scorer, batch, config.k, generator), None
     if config.objective == "is":
@@ -114,7 +118,7 @@ def _sampler_step_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch,
                 weight_ess(log_p - paths.log_q))
     # the mixture's REINFORCE term needs paths drawn from q itself: no resampling then
     threshold = 0.0 if config.objective == "mixture" and config.lam > 0 else 0.5
-    result = smc(batch, sampler, scorer, None,
+    result = smc(batch, sampler, scorer, lookahead,
                  SMCConfig(particles=config.k, resample_threshold=threshold), generator)
     if config.objective == "nasmc":
         return nasmc_loss(result), None
@@ -129,15 +133,16 @@ class _StepLoss(torch.nn.Module):
     (the frozen scorer has no trainable parameters, so only the sampler's are reduced)."""
 
     def __init__(self, sampler: Sampler, scorer: Scorer, config: SamplerTrainConfig,
-                 teacher: Optional[Sampler] = None):
+                 teacher: Optional[Sampler] = None, lookahead: Optional[Lookahead] = None):
         super().__init__()
         self.sampler, self.scorer, self.config = sampler, scorer, config
-        self._teacher = [teacher]  # a list: the frozen teacher is no submodule DDP should see
+        # lists: the frozen teacher and the lookahead are no submodules DDP should see
+        self._teacher, self._lookahead = [teacher], [lookahead]
 
     def forward(self, batch: LatticeBatch, generator: torch.Generator,
                 baseline: EMABaseline) -> tuple[torch.Tensor, Optional[float]]:
         return _sampler_step_loss(self.sampler, self.scorer, batch, self.config, generator,
-                                  baseline, self._teacher[0])
+                                  baseline, self._teacher[0], self._lookahead[0])
 
 
 def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
@@ -145,7 +150,8 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
                   seed: int = 0, device: torch.device | str = "cpu",
                   checkpoint: Optional[str | os.PathLike] = None, quiet: bool = False,
                   callback: Optional[Callable[[int, dict], None]] = None,
-                  teacher: Optional[Sampler] = None) -> SamplerResult:
+                  teacher: Optional[Sampler] = None,
+                  lookahead: Optional[Lookahead] = None) -> SamplerResult:
     """Train ``sampler`` (made with ``make_sampler``) against the frozen ``scorer``.
 
     The history starts with the untrained sampler's validation (step 0), which also counts
@@ -156,13 +162,18 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     Every ``eval_every`` steps the partial KL on ``dev`` is measured; training stops after
     ``patience`` validations without improvement, and the best parameters are restored.
     ``checkpoint``: a file to checkpoint to and resume from. ``callback(step, record)`` is
-    called after every step."""
+    called after every step. ``lookahead``: the SMC targets' C, required by the ``nasmc``
+    objective (see ``nasmc_lookahead``)."""
     if not train or not dev:
         raise ValueError("train_sampler needs training and validation lattices")
+    if config.objective == "nasmc":  # refuse before any work rather than train on C = 0
+        lookahead = nasmc_lookahead(lookahead)
     device = torch.device(device)
     torch.manual_seed(seed)
     sampler.to(device)
     scorer.to(device).freeze()
+    if lookahead is not None:
+        lookahead.to(device)
     opt = torch.optim.Adam(sampler.parameters(), lr=config.lr)
     rank, world = rank_and_world()
     # Under torchrun each process takes its share of every minibatch and DDP averages the
@@ -173,7 +184,7 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
                         "pass the trained teacher sampler, or set SamplerTrainConfig.teacher")
     if teacher is not None:
         teacher.to(device).eval().requires_grad_(False)
-    step_loss: torch.nn.Module = _StepLoss(sampler, scorer, config, teacher)
+    step_loss: torch.nn.Module = _StepLoss(sampler, scorer, config, teacher, lookahead)
     if world > 1:
         step_loss = torch.nn.parallel.DistributedDataParallel(step_loss,
                                                               find_unused_parameters=True)
