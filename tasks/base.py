@@ -6,24 +6,32 @@ duplicates (keeping the first) and, if more than ``train_size`` (train) or ``eva
 (other splits) remain, keeps that many from a seeded shuffle.
 
 Data files are found under a data directory: the ``data_dir`` argument, else the
-``NFST_DATA_DIR`` environment variable. Malformed files raise :class:`DataError` naming the file
-and line; pairs the MFST cannot align are skipped later, by ``compile_dataset``.
+``NFST_DATA_DIR`` environment variable. A missing or empty file raises :class:`DataError`.
+Malformed lines (see :func:`read_records`) are skipped, and a warning gives their count and the
+first few line numbers; with the task setting ``strict`` the first one raises a DataError naming
+the file and line instead. Pairs the MFST cannot align are skipped later, by
+``compile_dataset``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Iterable, Optional, Sequence
+from typing import Callable, ClassVar, Iterable, Optional, Sequence, TypeVar
 
 from ..errors import DataError, TaskError
 from ..fst.dataset import Pair
 from ..fst.mfst import MarkedFST
 
 DATA_ENV = "NFST_DATA_DIR"
+Record = TypeVar("Record")
+SHOWN_LINES = 5
+"""How many malformed line numbers a warning lists."""
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,8 @@ class TaskSettings:
     """The same for every other split."""
     seed: int = 0
     """Seeds the subsets (and, for synthetic tasks, the data itself)."""
+    strict: bool = False
+    """Fail at the first malformed data line instead of skipping it (with a warning)."""
 
 
 @dataclass(frozen=True)
@@ -141,18 +151,60 @@ def data_file(task: str, relative: str, data_dir: Optional[Path]) -> Path:
     return path
 
 
-def read_lines(path: Path) -> Iterable[tuple[int, str]]:
-    """(line number, line without its newline) for each non-blank line of a UTF-8 file;
-    DataError if a line is not UTF-8 or the file has no non-blank line."""
+class MalformedLine(ValueError):
+    """Raised by the line parser of :func:`read_records`: what is wrong with the line."""
+
+
+def _decoded_lines(path: Path) -> Iterable[tuple[int, str | UnicodeDecodeError]]:
+    """(line number, line without its newline, or the error decoding it) for each non-blank
+    line; DataError if there is none. Decoded line by line, so an error names its line."""
     empty = True
-    with open(path, "rb") as f:  # decode line by line so an error names the exact line
+    with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             try:
                 line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not UTF-8 ({exc.reason})") from None
+                empty = False
+                yield lineno, exc
+                continue
             if line.strip():
                 empty = False
                 yield lineno, line
     if empty:
-        raise DataError(f"{path} is empty")
+        raise DataError(f"{path} is empty",
+                        "the file has no data lines: check that it was written or downloaded "
+                        "completely")
+
+
+def read_records(path: Path, parse: Callable[[str], Record], strict: bool = False
+                 ) -> list[Record]:
+    """``parse(line)`` of each non-blank line of a UTF-8 file, in file order.
+
+    A malformed line (``parse`` raises :class:`MalformedLine`, or the line is not UTF-8) is
+    skipped, and one warning gives the number skipped, the first :data:`SHOWN_LINES` line
+    numbers and the first problem. ``strict``: DataError at the first malformed line. A file
+    with no well-formed line is a DataError either way."""
+    records, bad = [], []
+    for lineno, line in _decoded_lines(path):
+        try:
+            if isinstance(line, UnicodeDecodeError):
+                raise MalformedLine(f"not UTF-8 ({line.reason})")
+            records.append(parse(line))
+        except MalformedLine as exc:
+            if strict:
+                hint = ("re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+                        if isinstance(line, UnicodeDecodeError) else
+                        "fix or delete the line, or leave the task setting strict off to skip "
+                        "malformed lines")
+                raise DataError(f"{path}:{lineno}: {exc}", hint) from None
+            bad.append((lineno, str(exc)))
+    if bad and not records:
+        raise DataError(f"{path}: every line is malformed (line {bad[0][0]}: {bad[0][1]})",
+                        "check that this is the right file, in the format the task reads")
+    if bad:
+        numbers = ", ".join(str(n) for n, _ in bad[:SHOWN_LINES])
+        more = ", ..." if len(bad) > SHOWN_LINES else ""
+        log.warning("%s: skipped %d of %d lines as malformed (line%s %s%s; the first: %s); set "
+                    "the task setting strict = true to stop at the first instead", path, len(bad),
+                    len(bad) + len(records), "s" if len(bad) > 1 else "", numbers, more, bad[0][1])
+    return records

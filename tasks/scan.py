@@ -41,8 +41,7 @@ from typing import Optional
 
 from ..fsts import deletion_insertion
 from ..fst.mfst import MarkedFST
-from ..errors import DataError
-from .base import Pair, PaperStats, Task, TaskSettings, read_lines
+from .base import MalformedLine, Pair, PaperStats, Task, TaskSettings, read_records
 from .registry import register_task
 
 VERBS = {"walk": "I_WALK", "look": "I_LOOK", "run": "I_RUN", "jump": "I_JUMP"}
@@ -88,16 +87,18 @@ def length_split(commands: list[Pair], max_train_actions: int = 22):
 _LINE = re.compile(r"IN: (.+?) OUT: (.+)")
 
 
-def read_scan_file(path: Path) -> list[Pair]:
-    """The (command words, actions) pairs of a SCAN file (lines ``IN: ... OUT: ...``)."""
-    pairs = []
-    for lineno, line in read_lines(path):
-        match = _LINE.fullmatch(line.strip())
-        if match is None:
-            raise DataError(f"{path}:{lineno}: expected 'IN: <command> OUT: <actions>', "
-                            f"got {line!r}")
-        pairs.append((tuple(match.group(1).split()), tuple(match.group(2).split())))
-    return pairs
+def parse_scan_line(line: str) -> Pair:
+    """One ``IN: <command> OUT: <actions>`` line as a pair; MalformedLine if it is not."""
+    match = _LINE.fullmatch(line.strip())
+    if match is None:
+        raise MalformedLine(f"expected 'IN: <command> OUT: <actions>', got {line!r}")
+    return tuple(match.group(1).split()), tuple(match.group(2).split())
+
+
+def read_scan_file(path: Path, strict: bool = False) -> list[Pair]:
+    """The (command words, actions) pairs of a SCAN file; malformed lines are skipped with a
+    warning, or raise with ``strict`` (``read_records``)."""
+    return read_records(path, parse_scan_line, strict)
 
 
 @dataclass(frozen=True)

@@ -25,29 +25,32 @@ from typing import Optional
 from ..fsts import deletion_insertion
 from ..fst.mfst import MarkedFST
 from ..errors import DataError
-from .base import Pair, PaperStats, Task, data_file, read_lines
+from .base import MalformedLine, Pair, PaperStats, Task, data_file, read_records
 from .registry import register_task
 
 SCRIPT_TAG = "<ur>"
 FILE = "dakshina-ur/ur.translit.sampled.{split}.tsv"
 
 
-def read_lexicon(path: Path) -> list[Pair]:
-    """The (x, y) pairs of a Dakshina lexicon file, in file order (duplicates kept)."""
-    pairs = []
-    for lineno, line in read_lines(path):
-        fields = line.split("\t")
-        if len(fields) != 3:
-            raise DataError(f"{path}:{lineno}: expected 3 tab-separated fields "
-                            f"native<TAB>roman<TAB>count, got {len(fields)}: {line!r}")
-        native, roman, count = fields
-        if not native or not roman or any(c.isspace() for c in native + roman):
-            raise DataError(f"{path}:{lineno}: the native and roman words must be non-empty "
-                            f"and contain no whitespace: {line!r}")
-        if not count.isdigit():
-            raise DataError(f"{path}:{lineno}: the count {count!r} is not a whole number")
-        pairs.append((tuple(roman), (SCRIPT_TAG,) + tuple(native)))
-    return pairs
+def parse_entry(line: str) -> Pair:
+    """One ``native<TAB>roman<TAB>count`` line as a pair (x, y); MalformedLine if it is not."""
+    fields = line.split("\t")
+    if len(fields) != 3:
+        raise MalformedLine(f"expected 3 tab-separated fields native<TAB>roman<TAB>count, "
+                            f"got {len(fields)}: {line!r}")
+    native, roman, count = fields
+    if not native or not roman or any(c.isspace() for c in native + roman):
+        raise MalformedLine(f"the native and roman words must be non-empty and contain no "
+                            f"whitespace: {line!r}")
+    if not count.isdigit():
+        raise MalformedLine(f"the count {count!r} is not a whole number")
+    return tuple(roman), (SCRIPT_TAG,) + tuple(native)
+
+
+def read_lexicon(path: Path, strict: bool = False) -> list[Pair]:
+    """The (x, y) pairs of a Dakshina lexicon file, in file order (duplicates kept); malformed
+    lines are skipped with a warning, or raise with ``strict`` (``read_records``)."""
+    return read_records(path, parse_entry, strict)
 
 
 @register_task
@@ -70,10 +73,10 @@ class Transliteration(Task):
         return data_file(self.name, relative, data_dir)
 
     def build_mfst(self, data_dir: Optional[Path]) -> MarkedFST:
-        train = read_lexicon(self.path("train", data_dir))
+        train = read_lexicon(self.path("train", data_dir), self.settings.strict)
         sigma = {a for x, _ in train for a in x}
         delta = {b for _, y in train for b in y}
         return deletion_insertion(sigma, delta, name=self.name)
 
     def load(self, split: str, data_dir: Optional[Path]) -> list[Pair]:
-        return read_lexicon(self.path(split, data_dir))
+        return read_lexicon(self.path(split, data_dir), self.settings.strict)

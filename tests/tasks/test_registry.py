@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from nfst.fst.dataset import compile_dataset
-from nfst.tasks import (DataError, Task, TaskError, data_file, get_task, load_task_file, read_lines,
-                        register_task, resolve_data_dir, task_names)
+from nfst.tasks import (DataError, MalformedLine, Task, TaskError, data_file, get_task,
+                        load_task_file, read_records, register_task, resolve_data_dir, task_names)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tasks.md"
 
@@ -102,15 +102,49 @@ def test_data_dir_resolution(tmp_path, monkeypatch):
         data_file("demo", "some/file.txt", tmp_path)
 
 
-def test_read_lines_rejects_empty_and_non_utf8_files(tmp_path):
+def parse_number(line: str) -> int:
+    if not line.strip().isdigit():
+        raise MalformedLine(f"not a number: {line!r}")
+    return int(line)
+
+
+def test_read_records_skips_malformed_lines_with_a_count_or_fails_when_strict(tmp_path, caplog):
+    """Malformed and non-UTF-8 lines are skipped; one warning gives how many, the first five
+    line numbers and the first problem. ``strict`` stops at the first, naming file and line,
+    with a hint that fits the problem (not the data-directory hint of a missing file)."""
+    path = tmp_path / "numbers.txt"
+    lines = [b"1", b"x", b"2", b"caf\xe9", b"3", b"", b"y", b"z", b"w", b"v", b"4"]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with caplog.at_level("WARNING"):
+        assert read_records(path, parse_number) == [1, 2, 3, 4]
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "numbers.txt: skipped 6 of 10 lines as malformed (lines 2, 4, 7, 8, 9, ...; " \
+           "the first: not a number: 'x')" in warning and "strict" in warning
+    with pytest.raises(DataError, match=r"numbers.txt:2: not a number: 'x'") as err:
+        read_records(path, parse_number, strict=True)
+    assert "strict" in err.value.hint and "data_dir" not in err.value.hint
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes(b"1\n2\ncaf\xe9\n")
+    with pytest.raises(DataError, match=r"latin1.txt:3: not UTF-8") as err:
+        read_records(latin1, parse_number, strict=True)
+    assert "UTF-8" in err.value.hint
+    caplog.clear()
+    assert read_records(tmp_path / "numbers.txt", parse_number, strict=False)[-1] == 4
+    assert "skipped 6" in caplog.text
+
+
+def test_read_records_rejects_empty_and_all_malformed_files(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n  \n")
-    with pytest.raises(DataError, match="empty.txt is empty"):
-        list(read_lines(empty))
-    latin1 = tmp_path / "latin1.txt"
-    latin1.write_bytes(b"fine\nfine\ncaf\xe9\n")
-    with pytest.raises(DataError, match=r"latin1.txt:3: not UTF-8"):
-        list(read_lines(latin1))
+    with pytest.raises(DataError, match="empty.txt is empty") as err:
+        read_records(empty, parse_number)
+    assert "data_dir" not in err.value.hint
+    words = tmp_path / "words.txt"
+    words.write_text("a\nb\n")
+    with pytest.raises(DataError, match=r"words.txt: every line is malformed \(line 1: not a "
+                                        r"number") as err:
+        read_records(words, parse_number)
+    assert "format" in err.value.hint
 
 
 def test_subsets_are_seeded_and_nested():

@@ -71,8 +71,9 @@ def test_reader_on_fixture_files(tmp_path):
 
 def test_reader_names_file_and_line_of_a_malformed_line(tmp_path):
     path = write_scan_file(tmp_path / "bad.txt", ["IN: walk OUT: I_WALK", "IN: walk I_WALK"])
+    assert read_scan_file(path) == [(("walk",), ("I_WALK",))]  # the bad line is skipped
     with pytest.raises(DataError, match=r"bad.txt:2: expected 'IN: <command> OUT: <actions>'"):
-        read_scan_file(path)
+        read_scan_file(path, strict=True)
     with pytest.raises(DataError, match="empty.txt is empty"):
         read_scan_file(write_scan_file(tmp_path / "empty.txt", []))
 

@@ -81,10 +81,16 @@ def test_missing_data_is_a_clear_error(tmp_path, monkeypatch):
     ("کتاب\tki tab\t1", "no whitespace"),
     ("\tkitab\t1", "non-empty"),
 ])
-def test_malformed_lines_name_file_and_line(tmp_path, line, problem):
+def test_malformed_lines_are_skipped_or_name_file_and_line_when_strict(tmp_path, line, problem,
+                                                                      caplog):
     root = write_fixture(tmp_path, train=TRAIN[:2] + [line])
-    with pytest.raises(DataError, match=rf"train.tsv:3: .*{problem}"):
-        get_task("tr").pairs("train", root)
+    with caplog.at_level("WARNING"):
+        assert len(get_task("tr").pairs("train", root)) == 2
+    assert "train.tsv: skipped 1 of 3 lines as malformed (line 3; the first: " in caplog.text
+    assert problem in caplog.text
+    with pytest.raises(DataError, match=rf"train.tsv:3: .*{problem}") as err:
+        get_task("tr", strict=True).pairs("train", root)
+    assert "strict" in err.value.hint
 
 
 def test_empty_file(tmp_path):
