@@ -221,6 +221,10 @@ def _add_sample(p):
 
 def _run_sample(args):
     from .experiment.sample import sample_pair
+    for flag, text in (("--x", args.x), ("--y", args.y)):
+        if not text.split():
+            raise NfstError(f"{flag} is empty", f"give the string as symbols separated by "
+                                                f"spaces, e.g. {flag} 'a b c'")
     print(sample_pair(_make_run(args, samplers=(args.sampler,)), args.sampler, args.x.split(),
                       args.y.split(), args.k, dot=args.dot, png=args.png))
 
@@ -245,8 +249,17 @@ COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's usage errors as NfstError: one line and a hint, like other bad input."""
+
+    def error(self, message: str):
+        command = self.prog.partition(" ")[2]  # "nfst sample" -> "sample"
+        raise NfstError(f"{command}: {message}" if command else message,
+                        f"see `{self.prog} --help`")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="nfst", description="Path inference in neural finite-state transducers.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (help_text, add, _) in COMMANDS.items():

@@ -52,7 +52,8 @@ class InvalidMFSTError(NfstError):
 class CorruptCacheError(NfstError):
     """A cached file or checkpoint does not pass its integrity check."""
 
-    hint = "it is rebuilt automatically; delete the file if this repeats"
+    hint = ("delete the file: a missing lattice cache is rebuilt, and a missing model or "
+            "checkpoint retrained")
 
 
 class DataError(NfstError):
@@ -63,6 +64,8 @@ class DataError(NfstError):
 
 class TaskError(NfstError):
     """An unknown task, split or setting, or a task file that does not load."""
+
+    hint = "`nfst tasks` lists the tasks and their splits; docs/tasks.md their settings"
 
 
 class PathTooLongError(NfstError):

@@ -80,7 +80,8 @@ class Task:
         except TypeError:
             known = ", ".join(f.name for f in dataclasses.fields(base))
             raise TaskError(f"task {self.name!r} has no setting among {sorted(overrides)}; "
-                            f"its settings are: {known}") from None
+                            f"its settings are: {known}",
+                            "spell the setting as one of those (--set KEY=VALUE)") from None
         self._mfst: dict[Optional[Path], MarkedFST] = {}
 
     def __repr__(self) -> str:
@@ -129,7 +130,7 @@ class Task:
     def check_split(self, split: str) -> None:
         if split not in self.splits:
             raise TaskError(f"task {self.name!r} has no split {split!r}; it has "
-                            f"{', '.join(self.splits)}")
+                            f"{', '.join(self.splits)}", "pass one of those (--split NAME)")
 
 
 # -- data files ---------------------------------------------------------------------------

@@ -8,17 +8,26 @@ from typing import Optional, Sequence
 import torch
 
 from ..dp.batch import LatticeBatch
-from ..errors import NfstError
+from ..errors import NfstError, UnknownSymbolError
 from ..evaluate.samplers import render_marks
 from ..fst.compile import compile_lattice
 from .picture import write_lattice_picture
+
+
+def _listed(symbols: Sequence[str], most: int = 40) -> str:
+    return " ".join(symbols[:most]) + (" ..." if len(symbols) > most else "")
 
 
 def sample_pair(run, sampler_name: str, x: Sequence[str], y: Sequence[str], k: int = 8,
                 dot: Optional[str] = None, png: Optional[str] = None) -> str:
     """A text table of k distinct-or-repeated samples with log q, log p̃ and normalised
     importance weights w̄ ∝ p̃/q."""
-    lattice = compile_lattice(run.T, x, y)
+    try:
+        lattice = compile_lattice(run.T, x, y)
+    except UnknownSymbolError as exc:  # the generic hint is about data files; this is typed
+        raise UnknownSymbolError(exc.args[0], f"{run.config.task} reads x over "
+                                 f"{_listed(run.T.input_alphabet)} and y over "
+                                 f"{_listed(run.T.output_alphabet)}") from None
     lines = [f"lattice: {lattice.num_states} states, {lattice.num_arcs} arcs, "
              f"{lattice.num_paths()} paths"]
     lines += [f"wrote {f}" for f in write_lattice_picture(lattice, dot, png)]
