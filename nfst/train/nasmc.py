@@ -29,13 +29,13 @@ import torch
 from torch import Tensor
 
 from ..dp.batch import LatticeBatch
+from ..errors import NfstError
 from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
 from ..runtime.threads import cpu_threads
 from ..smc.engine import SMCConfig, SMCResult, smc, trace
-from ..errors import NfstError
 from ..smc.lookahead import Lookahead, ZeroLookahead
 from .objectives import EMABaseline, exclusive_kl_loss
 
@@ -92,7 +92,7 @@ def nasmc_lookahead(lookahead: Optional[Lookahead]) -> Lookahead:
                         "biased",
                         "pass lookahead=... (BetaLookahead.from_sampler(an SWP sampler), a "
                         "LearnedLookahead fitted with fit_lookahead, or BetaLookahead.exact for "
-                        "an arc-factored scorer), or use the objective 'is' or 'smc'")
+                        "an arc-factored scorer), or use the objective 'is' or 'mixture'")
     return lookahead
 
 
@@ -119,9 +119,8 @@ def adapt(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice],
     NASMC needs one, see :func:`nasmc_lookahead`). The sampler stays in the mode it is in
     (train/eval); the scorer should be frozen.
 
-    Do not give a
-    LookaheadProposal its own learned C here: the SMC targets would then move with the
-    parameters being trained (on small lattices this collapsed q); train it with the
+    Do not give a LookaheadProposal its own learned C here: the SMC targets would then move
+    with the parameters being trained (on small lattices this collapsed q); train it with the
     mixture, as 000 §5 does."""
     config = config if config is not None else AdaptConfig()
     if config.objective not in ("nasmc", "mixture"):
