@@ -10,7 +10,7 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.evaluate.samplers import (PairSamples, dedup_ess, draw, evaluate, expected_length,
                                     format_table, mean_and_se, paired_difference,
-                                    partial_kl, summarize)
+                                    partial_kl, summarize, summarize_distinct)
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import FreeWeightSampler, all_paths, exact_log_p, new_sampler
 from tests.helpers.scorers import random_scorer
@@ -174,3 +174,9 @@ def test_draw_runs_both_models_in_eval_mode_and_restores_their_modes():
                 torch.testing.assert_close(s.log_q, log_q, rtol=0, atol=1e-10)
                 torch.testing.assert_close(s.log_p, scorer.log_prob(marks, s.lengths),
                                            rtol=0, atol=1e-10)
+    # the distinct-paths summary too: the same figures whatever mode the models were in
+    expected = summarize_distinct(sampler, scorer, lats, 4, batch_size=2, seed=1)
+    sampler.train()
+    scorer.train()
+    assert summarize_distinct(sampler, scorer, lats, 4, batch_size=2, seed=1) == expected
+    assert sampler.training and scorer.training
