@@ -285,12 +285,11 @@ def test_sampling_consumes_the_generator_as_multinomial_does():
 def independent_prefix_states(prefix, marks: list[int], bos: int) -> torch.Tensor:
     """(len(marks) + 1, d): h_0 … h_T of a separate torch.nn.GRU, with the PrefixGRU's weights,
     run over BOS ω_1 … ω_T; h_t is the state that should score ω_{t+1} (003:2's h_{t-1})."""
-    d = prefix.cell.hidden_size
-    gru = torch.nn.GRU(d, d).to(prefix.cell.weight_ih.dtype)
+    d = prefix.gru.hidden_size
+    gru = torch.nn.GRU(d, d).to(prefix.gru.weight_ih_l0.dtype)
     with torch.no_grad():
-        for ours, theirs in (("weight_ih", "weight_ih_l0"), ("weight_hh", "weight_hh_l0"),
-                             ("bias_ih", "bias_ih_l0"), ("bias_hh", "bias_hh_l0")):
-            getattr(gru, theirs).copy_(getattr(prefix.cell, ours))
+        for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
+            getattr(gru, name).copy_(getattr(prefix.gru, name))
         out, _ = gru(prefix.embed(torch.tensor([bos] + marks))[:, None])
     return out[:, 0]
 
