@@ -3,7 +3,7 @@
 Compiles cipher training lattices, gives their arcs random log-weights, and times
   * nfst: one level-synchronous ``nfst.dp.backward`` over the whole batch (float64);
   * OpenFst: ``pynini.shortestdistance(reverse=True)`` per lattice in a Python loop (log64).
-Agreement is checked against OpenFst's exact float64 values (``nfst.interop``).
+Agreement is checked against OpenFst's exact float64 values (``nfst.fst.openfst``).
 """
 
 from __future__ import annotations

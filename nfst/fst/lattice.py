@@ -1,4 +1,4 @@
-"""The per-pair lattice T_{x,y} as flat arrays (docs/design.md §4).
+"""The per-pair lattice T_{x,y} as flat arrays (docs/design.md §2, §4).
 
 A lattice is the unweighted acceptor of every mark string of a generating path of (x, y).
 States are numbered in topological order with the start state 0; arcs are sorted by source

@@ -1,2 +1,2 @@
 """Infrastructure every layer may use: atomic checksummed files, interrupt handling, thread
-counts and devices."""
+counts, devices, and sharing work between torchrun ranks."""

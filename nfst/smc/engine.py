@@ -7,14 +7,14 @@ step, with any ``Sampler`` as the proposal q. Particle m carries an unnormalised
     w_0 = exp(C_0)
     w_t = w_{t-1} · p_θ(ω_t | ω_{<t}) · exp(C_t − C_{t-1}) / q(ω_t | ω_{<t})          (000:31)
 
-where p_θ is the scorer's next-mark probability and C_t the lookahead (``nfst.lookahead``).
+where p_θ is the scorer's next-mark probability and C_t the lookahead (``nfst.smc.lookahead``).
 STOP is a choice like any other: it multiplies p_θ(EOS | ω) / q(STOP | ω), and C = 0 once the
 path is complete, so the product telescopes to w = p̃_θ(ω) / q(ω). A particle that stopped keeps
 its weight and stays put while the others go on: particles finish at different lengths.
 
 Resampling (adaptive, 000 fn. 9): after each step, the particles of a lattice whose effective
 sample size falls below τ·M are replaced by M draws from their normalised weights (any scheme
-of ``nfst.resampling``) and get equal weights. The estimate of p̃(x, y) = Σ_ω p̃_θ(ω) is
+of ``nfst.smc.resampling``) and get equal weights. The estimate of p̃(x, y) = Σ_ω p̃_θ(ω) is
 
     Ẑ = Π_{resampling steps r} mean_m(w_r^m) · mean_m(w_final^m),
 
@@ -98,7 +98,7 @@ class SMCResult(Particles):
     """(B, T, M) long: the arc slot m took at step t, -1 for STOP or an ended particle."""
     step_choice_log_q: Tensor = None
     """(B, T, M): log q of slot m's choice at step t (0 once ended); keeps the sampler's
-    gradient when SMC ran with gradients enabled (for ``nfst.nasmc``)."""
+    gradient when SMC ran with gradients enabled (for ``nfst.train.nasmc``)."""
     filtering_log_weights: Tensor = None
     """(B, T, M) float64: normalised log w̃_t of slot m after step t's reweighting (002:1)."""
 

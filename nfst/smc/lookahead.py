@@ -18,7 +18,7 @@ the prefix.
 - :class:`LearnedLookahead`: c_φ(s_t, s̄_t) (000:25), a learned arc-factored log β_φ(s) plus a
   small MLP correction; trained by regression on particles (:meth:`regression_loss`) or, as in
   000 §5, through the proposal it defines (:class:`LookaheadProposal`, trained with the
-  objectives of ``nfst.nasmc``).
+  objectives of ``nfst.train.nasmc``).
 
 :class:`LookaheadProposal` is 000's sampler (000:26): q(ω_t | ω_{<t}) ∝ p_θ(ω_t | ω_{<t}) ·
 exp(C_t) over the lattice's legal choices. With C = 0 it is the bootstrap proposal of particle

@@ -41,6 +41,7 @@ from ..models.scorer import Scorer
 from ..runtime.threads import cpu_threads
 from .beam import backtrack
 from .engine import Particles
+from .resampling import ess
 
 
 @dataclass
@@ -175,8 +176,7 @@ def expected_length(paths: DistinctPaths, log_p: Tensor) -> Tensor:
 
 def dedup_ess(paths: DistinctPaths, log_p: Tensor) -> Tensor:
     """(B,) (Σ W)² / Σ W²: the paths are distinct already, so this is the deduplicated ESS."""
-    lw = priority_log_weights(paths, log_p)
-    return torch.exp(2 * torch.logsumexp(lw, 1) - torch.logsumexp(2 * lw, 1))
+    return ess(priority_log_weights(paths, log_p))
 
 
 @dataclass

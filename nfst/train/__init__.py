@@ -1,2 +1,2 @@
-"""Training: objectives, the scorer and sampler loops, training from particles, checkpoints and
-torchrun helpers."""
+"""Training: objectives, the scorer and sampler loops, training from particles, the teacher's
+defensive mixture, and checkpoints."""

@@ -2,7 +2,7 @@
 the divergence check that points at the last checkpoint.
 
 A checkpoint holds parameters, optimiser, RNG states (dropout, sampling) and the step; with
-the deterministic minibatch schedule of ``nfst.train.batches``, a resumed run ends exactly
+the deterministic minibatch schedule of ``nfst.fst.dataset.minibatch``, a resumed run ends exactly
 where an uninterrupted run with the same seed would.
 """
 

@@ -51,6 +51,8 @@ def defensive_sample(sampler: Sampler, teacher: Sampler, scorer: Scorer, batch: 
     """k paths per pair from the mixture (module docstring): their arcs (B, k, L), -1 padded,
     the sampler's first; then (B, k) each: log p̃ (no gradient), log q_φ (with gradient) and
     log r (no gradient)."""
+    if k < 2:
+        raise ValueError(f"the teacher's mixture needs k ≥ 2 paths per pair, got k = {k}")
     if not 0.0 < share < 1.0:
         raise ValueError(f"the teacher's share of the mixture must be in (0, 1), got {share}")
     k_teacher = min(k - 1, max(1, round(share * k)))

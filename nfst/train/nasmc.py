@@ -1,5 +1,4 @@
-"""Training from particles: proposals adapted on SMC output (002 §3, 000 §5) 
-docs/design.md §7.
+"""Training from particles: proposals adapted on SMC output (002 §3, 000 §5; docs/design.md §7).
 
 Losses, each a scalar to minimise (mean over the lattices of a batch), computed from an
 :class:`~nfst.smc.engine.SMCResult` of a run made with gradients enabled:

@@ -27,6 +27,7 @@ from ..runtime.distributed import from_every_rank, rank_and_world
 from ..runtime.interrupt import checkpointed, interrupt_requested
 from ..runtime.threads import cpu_threads
 from ..smc.engine import SMCConfig, smc
+from ..smc.resampling import ess
 from ..smc.lookahead import Lookahead
 from ..smc.without_replacement import inclusive_kl_loss as distinct_inclusive_kl_loss
 from .checkpoint import check_finite, config_key, load_checkpoint, rng_state, set_rng_state
@@ -92,8 +93,7 @@ def weight_ess(log_w: torch.Tensor) -> float:
     """Mean over pairs of the effective sample size 1 / Σ_k w̄_k² of the self-normalised
     weights w̄ = softmax_k(log_w), log_w (B, k): 1 when one path takes all the weight, k when
     the weights are equal."""
-    w = torch.softmax(log_w.detach().double(), dim=1)
-    return float((1.0 / (w * w).sum(1)).mean())
+    return float(ess(log_w.detach().double()).mean())
 
 
 def _sampler_step_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch,
@@ -122,10 +122,7 @@ def _sampler_step_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch,
                  SMCConfig(particles=config.k, resample_threshold=threshold), generator)
     if config.objective == "nasmc":
         return nasmc_loss(result), None
-    if config.objective == "mixture":
-        return mixture_loss(result, config.lam), None
-    raise NfstError(f"unknown sampler objective {config.objective!r}",
-                    "choose is, nasmc or mixture (SamplerTrainConfig.objective)")
+    return mixture_loss(result, config.lam), None  # objectives are checked in train_sampler
 
 
 class _StepLoss(torch.nn.Module):
@@ -178,6 +175,12 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     rank, world = rank_and_world()
     # Under torchrun each process takes its share of every minibatch and DDP averages the
     # gradients; parameters stay identical, so validation and early stopping agree.
+    if config.objective not in ("is", "nasmc", "mixture"):
+        raise NfstError(f"unknown sampler objective {config.objective!r}",
+                        "choose is, nasmc or mixture (SamplerTrainConfig.objective)")
+    if config.teacher and config.objective != "is":
+        raise NfstError(f"a teacher trains with the objective 'is' only, not "
+                        f"{config.objective!r}", "unset sampler.teacher or use objective=is")
     if bool(config.teacher) != (teacher is not None):
         raise NfstError(f"the config names teacher {config.teacher!r} but "
                         f"{'one was' if teacher is not None else 'none was'} passed",
