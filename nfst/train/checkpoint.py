@@ -17,6 +17,7 @@ import torch
 
 from ..errors import NfstError, TrainingDivergedError
 from ..runtime import storage
+from ..runtime.distributed import from_every_rank, rank_and_world
 
 
 def rng_state(generator: torch.Generator) -> dict:
@@ -58,3 +59,26 @@ def load_checkpoint(path: Optional[str | os.PathLike], config) -> Optional[dict]
         raise NfstError(f"checkpoint {path} was written with another configuration",
                         "delete it, or pass the configuration it was trained with")
     return state
+
+
+def save_checkpoint(path: Optional[str | os.PathLike], config, step: int, state: dict,
+                    generator: torch.Generator) -> None:
+    """Write ``state`` with the config, the step and every rank's RNG state to ``path`` (no-op
+    for None). Rank 0 writes; under torchrun every rank returns once it is written (a
+    collective: all ranks call it)."""
+    if path is None:
+        return
+    rank, world = rank_and_world()
+    rngs = from_every_rank(rng_state(generator), world)
+    if rank == 0:
+        storage.save(path, {"config": config_key(config), "step": step, "rng": rngs, **state},
+                     durable=True)
+    if world > 1:
+        torch.distributed.barrier()
+
+
+def restore_rng(state: dict, generator: torch.Generator) -> None:
+    """This rank's RNG state from a checkpoint (one per rank; a single one in checkpoints from
+    before). Resumed on another number of processes, a run goes on but is not bit-identical."""
+    rngs = state["rng"] if isinstance(state["rng"], list) else [state["rng"]]
+    set_rng_state(rngs[rank_and_world()[0] % len(rngs)], generator)

@@ -22,7 +22,6 @@ from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
 from ..models.samplers import Sampler, SamplerConfig
 from ..models.scorer import Scorer
-from ..runtime import storage
 from ..runtime.distributed import from_every_rank, rank_and_world
 from ..runtime.interrupt import checkpointed, interrupt_requested
 from ..runtime.threads import cpu_threads
@@ -30,7 +29,7 @@ from ..smc.engine import SMCConfig, smc
 from ..smc.resampling import ess
 from ..smc.lookahead import Lookahead
 from ..smc.without_replacement import inclusive_kl_loss as distinct_inclusive_kl_loss
-from .checkpoint import check_finite, config_key, load_checkpoint, rng_state, set_rng_state
+from .checkpoint import check_finite, load_checkpoint, restore_rng, save_checkpoint
 from .defensive import defensive_loss
 from .nasmc import mixture_loss, nasmc_lookahead, nasmc_loss
 from .objectives import EMABaseline, sampler_loss
@@ -200,10 +199,7 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     if state is not None:
         sampler.load_state_dict(state["sampler"])
         opt.load_state_dict(state["opt"])
-        # One RNG state per rank (a single one in checkpoints from before); resumed on a
-        # different number of processes, the run goes on but is not bit-identical.
-        rngs = state["rng"] if isinstance(state["rng"], list) else [state["rng"]]
-        set_rng_state(rngs[rank % len(rngs)], generator)
+        restore_rng(state, generator)
         baseline.value = state["baseline"]
         history, start = state["history"], state["step"]
         best, best_step, since_best, stopped = state["best"], state["best_step"], \
@@ -211,19 +207,11 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
         best_params = state["best_params"]
 
     def save(step: int) -> None:
-        """Rank 0 writes what every rank needs to resume; all ranks return once it is written."""
-        if checkpoint is None:
-            return
-        rngs = from_every_rank(rng_state(generator), world)
-        if rank == 0:
-            storage.save(checkpoint, {
-                "config": config_key(config), "step": step, "history": history,
-                "sampler": sampler.state_dict(), "opt": opt.state_dict(),
-                "rng": rngs, "baseline": baseline.value, "best": best,
-                "best_step": best_step, "since_best": since_best, "stopped": stopped,
-                "best_params": best_params}, durable=True)
-        if world > 1:
-            torch.distributed.barrier()
+        save_checkpoint(checkpoint, config, step, {
+            "history": history, "sampler": sampler.state_dict(), "opt": opt.state_dict(),
+            "baseline": baseline.value, "best": best, "best_step": best_step,
+            "since_best": since_best, "stopped": stopped, "best_params": best_params},
+            generator)
 
     if not history:  # step 0: the untrained sampler
         best = validate(sampler, scorer, dev, config.eval_k, config.batch_size, seed, device)

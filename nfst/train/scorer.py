@@ -21,11 +21,10 @@ from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
 from ..models.samplers import SamplerConfig, make_sampler
 from ..models.scorer import LSTMScorer
-from ..runtime import storage
 from ..runtime.distributed import from_every_rank, rank_and_world
 from ..runtime.interrupt import checkpointed, interrupt_requested
 from ..runtime.threads import cpu_threads
-from .checkpoint import check_finite, config_key, load_checkpoint, rng_state, set_rng_state
+from .checkpoint import check_finite, load_checkpoint, restore_rng, save_checkpoint
 from .objectives import inclusive_kl_loss, iwae_bound, iwae_loss
 
 
@@ -89,24 +88,13 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
         boot.load_state_dict(state["sampler"])
         opt_p.load_state_dict(state["opt_p"])
         opt_q.load_state_dict(state["opt_q"])
-        # one RNG state per rank (a single one in checkpoints from before)
-        rngs = state["rng"] if isinstance(state["rng"], list) else [state["rng"]]
-        set_rng_state(rngs[rank % len(rngs)], generator)
+        restore_rng(state, generator)
         history, start = state["history"], state["step"]
 
     def save(step: int) -> None:
-        """Rank 0 writes what every rank needs to resume; all ranks return once it is written."""
-        if checkpoint is None:
-            return
-        rngs = from_every_rank(rng_state(generator), world)
-        if rank == 0:
-            storage.save(checkpoint, {
-                "config": config_key(config), "step": step, "history": history,
-                "scorer": scorer.state_dict(), "sampler": boot.state_dict(),
-                "opt_p": opt_p.state_dict(), "opt_q": opt_q.state_dict(),
-                "rng": rngs}, durable=True)
-        if world > 1:
-            torch.distributed.barrier()
+        save_checkpoint(checkpoint, config, step, {
+            "history": history, "scorer": scorer.state_dict(), "sampler": boot.state_dict(),
+            "opt_p": opt_p.state_dict(), "opt_q": opt_q.state_dict()}, generator)
 
     scorer.train()
     boot.train()
