@@ -168,9 +168,10 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
         config.abstract_fit_paths, config.batch_size, seed, device)
     look_info["abstract_fit_seconds"] = round(time.time() - started, 2)
     counter = CountingScorer(scorer)
-    draws = {name: draw for name, draw in methods(sampler, counter, lookahead, config,
-                                                  abstract).items()
-             if only is None or name in only}
+    every = methods(sampler, counter, lookahead, config, abstract)
+    # a method's seed is its place among all methods, so `only` does not change its samples
+    seeds = {name: i for i, name in enumerate(every)}
+    draws = {name: draw for name, draw in every.items() if only is None or name in only}
     chunks = [list(lattices[i:i + config.batch_size])
               for i in range(0, len(lattices), config.batch_size)]
     batches = [LatticeBatch(c, device) for c in chunks]
@@ -192,7 +193,7 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
         started, counter.calls = time.time(), 0
         batch = batches[i]
         generator = torch.Generator(device=device).manual_seed(
-            item_seed(seed, list(draws).index(name), M, r, i))
+            item_seed(seed, seeds[name], M, r, i))
         with torch.no_grad():
             p = draws[name](batch, M, generator)
         log_z = getattr(p, "log_z", None)

@@ -63,8 +63,8 @@ class SWA(Sampler):
     def log_probs(self, batch: LatticeBatch, context: Encoded, walk: Walk) -> Tensor:
         h = walk.hidden
         B, N = len(context.enc), len(walk)
-        grouped = torch.arange(B, device=h.device).repeat_interleave(N // B)
-        if h.device.type == "cpu" and N % B == 0 and torch.equal(walk.lattice, grouped):
+        if h.device.type == "cpu" and N % B == 0 and torch.equal(
+                walk.lattice, torch.arange(B, device=h.device).repeat_interleave(N // B)):
             # lattice-major walkers (as sample, score and SMC keep them): lattice b's k
             # walkers read its encoding as k positions, with no per-walker copy of it
             features = self.features(context.enc, context.pad, h.view(B, N // B, -1))
