@@ -1,5 +1,12 @@
 """The prefix state h_{t-1} that every autoregressive sampler conditions on (003:2, 003:4, 003:16):
-a GRU over BOS and the marks emitted so far."""
+a GRU over BOS and the marks emitted so far.
+
+A mark enters the GRU only through its input gates W_ih e[ω] + b_ih, so those are one row of a
+(V + 1, 3d) table, computed once per call, instead of a matmul per step; dropout acts on them.
+Scoring known paths (teacher forcing) runs the recurrence in :class:`Recurrence`, whose reverse
+pass is written out: one matmul per step for the hidden state's gradient and one for all of
+W_hh's, where autograd through a cell per step would need four.
+"""
 
 from __future__ import annotations
 
@@ -7,37 +14,107 @@ from typing import Optional
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .base import Walk
 from .forcing import Route, StepDropout
+
+
+def gru_step(gi: Tensor, h: Tensor, weight_hh: Tensor, bias_hh: Tensor
+             ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """One GRU step (PyTorch's equations and gate order r, z, n) from input gates gi (n, 3d):
+
+        r, z = σ(gi_rz + W_hr,hz h + b_hr,hz),   c = tanh(gi_n + r ⊙ (W_hn h + b_hn)),
+        h'   = (1 − z) ⊙ c + z ⊙ h.
+
+    Returns h' (n, d) and what the reverse pass needs: [r z] (n, 2d), c and W_hn h + b_hn."""
+    d = h.shape[1]
+    gh = torch.addmm(bias_hh, h, weight_hh.T)
+    rz = torch.sigmoid(gi[:, :2 * d] + gh[:, :2 * d])
+    gh_n = gh[:, 2 * d:]
+    c = torch.tanh(torch.addcmul(gi[:, 2 * d:], rz[:, :d], gh_n))
+    return torch.addcmul(c, rz[:, d:], h - c), rz, c, gh_n
+
+
+class Recurrence(torch.autograd.Function):
+    """h at every position of paths of different lengths from their input gates, h_0 = 0.
+
+    Rows are packed time-major: step t's rows are the ``running[t]`` longest paths (sorted
+    longest first), so ``gi`` is (P, 3d) with P = Σ running and the output (P, d) is laid out
+    the same way. Gradients flow to gi, W_hh and b_hh."""
+
+    @staticmethod
+    def forward(ctx, gi: Tensor, weight_hh: Tensor, bias_hh: Tensor, running: list[int]):
+        P, d = gi.shape[0], weight_hh.shape[1]
+        out, rz_all = gi.new_empty(P, d), gi.new_empty(P, 2 * d)
+        c_all, gh_n_all = gi.new_empty(P, d), gi.new_empty(P, d)
+        h, lo = gi.new_zeros(running[0], d), 0
+        for n in running:
+            h, rz, c, gh_n = gru_step(gi[lo:lo + n], h[:n], weight_hh, bias_hh)
+            out[lo:lo + n], rz_all[lo:lo + n], c_all[lo:lo + n], gh_n_all[lo:lo + n] = h, rz, c, gh_n
+            lo += n
+        ctx.save_for_backward(weight_hh, out, rz_all, c_all, gh_n_all)
+        ctx.running = running
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_out: Tensor):
+        weight_hh, out, rz_all, c_all, gh_n_all = ctx.saved_tensors
+        running, d = ctx.running, weight_hh.shape[1]
+        starts = [0]
+        for n in running[:-1]:
+            starts.append(starts[-1] + n)
+        # h_{t-1} of every row (0 at t = 0), for the gradients of z's blend and of W_hh
+        prev = torch.cat([out.new_zeros(running[0], d)]
+                         + [out[starts[t - 1]:starts[t - 1] + n] for t, n in enumerate(running) if t])
+        grad_gh = out.new_empty(len(out), 3 * d)
+        grad_gi = torch.empty_like(grad_gh)
+        carry = out.new_zeros(running[0], d)  # dL/dh_t through step t + 1 (0 past a path's end)
+        for t in reversed(range(len(running))):
+            lo, n = starts[t], running[t]
+            rows = slice(lo, lo + n)
+            dh = grad_out[rows] + carry[:n]
+            rz, c, h_prev = rz_all[rows], c_all[rows], prev[rows]
+            r, z = rz[:, :d], rz[:, d:]
+            d_c = (dh - dh * z) * (1 - c * c)                       # through tanh
+            d_rz = torch.cat([d_c * gh_n_all[rows], dh * (h_prev - c)], 1) * rz * (1 - rz)
+            grad_gi[rows, :2 * d] = grad_gh[rows, :2 * d] = d_rz
+            grad_gi[rows, 2 * d:] = d_c
+            grad_gh[rows, 2 * d:] = d_c * r
+            carry[:n] = torch.addmm(dh * z, grad_gh[rows], weight_hh)
+        return grad_gi, grad_gh.T @ prev, grad_gh.sum(0), None
 
 
 class PrefixGRU(nn.Module):
     """h_t = GRU(e[ω_t], h_{t-1}) over the mark prefix, h_0 = GRU(e[BOS], 0): the h_{t-1} of
     003:2, 003:4 and 003:16. Ids 0..V-1 are marks, V is BOS. :meth:`step` advances N walkers
     by one mark, :meth:`run` reads known prefixes whole (one recurrence for all paths); the
-    two share dropout masks through :class:`StepDropout`."""
+    two share dropout masks (on the input gates) through :class:`StepDropout`."""
 
     def __init__(self, vocab_size: int, d: int, dropout: float):
         super().__init__()
         self.embed = nn.Embedding(vocab_size + 1, d)
-        self.gru = nn.GRU(d, d, batch_first=True)
+        self.gru = nn.GRU(d, d, batch_first=True)  # holds the weights
         self.drop = StepDropout(dropout)
         self._register_load_state_dict_pre_hook(_rename_cell)
+
+    def input_gates(self, marks: Tensor, at: Optional[tuple[Tensor, Tensor]] = None) -> Tensor:
+        """W_ih e[ω] + b_ih (n, 3d) for marks (n,), with dropout (``at``: see StepDropout)."""
+        g = self.gru
+        table = torch.addmm(g.bias_ih_l0, self.embed.weight, g.weight_ih_l0.T)  # (V + 1, 3d)
+        return self.drop(nn.functional.embedding(marks, table), at)
 
     def step(self, marks: Tensor, h: Optional[Tensor] = None, rows: Optional[Tensor] = None
              ) -> Tensor:
         """h after reading ``marks`` (N,); with ``rows`` (n,), only those walkers read (the
         others' h is returned as it was), which saves the work of dead walkers on a CPU."""
-        x = self.drop(self.embed(marks))
+        gi = self.input_gates(marks)
         g = self.gru
         if h is None:
-            h = x.new_zeros(len(marks), g.hidden_size)
+            h = gi.new_zeros(len(marks), g.hidden_size)
         if rows is None:
-            return torch.gru_cell(x, h, g.weight_ih_l0, g.weight_hh_l0, g.bias_ih_l0, g.bias_hh_l0)
-        new = torch.gru_cell(x[rows], h[rows], g.weight_ih_l0, g.weight_hh_l0, g.bias_ih_l0,
-                             g.bias_hh_l0)
+            return gru_step(gi, h, g.weight_hh_l0, g.bias_hh_l0)[0]
+        new = gru_step(gi[rows], h[rows], g.weight_hh_l0, g.bias_hh_l0)[0]
         return h.index_copy(0, rows, new)
 
     def advance(self, walk: Walk, moved: Walk) -> Tensor:
@@ -51,38 +128,25 @@ class PrefixGRU(nn.Module):
 
     def run(self, route: Route, bos: int) -> Tensor:
         """(N, T, d): h at every position of known paths (h_0 after BOS, h_t after mark t)
-        in one recurrence over all N paths; positions past a path's end are zero."""
+        in one recurrence over all N paths; positions past a path's end are zero. Each step
+        runs on just the paths still going (one host sync to find them)."""
         marks = torch.cat([torch.full_like(route.marks[:, :1], bos), route.marks.clamp(min=0)], 1)
-        x = self.drop(self.embed(marks))  # (N, T, d)
-        if x.is_cuda:  # one cuDNN call
-            packed = pack_padded_sequence(x, (route.lengths + 1).cpu(), batch_first=True,
-                                          enforce_sorted=False)
-            return pad_packed_sequence(self.gru(packed)[0], batch_first=True,
-                                       total_length=marks.shape[1])[0]
-        return self._run_cpu(x, route.lengths + 1)
-
-    def _run_cpu(self, x: Tensor, lengths: Tensor) -> Tensor:
-        """The recurrence over positions, each step on just the paths still running. (A packed
-        nn.GRU does that too, but on a CPU its backward pass costs time quadratic in T.)"""
-        N, T, d = x.shape
+        N, T = marks.shape
+        lengths = route.lengths + 1
         order = torch.argsort(lengths, descending=True, stable=True)
-        running = (lengths[order][None, :] > torch.arange(T)[:, None]).sum(1).tolist()
+        t = torch.arange(T, device=marks.device)
+        running = (lengths[order][None, :] > t[:, None]).sum(1).tolist()
+        # packed row of (path order[i], position t): start[t] + i, time-major
+        start = torch.tensor([0] + running[:-1], device=marks.device).cumsum(0)
+        steps = torch.repeat_interleave(t, torch.tensor(running, device=marks.device))
+        paths = order[torch.arange(len(steps), device=marks.device) - start[steps]]
         g = self.gru
-        inputs = x[order].unbind(1)
-        h, outs = x.new_zeros(N, d), []
-        for t, n in enumerate(running):
-            h = torch.gru_cell(inputs[t][:n], h[:n], g.weight_ih_l0, g.weight_hh_l0,
-                               g.bias_ih_l0, g.bias_hh_l0)
-            outs.append(h)
-        # packed rows (time-major) -> (N, T), a zero row past each path's end
-        packed = torch.cat(outs + [x.new_zeros(1, d)])
-        start = torch.tensor([0] + running[:-1]).cumsum(0)
+        gi = self.input_gates(marks[paths, steps], at=(paths, steps))
+        packed = Recurrence.apply(gi, g.weight_hh_l0, g.bias_hh_l0, running)
         rank = torch.empty_like(order)
-        rank[order] = torch.arange(N)
-        t = torch.arange(T)
-        row = torch.where(t[None, :] < lengths[:, None], start[None, :] + rank[:, None],
-                          torch.full((N, T), len(packed) - 1))
-        return packed[row]
+        rank[order] = torch.arange(N, device=marks.device)
+        row = torch.where(t[None, :] < lengths[:, None], start[None, :] + rank[:, None], -1)
+        return torch.cat([packed, packed.new_zeros(1, packed.shape[1])])[row]
 
 
 def _rename_cell(state_dict, prefix, *args) -> None:
