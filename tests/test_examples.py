@@ -20,3 +20,32 @@ def test_tutorial_task_compiles():
             assert path in set(lat.mark_strings())
             checked += 1
     assert checked > 10
+
+
+def test_cipher_choice_splits_partial_kl_by_the_picked_cipher(tmp_path, capsys, monkeypatch):
+    """examples/cipher_choice.py on a tiny cipher run: it sees the evaluation's own samples
+    (the same partial KL, untrained and trained), and the partial KL is the share-weighted mean
+    of its two parts."""
+    import importlib.util
+    import json
+
+    from nfst.experiment.run import Run
+    from tests.experiment.test_run import tiny_config
+
+    run = Run(tiny_config(samplers=("swp",)), tmp_path / "run", cache_dir=tmp_path / "cache",
+              quiet=True, processes=1)
+    evaluated = run.evaluation()["samplers"]["swp"]
+    path = Path(__file__).parent.parent / "examples" / "cipher_choice.py"
+    spec = importlib.util.spec_from_file_location("cipher_choice", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setenv("NFST_CACHE_DIR", str(tmp_path / "cache"))
+    module.main(str(tmp_path / "run"))
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["sampler"], r["state"]) for r in rows] == [("swp", "untrained"), ("swp", "trained")]
+    for r, expected in zip(rows, (evaluated["untrained_partial_kl"], evaluated["partial_kl"])):
+        assert abs(r["partial_kl"] - expected) < 0.01  # rounding
+        share = r["generating_cipher"]
+        parts = [(share, r["partial_kl_generating"]), (1 - share, r["partial_kl_other"])]
+        assert 0 <= share <= 1
+        assert abs(sum(w * v for w, v in parts if v is not None) - r["partial_kl"]) < 0.1
