@@ -2,43 +2,78 @@
 
 On cipher, a path's first decision (the ε move ``cipher_i``) picks one of five substitution
 ciphers; only the one that generated the pair explains y without many deletions and
-insertions. This prints, for each sampler of RUN, untrained and trained (the samples of the
-run's evaluation: same k per test pair, seed and device): the share of samples that pick the
+insertions.
+
+    python examples/cipher_choice.py picks RUN [SAMPLERS]
+    python examples/cipher_choice.py supervised RUN SAMPLER [STEPS] [LR]
+
+``picks``: for each sampler of RUN, untrained and trained (the samples of the run's
+evaluation: same k per test pair, seed and device), the share of samples that pick the
 generating cipher, and the partial KL (003:7) of the samples that do and of those that do not.
 
-    python examples/cipher_choice.py runs/cipher-small-0 [SAMPLERS]
+``supervised``: the easiest training signal there is. Starting from SAMPLER's untrained
+initialisation, maximise log q of the generating paths of RUN's training pairs (batch 16,
+Adam, clip 5), and print, every STEPS / 8 steps, the test pairs' mean q of the generating
+cipher at its choice and mean log q of the generating path. If q of the cipher stays at 1/5,
+the sampler cannot learn the choice from these pairs even when told the answer.
 
-Reads NFST_CACHE_DIR like the command line. Prints one JSON object per sampler and state.
+Reads NFST_CACHE_DIR like the command line. Prints one JSON object per line.
 """
 
 import json
 import os
+import random
 import sys
 
+import torch
+
+from nfst.dp.batch import LatticeBatch
 from nfst.evaluate.samplers import draw
 from nfst.experiment.run import Run
 
 
-def cipher_of(marks) -> str:
-    return next(m for m in marks if m.startswith("cipher"))
+def is_cipher(mark: str) -> bool:
+    return mark.startswith("cipher")
 
 
-def main(run_dir: str, samplers: str = "") -> None:
+def open_run(run_dir: str) -> Run:
     run = Run.open(run_dir, cache_dir=os.environ.get("NFST_CACHE_DIR", ".nfst-cache"))
     if run.config.task != "cipher":
         sys.exit(f"{run_dir} is a {run.config.task} run; this diagnosis needs cipher")
+    return run
+
+
+def generating_paths(run: Run, split: str) -> list:
+    """(lattice, arcs of the generating path) for the split's compiled pairs."""
+    marks = dict(zip(run.task.pairs(split), run.task.true_marks(split)))
+    out = []
+    for lat in run.lattices(split):
+        state, arcs = 0, []
+        for mark in marks[(tuple(lat.x), tuple(lat.y))]:  # lattices are deterministic
+            out_arcs = range(lat.arc_offsets[state], lat.arc_offsets[state + 1])
+            arc = next(a for a in out_arcs if lat.mark_vocab[lat.arc_mark[a]] == mark)
+            arcs.append(arc)
+            state = lat.arc_dst[arc]
+        out.append((lat, arcs))
+    return out
+
+
+def picks(run_dir: str, samplers: str = "") -> None:
+    run = open_run(run_dir)
     test, scorer = run.lattices("test"), run.scorer()
-    generated = dict(zip(run.task.pairs("test"), run.task.true_marks("test")))
-    truth = [cipher_of(generated[(tuple(lat.x), tuple(lat.y))]) for lat in test]
+    truth = [next(m for m in lat.marks_of(arcs) if is_cipher(m))
+             for lat, arcs in generating_paths(run, "test")]
     for name in (samplers.split(",") if samplers else run.config.samplers):
         for state, sampler in (("untrained", run.untrained_sampler(name)),
                                ("trained", run.sampler(name))):
             right, wrong = [], []
-            for lat, samples, cipher in zip(test, draw(sampler, scorer, test, run.config.eval_k,
-                                                           seed=run.config.seed, device=run.device), truth):
-                for arcs, log_q, log_p in zip(samples.arcs.tolist(), samples.log_q.tolist(),
-                                              samples.log_p.tolist()):
-                    picked = cipher_of(lat.marks_of([a for a in arcs if a >= 0]))
+            samples = draw(sampler, scorer, test, run.config.eval_k, seed=run.config.seed,
+                           device=run.device)
+            for lat, pair, cipher in zip(test, samples, truth):
+                for arcs, log_q, log_p in zip(pair.arcs.tolist(), pair.log_q.tolist(),
+                                              pair.log_p.tolist()):
+                    picked = next(m for m in lat.marks_of([a for a in arcs if a >= 0])
+                                  if is_cipher(m))
                     (right if picked == cipher else wrong).append(log_q - log_p)
             n = len(right) + len(wrong)
             print(json.dumps({
@@ -49,7 +84,56 @@ def main(run_dir: str, samplers: str = "") -> None:
                 flush=True)
 
 
+def as_batch(items: list) -> tuple[LatticeBatch, torch.Tensor]:
+    """A batch of the items' lattices and their paths as (B, 1, L) batch-global arcs."""
+    batch = LatticeBatch([lat for lat, _ in items], "cpu")
+    arcs = torch.full((len(items), 1, max(len(p) for _, p in items)), -1, dtype=torch.long)
+    for b, (_, path) in enumerate(items):
+        arcs[b, 0, :len(path)] = torch.tensor(path) + int(batch.arc_offsets[b])
+    return batch, arcs
+
+
+@torch.no_grad()
+def generating_fit(sampler, test: list) -> dict:
+    sampler.eval()
+    q_cipher, log_q = [], []
+    for lo in range(0, len(test), 16):
+        items = test[lo:lo + 16]
+        batch, arcs = as_batch(items)
+        steps = sampler.score_steps(batch, arcs)[:, 0]  # (B, L + 1)
+        for b, (lat, path) in enumerate(items):
+            t = next(t for t, m in enumerate(lat.marks_of(path)) if is_cipher(m))
+            q_cipher.append(float(steps[b, t].exp()))
+            log_q.append(float(steps[b].sum()))
+    sampler.train()
+    return {"q_generating_cipher": round(sum(q_cipher) / len(q_cipher), 3),
+            "log_q_generating_path": round(sum(log_q) / len(log_q), 2)}
+
+
+def supervised(run_dir: str, name: str, steps: str = "400", lr: str = "3e-3") -> None:
+    run = open_run(run_dir)
+    steps = int(steps)
+    train, test = generating_paths(run, "train"), generating_paths(run, "test")
+    torch.manual_seed(run.config.seed)
+    sampler = run.untrained_sampler(name).train()
+    opt = torch.optim.Adam(sampler.parameters(), lr=float(lr))
+    rng = random.Random(run.config.seed)
+    print(json.dumps({"sampler": name, "step": 0} | generating_fit(sampler, test)), flush=True)
+    for step in range(1, steps + 1):
+        batch, arcs = as_batch(rng.sample(train, 16))
+        loss = -sampler.score(batch, arcs).mean()
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(sampler.parameters(), 5.0)
+        opt.step()
+        if step % max(1, steps // 8) == 0:
+            print(json.dumps({"sampler": name, "step": step} | generating_fit(sampler, test)),
+                  flush=True)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
+    commands = {"picks": picks, "supervised": supervised}
+    if len(sys.argv) < 3 or sys.argv[1] not in commands:
         sys.exit(__doc__)
-    main(*sys.argv[1:])
+    torch.set_num_threads(1)
+    commands[sys.argv[1]](*sys.argv[2:])

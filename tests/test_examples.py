@@ -40,7 +40,7 @@ def test_cipher_choice_splits_partial_kl_by_the_picked_cipher(tmp_path, capsys, 
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     monkeypatch.setenv("NFST_CACHE_DIR", str(tmp_path / "cache"))
-    module.main(str(tmp_path / "run"))
+    module.picks(str(tmp_path / "run"))
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["sampler"], r["state"]) for r in rows] == [("swp", "untrained"), ("swp", "trained")]
     for r, expected in zip(rows, (evaluated["untrained_partial_kl"], evaluated["partial_kl"])):
@@ -49,3 +49,8 @@ def test_cipher_choice_splits_partial_kl_by_the_picked_cipher(tmp_path, capsys, 
         parts = [(share, r["partial_kl_generating"]), (1 - share, r["partial_kl_other"])]
         assert 0 <= share <= 1
         assert abs(sum(w * v for w, v in parts if v is not None) - r["partial_kl"]) < 0.1
+
+    module.supervised(str(tmp_path / "run"), "swp", "16", "1e-2")
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["step"] for r in rows] == [0, 2, 4, 6, 8, 10, 12, 14, 16]
+    assert rows[-1]["log_q_generating_path"] > rows[0]["log_q_generating_path"]  # it fits
