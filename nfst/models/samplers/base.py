@@ -56,6 +56,7 @@ class SamplerConfig:
     d: int = 256
     """Hidden size of the recurrent nets and of every embedding (mark, symbol, arc)."""
     dropout: float = 0.3
+    """Per-step dropout (``forcing.StepDropout``), rounded to a multiple of 1/256."""
     budget: float = 1.0
     """SWP only: share of each level's states that Algorithm 1 evaluates (randomized, see
     ``swp_randomized``); 1 is exact."""
