@@ -41,7 +41,9 @@ class ScorerConfig:
     label_smoothing: float = 0.1
     grad_clip: float = 5.0
     bootstrap: SamplerConfig = field(default_factory=SamplerConfig)
-    """The bootstrap SWA sampler."""
+    """The bootstrap sampler's sizes."""
+    bootstrap_sampler: str = "swa"
+    """Which sampler proposes the K paths (003 §4: SWA)."""
     bootstrap_lr: float = 1e-3
     checkpoint_every: int = 100
 
@@ -70,7 +72,7 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
     torch.manual_seed(seed)
     vocab = len(train[0].mark_vocab)
     scorer = LSTMScorer(vocab, config.hidden, config.layers, config.dropout).to(device)
-    boot = make_sampler("swa", vocab, config.bootstrap, symbols).to(device)
+    boot = make_sampler(config.bootstrap_sampler, vocab, config.bootstrap, symbols).to(device)
     opt_p = torch.optim.Adam(scorer.parameters(), lr=config.lr)
     opt_q = torch.optim.Adam(boot.parameters(), lr=config.bootstrap_lr)
     rank, world = rank_and_world()

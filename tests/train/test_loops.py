@@ -160,6 +160,18 @@ def test_train_scorer_returns_a_frozen_scorer_and_resumes(tmp_path):
         assert torch.equal(value, resumed.scorer.state_dict()[key]), key
 
 
+def test_the_scorer_is_trained_with_the_bootstrap_sampler_it_names(monkeypatch):
+    import nfst.train.scorer as scorer_loop
+    made = []
+    make = scorer_loop.make_sampler
+    monkeypatch.setattr(scorer_loop, "make_sampler",
+                        lambda name, *a, **kw: made.append(name) or make(name, *a, **kw))
+    lats = del_ins_lattices()
+    config = ScorerConfig(hidden=8, steps=1, batch_size=2, K=4, bootstrap=SamplerConfig(d=8),
+                          bootstrap_sampler="swp")
+    train_scorer(lats, config, symbols=symbols_of(lats), quiet=True)
+    assert made == ["swp"]
+
 
 def particle_training_setup(sampler_name):
     from nfst import compile_lattice
