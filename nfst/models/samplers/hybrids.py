@@ -56,7 +56,12 @@ class SWPPrefix(SWP):
     def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
         g = self.g(self.drop_step(walk.hidden))  # (N, d + 1)
         arcs = batch.out_arcs[walk.state]  # (N, D)
-        bonus = torch.einsum("nd,nkd->nk", g[:, :-1], context.arc_embed[arcs.clamp(min=0)])
+        if arcs.device.type == "cpu":  # g · e for real out-arcs only (D is the largest degree)
+            n, col = (arcs >= 0).nonzero(as_tuple=True)
+            dot = (g[n, :-1] * context.arc_embed[arcs[n, col]]).sum(1)
+            bonus = g.new_zeros(arcs.shape).index_put((n, col), dot)
+        else:  # finding the real arcs would sync a GPU with the host
+            bonus = torch.einsum("nd,nkd->nk", g[:, :-1], context.arc_embed[arcs.clamp(min=0)])
         bonus = torch.cat([bonus, g[:, -1:]], dim=1)
         return torch.log_softmax(context.table[walk.state] + bonus, dim=1)
 
