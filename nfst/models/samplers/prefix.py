@@ -3,9 +3,10 @@ a GRU over BOS and the marks emitted so far.
 
 A mark enters the GRU only through its input gates W_ih e[ω] + b_ih, so those are one row of a
 (V + 1, 3d) table, computed once per call, instead of a matmul per step; dropout acts on them.
-Scoring known paths (teacher forcing) runs the recurrence in :class:`Recurrence`, whose reverse
-pass is written out: one matmul per step for the hidden state's gradient and one for all of
-W_hh's, where autograd through a cell per step would need four.
+Scoring known paths (teacher forcing) runs the recurrence in :class:`Recurrence` on a CPU, whose
+reverse pass is written out: one matmul per step for the hidden state's gradient and one for
+all of W_hh's, where autograd through a cell per step would need four; on a GPU it is one
+cuDNN call (:func:`fused_recurrence`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Optional
 
 import torch
 from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .base import Walk
 from .forcing import Route, StepDropout
@@ -85,6 +87,22 @@ class Recurrence(torch.autograd.Function):
         return grad_gi, grad_gh.T @ prev, grad_gh.sum(0), None
 
 
+def fused_recurrence(gi: Tensor, lengths: Tensor, weight_hh: Tensor, bias_hh: Tensor) -> Tensor:
+    """What :class:`Recurrence` computes, (N, T, d) from input gates gi (N, T, 3d) and path
+    lengths (N,), as one library call (cuDNN on a GPU, where a loop of small kernels is
+    launch-bound): a GRU whose input weights are the identity reads gi as its input gates
+    (exactly: each product is one term times 1)."""
+    d = weight_hh.shape[1]
+    packed = pack_padded_sequence(gi, lengths.cpu(), batch_first=True, enforce_sorted=False)
+    weights = [torch.eye(3 * d, dtype=gi.dtype, device=gi.device), weight_hh,
+               gi.new_zeros(3 * d), bias_hh]
+    h0 = gi.new_zeros(1, len(gi), d)
+    out = torch._VF.gru(packed.data, packed.batch_sizes, h0, weights, True, 1, 0.0,
+                        torch.is_grad_enabled(), False)[0]
+    return pad_packed_sequence(packed._replace(data=out), batch_first=True,
+                               total_length=gi.shape[1])[0]
+
+
 class PrefixGRU(nn.Module):
     """h_t = GRU(e[ω_t], h_{t-1}) over the mark prefix, h_0 = GRU(e[BOS], 0): the h_{t-1} of
     003:2, 003:4 and 003:16. Ids 0..V-1 are marks, V is BOS. :meth:`step` advances N walkers
@@ -133,6 +151,9 @@ class PrefixGRU(nn.Module):
         marks = torch.cat([torch.full_like(route.marks[:, :1], bos), route.marks.clamp(min=0)], 1)
         N, T = marks.shape
         lengths = route.lengths + 1
+        g = self.gru
+        if marks.is_cuda:
+            return fused_recurrence(self.input_gates(marks), lengths, g.weight_hh_l0, g.bias_hh_l0)
         order = torch.argsort(lengths, descending=True, stable=True)
         t = torch.arange(T, device=marks.device)
         running = (lengths[order][None, :] > t[:, None]).sum(1).tolist()
@@ -140,7 +161,6 @@ class PrefixGRU(nn.Module):
         start = torch.tensor([0] + running[:-1], device=marks.device).cumsum(0)
         steps = torch.repeat_interleave(t, torch.tensor(running, device=marks.device))
         paths = order[torch.arange(len(steps), device=marks.device) - start[steps]]
-        g = self.gru
         gi = self.input_gates(marks[paths, steps], at=(paths, steps))
         packed = Recurrence.apply(gi, g.weight_hh_l0, g.bias_hh_l0, running)
         rank = torch.empty_like(order)

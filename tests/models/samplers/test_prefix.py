@@ -3,7 +3,7 @@
 import torch
 
 from nfst.models.samplers.forcing import Route
-from nfst.models.samplers.prefix import PrefixGRU, Recurrence
+from nfst.models.samplers.prefix import PrefixGRU, Recurrence, fused_recurrence
 
 
 def test_recurrence_gradients_pass_gradcheck():
@@ -50,3 +50,27 @@ def test_run_matches_an_independent_gru_in_values_and_gradients():
     for name, p in reference.named_parameters():
         torch.testing.assert_close(getattr(prefix.gru, name).grad, p.grad, msg=name)
     torch.testing.assert_close(prefix.embed.weight.grad, embed.weight.grad)
+
+
+def test_the_fused_gpu_recurrence_matches_the_hand_written_one():
+    """fused_recurrence (one cuDNN call on a GPU, run here on the CPU) against Recurrence via
+    PrefixGRU.run: values and gradients, paths of different lengths."""
+    torch.manual_seed(2)
+    V, d, lengths = 5, 4, torch.tensor([3, 6, 1, 4])
+    prefix = PrefixGRU(V, d, dropout=0.0).double()
+    marks = torch.full((4, 6), -1)
+    for i, n in enumerate(lengths.tolist()):
+        marks[i, :n] = torch.randint(V, (n,))
+    route = Route(lattice=torch.zeros(4, dtype=torch.long), states=None, choice=None,
+                  marks=marks, lengths=lengths)
+    readout = torch.randn(4, 7, d, dtype=torch.float64)
+    g = prefix.gru
+    h = prefix.run(route, bos=V)
+    grads = torch.autograd.grad((h * readout).sum(), [g.weight_hh_l0, g.bias_hh_l0, g.weight_ih_l0])
+    ids = torch.cat([torch.full((4, 1), V), marks.clamp(min=0)], 1)
+    fused = fused_recurrence(prefix.input_gates(ids), lengths + 1, g.weight_hh_l0, g.bias_hh_l0)
+    fused_grads = torch.autograd.grad((fused * readout).sum(),
+                                      [g.weight_hh_l0, g.bias_hh_l0, g.weight_ih_l0])
+    torch.testing.assert_close(fused, h)
+    for a, b in zip(fused_grads, grads):
+        torch.testing.assert_close(a, b)
