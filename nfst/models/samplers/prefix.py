@@ -52,7 +52,8 @@ class Recurrence(torch.autograd.Function):
         h, lo = gi.new_zeros(running[0], d), 0
         for n in running:
             h, rz, c, gh_n = gru_step(gi[lo:lo + n], h[:n], weight_hh, bias_hh)
-            out[lo:lo + n], rz_all[lo:lo + n], c_all[lo:lo + n], gh_n_all[lo:lo + n] = h, rz, c, gh_n
+            rows = slice(lo, lo + n)
+            out[rows], rz_all[rows], c_all[rows], gh_n_all[rows] = h, rz, c, gh_n
             lo += n
         ctx.save_for_backward(weight_hh, out, rz_all, c_all, gh_n_all)
         ctx.running = running
@@ -68,7 +69,8 @@ class Recurrence(torch.autograd.Function):
             starts.append(starts[-1] + n)
         # h_{t-1} of every row (0 at t = 0), for the gradients of z's blend and of W_hh
         prev = torch.cat([out.new_zeros(running[0], d)]
-                         + [out[starts[t - 1]:starts[t - 1] + n] for t, n in enumerate(running) if t])
+                         + [out[starts[t - 1]:starts[t - 1] + running[t]]
+                            for t in range(1, len(running))])
         grad_gh = out.new_empty(len(out), 3 * d)
         grad_gi = torch.empty_like(grad_gh)
         carry = out.new_zeros(running[0], d)  # dL/dh_t through step t + 1 (0 past a path's end)
@@ -117,7 +119,7 @@ class PrefixGRU(nn.Module):
         self._register_load_state_dict_pre_hook(_rename_cell)
 
     def input_gates(self, marks: Tensor, at: Optional[tuple[Tensor, Tensor]] = None) -> Tensor:
-        """W_ih e[ω] + b_ih (n, 3d) for marks (n,), with dropout (``at``: see StepDropout)."""
+        """W_ih e[ω] + b_ih (..., 3d) for marks (...), with dropout (``at``: see StepDropout)."""
         g = self.gru
         table = torch.addmm(g.bias_ih_l0, self.embed.weight, g.weight_ih_l0.T)  # (V + 1, 3d)
         return self.drop(nn.functional.embedding(marks, table), at)
