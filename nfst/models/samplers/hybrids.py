@@ -53,26 +53,30 @@ class SWPPrefix(SWP):
     def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor) -> Walk:
         return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
 
+    @staticmethod
+    def arc_bonus(g: Tensor, arcs: Tensor, arc_embed: Tensor, real: Tensor) -> Tensor:
+        """(..., D + 1): g · e of each out-arc column where ``real`` (else 0), then g_stop;
+        g (..., d + 1), arcs and real (..., D). Only the real arcs are gathered: most states
+        have one or two of the D columns."""
+        where = real.nonzero(as_tuple=True)
+        dot = (g[where[:-1]][:, :-1] * arc_embed[arcs[where]]).sum(1)
+        bonus = g.new_zeros(arcs.shape).index_put(where, dot)
+        return torch.cat([bonus, g[..., -1:]], dim=-1)
+
     def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
         g = self.g(self.drop_step(walk.hidden))  # (N, d + 1)
         arcs = batch.out_arcs[walk.state]  # (N, D)
-        if arcs.device.type == "cpu":  # g · e for real out-arcs only (D is the largest degree)
-            n, col = (arcs >= 0).nonzero(as_tuple=True)
-            dot = (g[n, :-1] * context.arc_embed[arcs[n, col]]).sum(1)
-            bonus = g.new_zeros(arcs.shape).index_put((n, col), dot)
+        if arcs.device.type == "cpu":
+            bonus = self.arc_bonus(g, arcs, context.arc_embed, arcs >= 0)
         else:  # finding the real arcs would sync a GPU with the host
-            bonus = torch.einsum("nd,nkd->nk", g[:, :-1], context.arc_embed[arcs.clamp(min=0)])
-        bonus = torch.cat([bonus, g[:, -1:]], dim=1)
+            dense = torch.einsum("nd,nkd->nk", g[:, :-1], context.arc_embed[arcs.clamp(min=0)])
+            bonus = torch.cat([dense, g[:, -1:]], dim=1)
         return torch.log_softmax(context.table[walk.state] + bonus, dim=1)
 
     def path_log_probs(self, batch: LatticeBatch, context: WeightedLattice, route: Route) -> Tensor:
         g = self.g(self.drop_step(self.prefix.run(route, self.bos)))  # (N, T, d + 1)
         arcs = batch.out_arcs[route.states]  # (N, T, D)
-        # g · e only for the out-arcs of visited states (most states have one or two)
-        n, t, col = ((arcs >= 0) & route.valid[..., None]).nonzero(as_tuple=True)
-        dot = (g[n, t, :-1] * context.arc_embed[arcs[n, t, col]]).sum(1)
-        bonus = g.new_zeros(arcs.shape).index_put((n, t, col), dot)
-        bonus = torch.cat([bonus, g[..., -1:]], dim=2)
+        bonus = self.arc_bonus(g, arcs, context.arc_embed, (arcs >= 0) & route.valid[..., None])
         return torch.log_softmax(context.table[route.states] + bonus, dim=2)
 
     def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,

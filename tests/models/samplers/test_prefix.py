@@ -6,6 +6,15 @@ from nfst.models.samplers.forcing import Route
 from nfst.models.samplers.prefix import PrefixGRU, Recurrence, fused_recurrence
 
 
+def random_route(V: int, lengths: list[int]) -> Route:
+    """Paths of random marks (ids < V) with the given numbers of marks, -1 padded."""
+    marks = torch.full((len(lengths), max(lengths)), -1)
+    for i, n in enumerate(lengths):
+        marks[i, :n] = torch.randint(V, (n,))
+    return Route(lattice=torch.zeros(len(lengths), dtype=torch.long), states=None, choice=None,
+                 marks=marks, lengths=torch.tensor(lengths))
+
+
 def test_recurrence_gradients_pass_gradcheck():
     """Paths of lengths 4, 4, 2, 1 packed time-major (running 4, 2, 2, 1 rows per step)."""
     torch.manual_seed(0)
@@ -28,12 +37,8 @@ def test_run_matches_an_independent_gru_in_values_and_gradients():
                                if k.startswith("gru.")})
     embed = torch.nn.Embedding(V + 1, d).double()
     embed.load_state_dict(prefix.embed.state_dict())
-    T = max(lengths)
-    marks = torch.full((len(lengths), T), -1)
-    for i, n in enumerate(lengths):
-        marks[i, :n] = torch.randint(V, (n,))
-    route = Route(lattice=torch.zeros(len(lengths), dtype=torch.long), states=None, choice=None,
-                  marks=marks, lengths=torch.tensor(lengths))
+    route = random_route(V, lengths)
+    marks, T = route.marks, max(lengths)
     readout = torch.randn(len(lengths), T + 1, d, dtype=torch.float64)
 
     h = prefix.run(route, bos=V)
@@ -56,13 +61,10 @@ def test_the_fused_gpu_recurrence_matches_the_hand_written_one():
     """fused_recurrence (one cuDNN call on a GPU, run here on the CPU) against Recurrence via
     PrefixGRU.run: values and gradients, paths of different lengths."""
     torch.manual_seed(2)
-    V, d, lengths = 5, 4, torch.tensor([3, 6, 1, 4])
+    V, d = 5, 4
     prefix = PrefixGRU(V, d, dropout=0.0).double()
-    marks = torch.full((4, 6), -1)
-    for i, n in enumerate(lengths.tolist()):
-        marks[i, :n] = torch.randint(V, (n,))
-    route = Route(lattice=torch.zeros(4, dtype=torch.long), states=None, choice=None,
-                  marks=marks, lengths=lengths)
+    route = random_route(V, [3, 6, 1, 4])
+    marks, lengths = route.marks, route.lengths
     readout = torch.randn(4, 7, d, dtype=torch.float64)
     g = prefix.gru
     h = prefix.run(route, bos=V)
