@@ -76,6 +76,9 @@ BAD_INPUT = {
     "run: wrong sampler in the list": (
         lambda t: ["run", "cipher", "--samplers", "swa,nope", "--out", str(t / "r"), *SMALL],
         "unknown samplers"),
+    "run: wrong bootstrap sampler": (
+        lambda t: ["run", "cipher", "--option", "scorer.bootstrap_sampler=nope", "--out",
+                   str(t / "r"), *SMALL], "unknown samplers"),
     "stats: bad TOML": (lambda t: ["stats", "--config", str(bad_toml(t))], "cannot read config"),
     "evaluate: bad TOML": (lambda t: ["evaluate", "cipher", "--config", str(bad_toml(t))],
                            "cannot read config"),

@@ -67,7 +67,9 @@ class Run:
         self.device, self.processes = torch.device(device), processes
         self.task: Task = get_task(config.task, **config.task_settings)
         self.preset = apply_overrides(preset(config.preset), config.overrides)
-        unknown = set(config.samplers) - set(SAMPLERS)
+        named = {*config.samplers, self.preset.scorer.bootstrap_sampler,
+                 self.preset.sampler.teacher}  # every sampler the run builds
+        unknown = named - {""} - set(SAMPLERS)
         if unknown:
             raise NfstError(f"unknown samplers {sorted(unknown)}",
                             f"choose from {', '.join(SAMPLERS)}")
