@@ -41,7 +41,7 @@ from torch import Tensor
 from ...dp.batch import LatticeBatch
 from ...errors import PathTooLongError
 from ...runtime.threads import cpu_threads
-from .forcing import Route, recorded_dropout, replayed_dropout, route_of_arcs, take_masks
+from .forcing import Route, route_of_arcs, walker_dropout
 
 PAD, UNKNOWN, SEPARATOR = "<pad>", "<unk>", "#"
 SPECIAL_SYMBOLS = (PAD, UNKNOWN, SEPARATOR)
@@ -56,7 +56,8 @@ class SamplerConfig:
     d: int = 256
     """Hidden size of the recurrent nets and of every embedding (mark, symbol, arc)."""
     dropout: float = 0.3
-    """Per-step dropout (``forcing.StepDropout``), rounded to a multiple of 1/256."""
+    """Dropout of the per-step activations, one mask per walker (``forcing.WalkDropout``),
+    rounded to a multiple of 1/256; the encoders' dropout is plain."""
     budget: float = 1.0
     """SWP only: share of each level's states that Algorithm 1 evaluates (randomized, see
     ``swp_randomized``); 1 is exact."""
@@ -291,33 +292,32 @@ class Sampler(torch.nn.Module):
         # A GPU would wait for every check of the loop's end: check every 16 steps there.
         check_every = 1 if dev.type == "cpu" else 16
         states, choices, arcs, steps = [], [], [], []
-        with torch.no_grad() if one_pass else nullcontext(), recorded_dropout(self):
-            walk = self.start(batch, context, lattice)
-            for t in range(cap + 1):
-                lp = self.log_probs(batch, context, walk)
-                choice, arc = choose(batch, walk, lp.detach(), generator)
-                states.append(walk.state)
-                choices.append(choice)
-                arcs.append(arc)
-                if not one_pass:
-                    step = lp.gather(1, choice[:, None]).squeeze(1)
-                    steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
-                walk = self.advance(batch, context, walk, choice)
-                if (t + 1) % check_every == 0 and not bool(walk.alive.any()):
-                    break
-            masks = take_masks(self)
-        if bool(walk.alive.any()):
-            raise PathTooLongError(f"{self.name}: a sampled path exceeded max_length={cap} marks")
-        L = int(walk.length.max())
-        state_t, choice_t = torch.stack(states, 1)[:, :L + 1], torch.stack(choices, 1)[:, :L + 1]
-        arcs_t = torch.stack(arcs, 1)[:, :L]
-        marks = batch.marks_of(arcs_t)
-        route = Route(lattice, state_t, choice_t, marks, walk.length, per_lattice=k)
-        if one_pass:
-            with replayed_dropout(self, masks):
+        with walker_dropout(self, len(lattice)):  # the walk and the one-pass scoring
+            with torch.no_grad() if one_pass else nullcontext():
+                walk = self.start(batch, context, lattice)
+                for t in range(cap + 1):
+                    lp = self.log_probs(batch, context, walk)
+                    choice, arc = choose(batch, walk, lp.detach(), generator)
+                    states.append(walk.state)
+                    choices.append(choice)
+                    arcs.append(arc)
+                    if not one_pass:
+                        step = lp.gather(1, choice[:, None]).squeeze(1)
+                        steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
+                    walk = self.advance(batch, context, walk, choice)
+                    if (t + 1) % check_every == 0 and not bool(walk.alive.any()):
+                        break
+            if bool(walk.alive.any()):
+                raise PathTooLongError(f"{self.name}: a sampled path exceeded max_length={cap} marks")
+            L = int(walk.length.max())
+            state_t, choice_t = torch.stack(states, 1)[:, :L + 1], torch.stack(choices, 1)[:, :L + 1]
+            arcs_t = torch.stack(arcs, 1)[:, :L]
+            marks = batch.marks_of(arcs_t)
+            route = Route(lattice, state_t, choice_t, marks, walk.length, per_lattice=k)
+            if one_pass:
                 step_log_q = self._route_log_q(batch, context, route)
-        else:
-            step_log_q = torch.stack(steps, dim=1)[:, :L + 1]
+            else:
+                step_log_q = torch.stack(steps, dim=1)[:, :L + 1]
         return Paths(arcs=arcs_t.view(B, k, -1), marks=marks.view(B, k, -1),
                      lengths=walk.length.view(B, k), log_q=step_log_q.sum(1).view(B, k),
                      step_log_q=step_log_q.view(B, k, -1))
@@ -335,7 +335,7 @@ class Sampler(torch.nn.Module):
         B, k, L = arcs.shape
         lattice = torch.arange(B, device=batch.device).repeat_interleave(k)
         route = route_of_arcs(batch, lattice, arcs.reshape(B * k, L), per_lattice=k)
-        with cpu_threads(batch.device):
+        with cpu_threads(batch.device), walker_dropout(self, B * k):
             return self._route_log_q(batch, self.prepare(batch), route).view(B, k, L + 1)
 
     def score(self, batch: LatticeBatch, arcs: Tensor) -> Tensor:

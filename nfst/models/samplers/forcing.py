@@ -13,6 +13,7 @@ at t = 0, the destination of arc t afterwards; choice L is STOP.
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Optional
@@ -80,31 +81,35 @@ def route_of_arcs(batch: LatticeBatch, lattice: Tensor, arcs: Tensor,
     return Route(lattice, states, choice, marks, lengths, per_lattice)
 
 
-class StepDropout(nn.Dropout):
-    """Dropout on an activation computed once per walker and position.
+class WalkDropout(nn.Dropout):
+    """Dropout on an activation computed once per walker and step, with one mask per walker:
+    variational dropout (Gal & Ghahramani, 2016), the usual dropout of a recurrent net, where
+    every step of a sequence sees the same units dropped.
 
-    Inside :func:`recorded_dropout` each call (one per step of a walk) keeps its mask; inside
-    :func:`replayed_dropout` a call on (N, T, w) activations applies those masks, position t
-    getting step t's, so the one-pass scoring sees exactly the dropout the walk saw. Elsewhere
-    it is plain (inverted) dropout, with p rounded to a multiple of 1/256 (``kept_of_256``)."""
+    Inside :func:`walker_dropout` the first call draws a mask (N, w) for the N walkers, and
+    every call applies it: to (N, w) activations (one step of the walk), to (N, T, w) ones
+    (every position of N known paths, so one-pass scoring sees the dropout the walk saw), or
+    to rows of given walkers. Elsewhere it is plain (inverted) dropout. Either way p is
+    rounded to a multiple of 1/256 (``kept_of_256``)."""
 
     def __init__(self, p: float):
         super().__init__(p)
-        self.tape: Optional[list[Tensor]] = None
-        self.replay: Optional[Tensor] = None
+        self.walkers: Optional[int] = None
+        self.mask: Optional[Tensor] = None
 
-    def forward(self, x: Tensor, at: Optional[tuple[Tensor, Tensor]] = None) -> Tensor:
-        """``at``: when x (n, w) holds the rows of (walker, position) pairs ``at`` (each (n,))
-        rather than (N, T, w), replay takes those pairs' masks."""
+    def forward(self, x: Tensor, walkers: Optional[Tensor] = None) -> Tensor:
+        """``walkers``: when x (n, w) holds rows of the walkers ``walkers`` (n,), each row
+        takes its walker's mask."""
         keep = kept_of_256(self.p)
         if not self.training or keep == 256:
             return x
-        if self.replay is not None:
-            return x * (self.replay[:, :x.shape[1]] if at is None else self.replay[at])
-        mask = dropout_mask(x, keep)
-        if self.tape is not None:
-            self.tape.append(mask)
-        return x * mask
+        if self.walkers is None:
+            return x * dropout_mask(x, x.shape, keep)
+        if self.mask is None:
+            self.mask = dropout_mask(x, (self.walkers, x.shape[-1]), keep)
+        if walkers is not None:
+            return x * self.mask[walkers]
+        return x * (self.mask[:, None] if x.dim() == 3 else self.mask)
 
 
 def kept_of_256(p: float) -> int:
@@ -113,42 +118,27 @@ def kept_of_256(p: float) -> int:
     return max(1, round((1 - p) * 256))
 
 
-def dropout_mask(x: Tensor, keep: int) -> Tensor:
-    """An inverted-dropout mask like x: 256 / keep with probability keep / 256, else 0. A unit
-    takes 8 random bits (one int64 draw covers 8 units), which on a CPU is 6× faster than a
-    uniform float per unit; the walks draw a mask every step. (A float mask, as multiplying
-    by a bool one costs 2–3× more, forward and backward.)"""
-    bits = torch.empty((x.numel() + 7) // 8, dtype=torch.int64, device=x.device)
-    units = bits.random_(-2 ** 63, None).view(torch.uint8)[:x.numel()].view(x.shape)
-    return (units < keep).to(x.dtype).mul_(256 / keep)
+def dropout_mask(like: Tensor, shape: tuple[int, ...], keep: int) -> Tensor:
+    """An inverted-dropout mask of ``shape``, dtype and device of ``like``: 256 / keep with
+    probability keep / 256, else 0. A unit takes 8 random bits (one int64 draw covers 8
+    units), which on a CPU is 6× faster than a uniform float per unit. (A float mask, as
+    multiplying by a bool one costs 2–3× more, forward and backward.)"""
+    numel = math.prod(shape)
+    bits = torch.empty((numel + 7) // 8, dtype=torch.int64, device=like.device)
+    units = bits.random_(-2 ** 63, None).view(torch.uint8)[:numel].view(shape)
+    return (units < keep).to(like.dtype).mul_(256 / keep)
 
 
 @contextmanager
-def recorded_dropout(module: nn.Module) -> Iterator[None]:
-    """Record the masks of every :class:`StepDropout` in ``module`` (see there)."""
-    sites = [m for m in module.modules() if isinstance(m, StepDropout)]
+def walker_dropout(module: nn.Module, walkers: int) -> Iterator[None]:
+    """Inside, every :class:`WalkDropout` of ``module`` drops the same units of walker n
+    (of ``walkers``) at every step and position: a walk and the one-pass scoring of its
+    paths, both inside, see the same dropout."""
+    sites = [m for m in module.modules() if isinstance(m, WalkDropout)]
     for m in sites:
-        m.tape, m.replay = [], None
+        m.walkers, m.mask = walkers, None
     try:
         yield
     finally:
         for m in sites:
-            m.tape = None
-
-
-@contextmanager
-def replayed_dropout(module: nn.Module, masks: dict[StepDropout, Tensor]) -> Iterator[None]:
-    """Apply recorded masks ((N, T, w) per site, from :func:`take_masks`)."""
-    for m, mask in masks.items():
-        m.replay = mask
-    try:
-        yield
-    finally:
-        for m in masks:
-            m.replay = None
-
-
-def take_masks(module: nn.Module) -> dict[StepDropout, Tensor]:
-    """The masks recorded so far, stacked by step: (N, steps, w) per site that drew any."""
-    return {m: torch.stack(m.tape, dim=1) for m in module.modules()
-            if isinstance(m, StepDropout) and m.tape}
+            m.walkers, m.mask = None, None

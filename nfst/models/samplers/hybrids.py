@@ -33,7 +33,7 @@ from .base import SamplerConfig, Walk
 from .prefix import PrefixGRU
 from .swp import SWP, WeightedLattice
 from .sws import SWS, Suffixes
-from .forcing import Route, StepDropout
+from .forcing import Route, WalkDropout
 
 
 class SWPPrefix(SWP):
@@ -48,7 +48,7 @@ class SWPPrefix(SWP):
         self.g = nn.Linear(d, d + 1)  # g(h) for arcs, then g_stop(h)
         nn.init.zeros_(self.g.weight)
         nn.init.zeros_(self.g.bias)
-        self.drop_step = StepDropout(self.config.dropout)
+        self.drop_step = WalkDropout(self.config.dropout)
 
     def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor) -> Walk:
         return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))

@@ -15,7 +15,7 @@ from torch import Tensor, nn
 from ...dp.batch import LatticeBatch
 from .base import Sampler, SamplerConfig, Walk
 from .prefix import PrefixGRU
-from .forcing import Route, StepDropout
+from .forcing import Route, WalkDropout
 
 
 class NoLookahead(Sampler):
@@ -26,7 +26,7 @@ class NoLookahead(Sampler):
         super().__init__(vocab_size, config, symbols)
         d = self.config.d
         self.prefix = PrefixGRU(vocab_size, d, self.config.dropout)
-        self.drop = StepDropout(self.config.dropout)
+        self.drop = WalkDropout(self.config.dropout)
         self.out = nn.Linear(d, vocab_size + 1)  # marks, then STOP
 
     def start(self, batch: LatticeBatch, context, lattice: Tensor) -> Walk:

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .base import Walk
-from .forcing import Route, StepDropout
+from .forcing import Route, WalkDropout
 
 
 def gru_step(gi: Tensor, h: Tensor, weight_hh: Tensor, bias_hh: Tensor
@@ -109,20 +109,21 @@ class PrefixGRU(nn.Module):
     """h_t = GRU(e[ω_t], h_{t-1}) over the mark prefix, h_0 = GRU(e[BOS], 0): the h_{t-1} of
     003:2, 003:4 and 003:16. Ids 0..V-1 are marks, V is BOS. :meth:`step` advances N walkers
     by one mark, :meth:`run` reads known prefixes whole (one recurrence for all paths); the
-    two share dropout masks (on the input gates) through :class:`StepDropout`."""
+    two share dropout masks (on the input gates) through :class:`WalkDropout`."""
 
     def __init__(self, vocab_size: int, d: int, dropout: float):
         super().__init__()
         self.embed = nn.Embedding(vocab_size + 1, d)
         self.gru = nn.GRU(d, d, batch_first=True)  # holds the weights
-        self.drop = StepDropout(dropout)
+        self.drop = WalkDropout(dropout)
         self._register_load_state_dict_pre_hook(_rename_cell)
 
-    def input_gates(self, marks: Tensor, at: Optional[tuple[Tensor, Tensor]] = None) -> Tensor:
-        """W_ih e[ω] + b_ih (..., 3d) for marks (...), with dropout (``at``: see StepDropout)."""
+    def input_gates(self, marks: Tensor, walkers: Optional[Tensor] = None) -> Tensor:
+        """W_ih e[ω] + b_ih (..., 3d) for marks (...), with dropout (``walkers``: see
+        WalkDropout)."""
         g = self.gru
         table = torch.addmm(g.bias_ih_l0, self.embed.weight, g.weight_ih_l0.T)  # (V + 1, 3d)
-        return self.drop(nn.functional.embedding(marks, table), at)
+        return self.drop(nn.functional.embedding(marks, table), walkers)
 
     def step(self, marks: Tensor, h: Optional[Tensor] = None, rows: Optional[Tensor] = None
              ) -> Tensor:
@@ -163,7 +164,7 @@ class PrefixGRU(nn.Module):
         start = torch.tensor([0] + running[:-1], device=marks.device).cumsum(0)
         steps = torch.repeat_interleave(t, torch.tensor(running, device=marks.device))
         paths = order[torch.arange(len(steps), device=marks.device) - start[steps]]
-        gi = self.input_gates(marks[paths, steps], at=(paths, steps))
+        gi = self.input_gates(marks[paths, steps], walkers=paths)
         packed = Recurrence.apply(gi, g.weight_hh_l0, g.bias_hh_l0, running)
         rank = torch.empty_like(order)
         rank[order] = torch.arange(N, device=marks.device)

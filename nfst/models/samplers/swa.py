@@ -21,7 +21,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ...dp.batch import LatticeBatch
 from .base import SEPARATOR, Sampler, SamplerConfig, Walk
 from .prefix import PrefixGRU
-from .forcing import Route, StepDropout
+from .forcing import Route, WalkDropout
 
 
 @dataclass
@@ -45,7 +45,7 @@ class SWA(Sampler):
         self.symbol_embed = nn.Embedding(self.num_symbol_ids, d, padding_idx=0)
         self.encoder = nn.GRU(d, d // 2, batch_first=True, bidirectional=True)
         self.drop = nn.Dropout(self.config.dropout)
-        self.drop_step = StepDropout(self.config.dropout)
+        self.drop_step = WalkDropout(self.config.dropout)
         self.out = nn.Linear(2 * d, vocab_size + 1)  # marks, then STOP
 
     def prepare(self, batch: LatticeBatch) -> Encoded:

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from ...dp.batch import LatticeBatch
 from .base import Sampler, SamplerConfig, Walk
 from .prefix import PrefixGRU
-from .forcing import Route, StepDropout
+from .forcing import Route, WalkDropout
 
 
 @dataclass
@@ -66,7 +66,7 @@ class SWS(Sampler):
         self.symbol_embed = nn.Embedding(self.num_symbol_ids, d, padding_idx=0)
         self.enc_x = SuffixEncoder(self.symbol_embed, d, p)
         self.enc_y = SuffixEncoder(self.symbol_embed, d, p)
-        self.drop_h, self.drop_suffix = StepDropout(p), StepDropout(p)
+        self.drop_h, self.drop_suffix = WalkDropout(p), WalkDropout(p)
         self.out_h = nn.Linear(d, vocab_size + 1)  # W's blocks; marks, then STOP
         self.out_suffix = nn.Linear(2 * d, vocab_size + 1, bias=False)
 

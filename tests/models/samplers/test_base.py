@@ -9,8 +9,7 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.errors import PathTooLongError
 from nfst.models.samplers import SAMPLERS, Sampler, SamplerConfig, Walk, make_sampler
-from nfst.models.samplers.forcing import (recorded_dropout, replayed_dropout, route_of_arcs,
-                                          take_masks)
+from nfst.models.samplers.forcing import WalkDropout, route_of_arcs, walker_dropout
 from tests.helpers.brute import chi_square_critical
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import SAMPLER_NAMES, all_paths, fit_by_inclusive_kl, new_sampler
@@ -226,10 +225,10 @@ def test_inclusive_kl_training_fits_an_arc_factored_posterior(name):
 
 @pytest.mark.parametrize("name", SAMPLER_NAMES)
 @pytest.mark.parametrize("lattices", ["del_ins", "cipher"])
-def test_one_pass_scoring_replays_the_walks_dropout(name, lattices):
+def test_one_pass_scoring_sees_the_walks_dropout(name, lattices):
     """In training mode, the one-pass teacher-forced log q of a path equals the log q that
-    stepping through it gives, when both see the same dropout masks (recorded by the steps);
-    the cipher lattice has paths of two lengths."""
+    stepping through it gives, when both run inside one walker_dropout (one mask per walker,
+    the same at every step); the cipher lattice has paths of two lengths."""
     lats = del_ins_lattices() if lattices == "del_ins" else [cipher_lattice()]
     batch = LatticeBatch(lats)
     torch.manual_seed(0)
@@ -242,18 +241,19 @@ def test_one_pass_scoring_replays_the_walks_dropout(name, lattices):
     B, k, L = arcs.shape
     context = sampler.prepare(batch)  # its own dropout is drawn once, for both passes
     route = route_of_arcs(batch, torch.arange(B).repeat_interleave(k), arcs.view(B * k, L))
-    with recorded_dropout(sampler):
+    sites = [m for m in sampler.modules() if isinstance(m, WalkDropout)]
+    with walker_dropout(sampler, B * k):
         stepped = Sampler.path_log_probs(sampler, batch, context, route)  # step by step
-        masks = take_masks(sampler)
-    assert bool(masks) == (name != "swp")  # SWP has no per-step activations
-    assert all(m.shape[:2] in [(B * k, L + 1), (B * k, L + 2)] for m in masks.values())
-    with replayed_dropout(sampler, masks):
+        masks = [m.mask for m in sites if m.mask is not None]
         one_pass = sampler.path_log_probs(batch, context, route)
+    assert len(masks) == len(sites) and bool(sites) == (name != "swp")  # SWP: no steps
+    assert all(m.shape[0] == B * k for m in masks)
     valid = route.valid
     torch.testing.assert_close(one_pass[valid], stepped[valid], rtol=0, atol=1e-10)
     if masks:  # and fresh masks do change it: dropout is really on
-        assert not torch.allclose(sampler.path_log_probs(batch, context, route)[valid],
-                                  stepped[valid])
+        with walker_dropout(sampler, B * k):
+            fresh = sampler.path_log_probs(batch, context, route)
+        assert not torch.allclose(fresh[valid], stepped[valid])
 
 
 def test_sampling_consumes_the_generator_as_multinomial_does():
