@@ -138,14 +138,15 @@ class PrefixGRU(nn.Module):
         new = gru_step(gi[rows], h[rows], g.weight_hh_l0, g.bias_hh_l0)[0]
         return h.index_copy(0, rows, new)
 
-    def advance(self, walk: Walk, moved: Walk) -> Tensor:
-        """The hidden state after ``walk`` moved to ``moved``: only walkers that emitted a
-        mark read it; walkers that stopped keep theirs."""
+    def advance(self, walk: Walk, moved: Walk, h: Optional[Tensor] = None) -> Tensor:
+        """The prefix state after ``walk`` moved to ``moved``: only walkers that emitted a
+        mark read it; walkers that stopped keep theirs. ``h``: the walkers' prefix state
+        (N, d), when ``walk.hidden`` holds more than it."""
+        h = walk.hidden if h is None else h
         emitted = moved.length > walk.length
         if emitted.device.type == "cpu":  # skip the dead (finding them syncs a GPU)
-            return self.step(moved.last_mark, walk.hidden, emitted.nonzero().squeeze(1))
-        h = self.step(moved.last_mark, walk.hidden)
-        return torch.where(emitted[:, None], h, walk.hidden)
+            return self.step(moved.last_mark, h, emitted.nonzero().squeeze(1))
+        return torch.where(emitted[:, None], self.step(moved.last_mark, h), h)
 
     def run(self, route: Route, bos: int) -> Tensor:
         """(N, T, d): h at every position of known paths (h_0 after BOS, h_t after mark t)

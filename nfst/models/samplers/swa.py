@@ -45,8 +45,8 @@ class SWA(Sampler):
         self.symbol_embed = nn.Embedding(self.num_symbol_ids, d, padding_idx=0)
         self.encoder = nn.GRU(d, d // 2, batch_first=True, bidirectional=True)
         self.drop = nn.Dropout(self.config.dropout)
-        self.drop_step = WalkDropout(self.config.dropout)
-        self.out = nn.Linear(2 * d, vocab_size + 1)  # marks, then STOP
+        self.drop_h, self.drop_att = WalkDropout(self.config.dropout), WalkDropout(self.config.dropout)
+        self.out = nn.Linear(2 * d, vocab_size + 1)  # W = [W_h W_a]; marks, then STOP
 
     def prepare(self, batch: LatticeBatch) -> Encoded:
         strings = [tuple(lat.x) + (SEPARATOR,) + tuple(reversed(lat.y)) for lat in batch.lattices]
@@ -58,41 +58,49 @@ class SWA(Sampler):
         return Encoded(enc, ids == 0)
 
     def start(self, batch: LatticeBatch, context: Encoded, lattice: Tensor) -> Walk:
-        return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
+        h = self.prefix.step(torch.full_like(lattice, self.bos))
+        return self.initial_walk(batch, lattice, (h, self.values(context, lattice)))
+
+    def values(self, context: Encoded, lattice: Tensor) -> Tensor:
+        """(N, n, V + 1): W_a enc_i of each walker's encoding, W_a the attention's block of
+        W, with the walker's dropout on enc_i. As W_a is linear and the mask is the walker's
+        at every step, W_a Att(h, enc) = Σ_i a_i (W_a enc_i): 003:2's logits read the
+        attention through these (V + 1)-wide rows instead of d-wide ones."""
+        d = self.config.d
+        return nn.functional.linear(self.drop_att(context.enc[lattice]), self.out.weight[:, d:])
+
+    def logits(self, context: Encoded, lattice: Tensor, h: Tensor, values: Tensor,
+               per_lattice: Optional[int]) -> Tensor:
+        """(N, T, V + 1): W[1; h; Att(h, enc)] (003:2–3) for prefix states h (N, T, d);
+        ``per_lattice``: k when the N walkers are lattice-major, k per lattice."""
+        N, T, d = h.shape
+        if per_lattice is not None:  # lattice b's k walkers attend as k·T positions of b
+            B = N // per_lattice
+            scores = torch.bmm(h.view(B, per_lattice * T, d), context.enc.transpose(1, 2))
+            scores = scores.masked_fill(context.pad[:, None], float("-inf")).view(N, T, -1)
+        else:
+            scores = torch.bmm(h, context.enc[lattice].transpose(1, 2))
+            scores = scores.masked_fill(context.pad[lattice][:, None], float("-inf"))
+        attended = torch.bmm(torch.softmax(scores, dim=2), values)
+        return nn.functional.linear(self.drop_h(h), self.out.weight[:, :d], self.out.bias) + attended
 
     def log_probs(self, batch: LatticeBatch, context: Encoded, walk: Walk) -> Tensor:
-        h = walk.hidden
+        h, values = walk.hidden
         B, N = len(context.enc), len(walk)
-        if h.device.type == "cpu" and N % B == 0 and torch.equal(
-                walk.lattice, torch.arange(B, device=h.device).repeat_interleave(N // B)):
-            # lattice-major walkers (as sample, score and SMC keep them): lattice b's k
-            # walkers read its encoding as k positions, with no per-walker copy of it
-            features = self.features(context.enc, context.pad, h.view(B, N // B, -1))
-        else:
-            features = self.features(context.enc[walk.lattice], context.pad[walk.lattice],
-                                     h[:, None])
-        logits = self.out(self.drop_step(features.reshape(N, -1)))
-        return self.legal_log_probs(batch, walk, logits)
+        lattice_major = N % B == 0 and h.device.type == "cpu" and torch.equal(
+            walk.lattice, torch.arange(B, device=h.device).repeat_interleave(N // B))
+        logits = self.logits(context, walk.lattice, h[:, None], values,
+                             N // B if lattice_major else None)
+        return self.legal_log_probs(batch, walk, logits[:, 0])
 
     def path_log_probs(self, batch: LatticeBatch, context: Encoded, route: Route) -> Tensor:
         h = self.prefix.run(route, self.bos)  # (N, T, d)
-        N, T, d = h.shape
-        k = route.per_lattice
-        if k is not None:  # lattice b's k paths read its encoding as k·T positions
-            features = self.features(context.enc, context.pad, h.view(N // k, k * T, d))
-        else:
-            features = self.features(context.enc[route.lattice], context.pad[route.lattice], h)
-        logits = self.out(self.drop_step(features.view(N, T, 2 * d)))
+        logits = self.logits(context, route.lattice, h, self.values(context, route.lattice),
+                             route.per_lattice)
         return self.legal_log_softmax(batch, route.states, logits)
-
-    @staticmethod
-    def features(enc: Tensor, pad: Tensor, h: Tensor) -> Tensor:
-        """(R, T, 2d): [h; Att(h, enc)] (003:2–3) for T prefix states h (R, T, d) that attend
-        over encodings enc (R, n, d) with padding ``pad`` (R, n); W is applied by the caller."""
-        scores = torch.bmm(h, enc.transpose(1, 2)).masked_fill(pad[:, None], float("-inf"))
-        return torch.cat([h, torch.bmm(torch.softmax(scores, dim=2), enc)], dim=2)
 
     def advance(self, batch: LatticeBatch, context: Encoded, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)
-        moved.hidden = self.prefix.advance(walk, moved)
+        h, values = walk.hidden
+        moved.hidden = (self.prefix.advance(walk, moved, h), values)
         return moved

@@ -294,6 +294,11 @@ def independent_prefix_states(prefix, marks: list[int], bos: int) -> torch.Tenso
     return out[:, 0]
 
 
+def prefix_state(walk) -> torch.Tensor:
+    """The walkers' h (N, d): walk.hidden, or its first part (SWA keeps its attention values)."""
+    return (walk.hidden[0] if isinstance(walk.hidden, tuple) else walk.hidden).clone()
+
+
 @pytest.mark.parametrize("name", SAMPLER_NAMES)
 def test_prefix_state_is_a_gru_over_exactly_the_marks_so_far(name):
     """After t marks (and after STOP), each walker's prefix state equals an independent GRU's
@@ -314,7 +319,7 @@ def test_prefix_state_is_a_gru_over_exactly_the_marks_so_far(name):
         context = sampler.prepare(batch)
         walk = sampler.start(batch, context, torch.arange(len(lats)).repeat_interleave(k))
         marks = [[] for _ in range(len(walk))]
-        seen = [(walk.hidden.clone(), walk.length.clone())]  # (state, marks read) per step
+        seen = [(prefix_state(walk), walk.length.clone())]  # (state, marks read) per step
         while walk.alive.any():
             lp = sampler.log_probs(batch, context, walk)
             choice = torch.multinomial(lp.exp(), 1, generator=g).squeeze(1)
@@ -323,7 +328,7 @@ def test_prefix_state_is_a_gru_over_exactly_the_marks_so_far(name):
             for n in range(len(walk)):
                 if int(walk.length[n]) > len(marks[n]):
                     marks[n].append(int(walk.last_mark[n]))
-            seen.append((walk.hidden.clone(), walk.length.clone()))
+            seen.append((prefix_state(walk), walk.length.clone()))
     for n, path in enumerate(marks):
         expected = independent_prefix_states(grus[0], path, sampler.bos)
         for hidden, length in seen:

@@ -5,7 +5,9 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers.base import SEPARATOR
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices
+from nfst.models.samplers.forcing import walker_dropout
+from nfst.models.samplers import SamplerConfig, make_sampler
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import new_sampler
 
 
@@ -36,3 +38,33 @@ def test_a_batch_of_another_task_is_refused():
     swa = new_sampler("swa", del_ins_lattices())
     with pytest.raises(ValueError, match="another task"):
         swa.sample(LatticeBatch([cipher_lattice()]), 1)
+
+
+@pytest.mark.parametrize("lattice_major", [True, False])
+@pytest.mark.parametrize("train", [False, True])
+def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
+    """log q at the start is the legal softmax of W[m_h ⊙ h;
+    m_a ⊙ Σ_i a_i enc_i] + b (003:2–3), m the walker's dropout masks (1 in eval mode),
+    whether the walkers are lattice-major (batched attention) or not."""
+    lats = del_ins_lattices()
+    batch = LatticeBatch(lats)
+    torch.manual_seed(0)
+    swa = make_sampler("swa", len(lats[0].mark_vocab), SamplerConfig(d=8, dropout=0.5),
+                       symbols_of(lats)).double().train(train)
+    lattice = torch.arange(len(lats)).repeat_interleave(3)
+    if not lattice_major:
+        lattice = lattice.flip(0)
+    with torch.no_grad(), walker_dropout(swa, len(lattice)):
+        context = swa.prepare(batch)
+        walk = swa.start(batch, context, lattice)
+        lp = swa.log_probs(batch, context, walk)
+        h = walk.hidden[0]
+        m_h = swa.drop_h.mask if train else torch.ones_like(h)
+        m_a = swa.drop_att.mask if train else torch.ones_like(h)
+        for n, b in enumerate(lattice.tolist()):
+            enc = context.enc[b, ~context.pad[b]]
+            attended = torch.softmax(enc @ h[n], 0) @ enc
+            logits = swa.out(torch.cat([m_h[n] * h[n], m_a[n] * attended]))
+            expected = swa.legal_log_softmax(batch, walk.state[n:n + 1], logits[None])[0]
+            torch.testing.assert_close(lp[n], expected)
+    assert not train or (m_h == 0).any() and (m_a == 0).any()
