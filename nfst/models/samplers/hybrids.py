@@ -112,9 +112,8 @@ class SWPSWS(SWP):
         return self.combine(batch, context, walk.state, logits)
 
     def path_log_probs(self, batch: LatticeBatch, context: HybridContext, route: Route) -> Tensor:
-        h = self.sws.prefix.run(route, self.bos)
-        logits = self.sws.logits_at(batch, context.sws, route.lattice, route.states, h)
-        return self.combine(batch, context, route.states, logits)
+        return self.combine(batch, context, route.states,
+                            self.sws.path_logits(batch, context.sws, route))
 
     def combine(self, batch: LatticeBatch, context: HybridContext, states: Tensor,
                 logits: Tensor) -> Tensor:

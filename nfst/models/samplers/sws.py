@@ -6,7 +6,8 @@ h_{t-1} is a GRU over the mark prefix; enc_x and enc_y are separate right-to-lef
 the current lattice state's positions (i, j) = the prefix lengths of x and y already aligned
 (``batch.positions``), so they encode exactly the unaligned suffixes. The three sources add
 independent terms to the logits (no interaction layer), as in the paper. ``prepare`` encodes
-every suffix of every string once; each step reads the walkers' rows.
+every suffix of every string once; a walk projects them to logits once (``suffix_logits``) and
+each step reads the walkers' rows.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class SWS(Sampler):
         self.symbol_embed = nn.Embedding(self.num_symbol_ids, d, padding_idx=0)
         self.enc_x = SuffixEncoder(self.symbol_embed, d, p)
         self.enc_y = SuffixEncoder(self.symbol_embed, d, p)
-        self.drop_h, self.drop_suffix = WalkDropout(p), WalkDropout(p)
+        self.drop_h, self.drop_x, self.drop_y = WalkDropout(p), WalkDropout(p), WalkDropout(p)
         self.out_h = nn.Linear(d, vocab_size + 1)  # W's blocks; marks, then STOP
         self.out_suffix = nn.Linear(2 * d, vocab_size + 1, bias=False)
 
@@ -76,31 +77,45 @@ class SWS(Sampler):
         return Suffixes(self.enc_x.encode(xs, lx), self.enc_y.encode(ys, ly))
 
     def start(self, batch: LatticeBatch, context: Suffixes, lattice: Tensor) -> Walk:
-        return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
+        h = self.prefix.step(torch.full_like(lattice, self.bos))
+        return self.initial_walk(batch, lattice, (h,) + self.suffix_logits(context, lattice))
+
+    def suffix_logits(self, context: Suffixes, lattice: Tensor) -> tuple[Tensor, Tensor]:
+        """W_x enc_x(x_{≥i}) for every i (N, |x|max + 1, V + 1) and W_y enc_y(y_{≥j}) for
+        every j, W_x and W_y the suffixes' blocks of W, with each walker's dropout: formed
+        once per walk (the mask is the walker's at every step), each step reads a row."""
+        d, w = self.config.d, self.out_suffix.weight
+        return (nn.functional.linear(self.drop_x(context.x[lattice]), w[:, :d]),
+                nn.functional.linear(self.drop_y(context.y[lattice]), w[:, d:]))
 
     def mark_logits(self, batch: LatticeBatch, context: Suffixes, walk: Walk) -> Tensor:
         """(N, vocab_size + 1): W[1; h_{t-1}; enc_x(x_{≥i}); enc_y(y_{≥j})] for every mark
         and STOP (003:4), before restricting to the legal choices."""
-        return self.logits_at(batch, context, walk.lattice, walk.state, walk.hidden)
+        h, x, y = walk.hidden
+        return self.logits_at(batch, walk.state[:, None], h[:, None], x, y)[:, 0]
 
-    def logits_at(self, batch: LatticeBatch, context: Suffixes, lattice: Tensor, states: Tensor,
-                  h: Tensor) -> Tensor:
-        """:meth:`mark_logits` for states (N,) or (N, T) and prefix states h (..., d)."""
+    def path_logits(self, batch: LatticeBatch, context: Suffixes, route: Route) -> Tensor:
+        """(N, T, vocab_size + 1): :meth:`mark_logits` at every position of known paths."""
+        h = self.prefix.run(route, self.bos)
+        return self.logits_at(batch, route.states, h, *self.suffix_logits(context, route.lattice))
+
+    def logits_at(self, batch: LatticeBatch, states: Tensor, h: Tensor, x: Tensor, y: Tensor
+                  ) -> Tensor:
+        """(N, T, V + 1) at states (N, T) for prefix states h (N, T, d) and suffix logits
+        x, y (from :meth:`suffix_logits`)."""
         i, j = batch.positions[states].unbind(-1)
-        if states.dim() == 2:
-            lattice = lattice[:, None]
-        suffix = torch.cat([context.x[lattice, i], context.y[lattice, j]], dim=-1)
-        return self.out_h(self.drop_h(h)) + self.out_suffix(self.drop_suffix(suffix))
+        width = x.shape[2]
+        return (self.out_h(self.drop_h(h)) + x.gather(1, i[..., None].expand(-1, -1, width))
+                + y.gather(1, j[..., None].expand(-1, -1, width)))
 
     def log_probs(self, batch: LatticeBatch, context: Suffixes, walk: Walk) -> Tensor:
         return self.legal_log_probs(batch, walk, self.mark_logits(batch, context, walk))
 
     def path_log_probs(self, batch: LatticeBatch, context: Suffixes, route: Route) -> Tensor:
-        h = self.prefix.run(route, self.bos)
-        logits = self.logits_at(batch, context, route.lattice, route.states, h)
-        return self.legal_log_softmax(batch, route.states, logits)
+        return self.legal_log_softmax(batch, route.states, self.path_logits(batch, context, route))
 
     def advance(self, batch: LatticeBatch, context: Suffixes, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)
-        moved.hidden = self.prefix.advance(walk, moved)
+        h, x, y = walk.hidden
+        moved.hidden = (self.prefix.advance(walk, moved, h), x, y)
         return moved

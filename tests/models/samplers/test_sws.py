@@ -1,10 +1,12 @@
 """SWS reads the unaligned suffixes x[i:], y[j:] at each state's positions (i, j)."""
 
+import pytest
 import torch
 
 from nfst.dp.batch import LatticeBatch
-from nfst.models.samplers import Walk
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices
+from nfst.models.samplers import SamplerConfig, make_sampler
+from nfst.models.samplers.forcing import walker_dropout
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import new_sampler
 
 
@@ -26,24 +28,31 @@ def test_suffix_encoder_encodes_each_suffix_right_to_left():
             torch.testing.assert_close(enc[b, i], expected)
 
 
-def test_sws_logits_read_the_suffixes_at_the_state_positions():
+@pytest.mark.parametrize("train", [False, True])
+def test_sws_logits_read_the_suffixes_at_the_state_positions(train):
+    """At every state s, logits = W[1; m_h ⊙ h; m_x ⊙ enc_x(x_{≥i}); m_y ⊙ enc_y(y_{≥j})]
+    (003:4) with (i, j) s's positions, m the walker's dropout masks (1 in eval mode)."""
     lat = cipher_lattice()
     batch = LatticeBatch([lat])
-    sws = new_sampler("sws", [lat])
-    context = sws.prepare(batch)
-    xs, lx = sws.symbol_ids([lat.x], batch.device)
-    ys, ly = sws.symbol_ids([lat.y], batch.device)
-    ex, ey = sws.enc_x.encode(xs, lx)[0], sws.enc_y.encode(ys, ly)[0]
+    torch.manual_seed(0)
+    sws = make_sampler("sws", len(lat.mark_vocab), SamplerConfig(d=8, dropout=0.5),
+                       symbols_of([lat])).double().train(train)
     states = torch.arange(lat.num_states)
-    walk = Walk(lattice=torch.zeros_like(states), state=states,
-                alive=torch.ones_like(states, dtype=torch.bool), length=torch.zeros_like(states),
-                last_mark=torch.zeros_like(states),
-                hidden=torch.zeros(lat.num_states, sws.config.d, dtype=torch.float64))
-    logits = sws.mark_logits(batch, context, walk)
-    for s in range(lat.num_states):
-        i, j = lat.positions[s]
-        expected = sws.out_h(walk.hidden[s]) + sws.out_suffix(torch.cat([ex[i], ey[j]]))
-        torch.testing.assert_close(logits[s], expected)
+    with torch.no_grad(), walker_dropout(sws, len(states)):
+        context = sws.prepare(batch)
+        walk = sws.start(batch, context, torch.zeros_like(states))
+        walk.state = states  # one walker at each state, all with h_0
+        logits = sws.mark_logits(batch, context, walk)
+        h = walk.hidden[0]
+        m_h, m_x, m_y = (m.mask if train else torch.ones_like(h)
+                         for m in (sws.drop_h, sws.drop_x, sws.drop_y))
+        for s in range(lat.num_states):
+            i, j = lat.positions[s]
+            expected = sws.out_h(m_h[s] * h[s]) + sws.out_suffix(
+                torch.cat([m_x[s] * context.x[0, i], m_y[s] * context.y[0, j]]))
+            torch.testing.assert_close(logits[s], expected)
+    if train:
+        return
     # states at the same positions (and prefix) get the same logits
     same = {}
     for s in range(lat.num_states):
