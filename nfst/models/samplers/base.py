@@ -41,7 +41,7 @@ from torch import Tensor
 from ...dp.batch import LatticeBatch
 from ...errors import PathTooLongError
 from ...runtime.threads import cpu_threads
-from .forcing import Route, route_of_arcs, walker_dropout
+from .forcing import Route, route_of_arcs, one_walk
 
 PAD, UNKNOWN, SEPARATOR = "<pad>", "<unk>", "#"
 SPECIAL_SYMBOLS = (PAD, UNKNOWN, SEPARATOR)
@@ -292,7 +292,7 @@ class Sampler(torch.nn.Module):
         # A GPU would wait for every check of the loop's end: check every 16 steps there.
         check_every = 1 if dev.type == "cpu" else 16
         states, choices, arcs, steps = [], [], [], []
-        with walker_dropout(self, len(lattice)):  # the walk and the one-pass scoring
+        with one_walk(self, len(lattice)):  # the walk and the one-pass scoring
             with torch.no_grad() if one_pass else nullcontext():
                 walk = self.start(batch, context, lattice)
                 for t in range(cap + 1):
@@ -335,7 +335,7 @@ class Sampler(torch.nn.Module):
         B, k, L = arcs.shape
         lattice = torch.arange(B, device=batch.device).repeat_interleave(k)
         route = route_of_arcs(batch, lattice, arcs.reshape(B * k, L), per_lattice=k)
-        with cpu_threads(batch.device), walker_dropout(self, B * k):
+        with cpu_threads(batch.device), one_walk(self, B * k):
             return self._route_log_q(batch, self.prepare(batch), route).view(B, k, L + 1)
 
     def score(self, batch: LatticeBatch, arcs: Tensor) -> Tensor:

@@ -81,12 +81,23 @@ def route_of_arcs(batch: LatticeBatch, lattice: Tensor, arcs: Tensor,
     return Route(lattice, states, choice, marks, lengths, per_lattice)
 
 
-class WalkDropout(nn.Dropout):
+class WalkMemory:
+    """A module that remembers something of one walk for the one-pass scoring of its paths:
+    :func:`one_walk` calls ``begin_walk(walkers)`` on entry and ``end_walk()`` on exit."""
+
+    def begin_walk(self, walkers: int) -> None:
+        raise NotImplementedError
+
+    def end_walk(self) -> None:
+        raise NotImplementedError
+
+
+class WalkDropout(nn.Dropout, WalkMemory):
     """Dropout on an activation computed once per walker and step, with one mask per walker:
     variational dropout (Gal & Ghahramani, 2016), the usual dropout of a recurrent net, where
     every step of a sequence sees the same units dropped.
 
-    Inside :func:`walker_dropout` the first call draws a mask (N, w) for the N walkers, and
+    Inside :func:`one_walk` the first call draws a mask (N, w) for the N walkers, and
     every call applies it: to (N, w) activations (one step of the walk), to (N, T, w) ones
     (every position of N known paths, so one-pass scoring sees the dropout the walk saw), or
     to rows of given walkers. Elsewhere it is plain (inverted) dropout. Either way p is
@@ -96,6 +107,12 @@ class WalkDropout(nn.Dropout):
         super().__init__(p)
         self.walkers: Optional[int] = None
         self.mask: Optional[Tensor] = None
+
+    def begin_walk(self, walkers: int) -> None:
+        self.walkers, self.mask = walkers, None
+
+    def end_walk(self) -> None:
+        self.walkers, self.mask = None, None
 
     def forward(self, x: Tensor, walkers: Optional[Tensor] = None) -> Tensor:
         """``walkers``: when x (n, w) holds rows of the walkers ``walkers`` (n,), each row
@@ -130,15 +147,15 @@ def dropout_mask(like: Tensor, shape: tuple[int, ...], keep: int) -> Tensor:
 
 
 @contextmanager
-def walker_dropout(module: nn.Module, walkers: int) -> Iterator[None]:
-    """Inside, every :class:`WalkDropout` of ``module`` drops the same units of walker n
-    (of ``walkers``) at every step and position: a walk and the one-pass scoring of its
-    paths, both inside, see the same dropout."""
-    sites = [m for m in module.modules() if isinstance(m, WalkDropout)]
+def one_walk(module: nn.Module, walkers: int) -> Iterator[None]:
+    """A walk of ``walkers`` walkers and the one-pass scoring of its paths, both inside: every
+    :class:`WalkMemory` of ``module`` remembers what the scoring must share with the walk
+    (each walker's dropout masks, the prefix GRU's states)."""
+    sites = [m for m in module.modules() if isinstance(m, WalkMemory)]
     for m in sites:
-        m.walkers, m.mask = walkers, None
+        m.begin_walk(walkers)
     try:
         yield
     finally:
         for m in sites:
-            m.walkers, m.mask = None, None
+            m.end_walk()

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .base import Walk
-from .forcing import Route, WalkDropout
+from .forcing import Route, WalkDropout, WalkMemory
 
 
 def gru_step(gi: Tensor, h: Tensor, weight_hh: Tensor, bias_hh: Tensor
@@ -45,7 +45,21 @@ class Recurrence(torch.autograd.Function):
     the same way. Gradients flow to gi, W_hh and b_hh."""
 
     @staticmethod
-    def forward(ctx, gi: Tensor, weight_hh: Tensor, bias_hh: Tensor, running: list[int]):
+    def forward(ctx, gi: Tensor, weight_hh: Tensor, bias_hh: Tensor, running: list[int],
+                walked: Optional[tuple[Tensor, ...]] = None):
+        """``walked``: h, [r z], c and W_hn h + b_hn of every row (packed like gi), when a
+        walk already computed them; the forward pass is then only the reverse pass's setup."""
+        if walked is None:
+            walked = Recurrence.states(gi, weight_hh, bias_hh, running)
+        out = walked[0]
+        ctx.save_for_backward(weight_hh, *walked)
+        ctx.running = running
+        return out
+
+    @staticmethod
+    def states(gi: Tensor, weight_hh: Tensor, bias_hh: Tensor, running: list[int]
+               ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """h, [r z], c and W_hn h + b_hn of every row (see :func:`gru_step`)."""
         P, d = gi.shape[0], weight_hh.shape[1]
         out, rz_all = gi.new_empty(P, d), gi.new_empty(P, 2 * d)
         c_all, gh_n_all = gi.new_empty(P, d), gi.new_empty(P, d)
@@ -55,9 +69,7 @@ class Recurrence(torch.autograd.Function):
             rows = slice(lo, lo + n)
             out[rows], rz_all[rows], c_all[rows], gh_n_all[rows] = h, rz, c, gh_n
             lo += n
-        ctx.save_for_backward(weight_hh, out, rz_all, c_all, gh_n_all)
-        ctx.running = running
-        return out
+        return out, rz_all, c_all, gh_n_all
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -86,7 +98,7 @@ class Recurrence(torch.autograd.Function):
             grad_gi[rows, 2 * d:] = d_c
             grad_gh[rows, 2 * d:] = d_c * r
             carry[:n] = torch.addmm(dh * z, grad_gh[rows], weight_hh)
-        return grad_gi, grad_gh.T @ prev, grad_gh.sum(0), None
+        return grad_gi, grad_gh.T @ prev, grad_gh.sum(0), None, None
 
 
 def fused_recurrence(gi: Tensor, lengths: Tensor, weight_hh: Tensor, bias_hh: Tensor) -> Tensor:
@@ -105,11 +117,15 @@ def fused_recurrence(gi: Tensor, lengths: Tensor, weight_hh: Tensor, bias_hh: Te
                                total_length=gi.shape[1])[0]
 
 
-class PrefixGRU(nn.Module):
+class PrefixGRU(nn.Module, WalkMemory):
     """h_t = GRU(e[ω_t], h_{t-1}) over the mark prefix, h_0 = GRU(e[BOS], 0): the h_{t-1} of
     003:2, 003:4 and 003:16. Ids 0..V-1 are marks, V is BOS. :meth:`step` advances N walkers
     by one mark, :meth:`run` reads known prefixes whole (one recurrence for all paths); the
-    two share dropout masks (on the input gates) through :class:`WalkDropout`."""
+    two share dropout masks (on the input gates) through :class:`WalkDropout`.
+
+    Inside :func:`forcing.one_walk` on a CPU, a walk without gradients keeps what each step
+    computed, and :meth:`run` on its paths hands that to :class:`Recurrence` instead of
+    computing it again: the one pass then only sets up the reverse pass."""
 
     def __init__(self, vocab_size: int, d: int, dropout: float):
         super().__init__()
@@ -117,6 +133,13 @@ class PrefixGRU(nn.Module):
         self.gru = nn.GRU(d, d, batch_first=True)  # holds the weights
         self.drop = WalkDropout(dropout)
         self._register_load_state_dict_pre_hook(_rename_cell)
+        self.tape: Optional[list[tuple[Tensor, ...]]] = None
+
+    def begin_walk(self, walkers: int) -> None:
+        self.tape = []
+
+    def end_walk(self) -> None:
+        self.tape = None
 
     def input_gates(self, marks: Tensor, walkers: Optional[Tensor] = None) -> Tensor:
         """W_ih e[ω] + b_ih (..., 3d) for marks (...), with dropout (``walkers``: see
@@ -133,10 +156,14 @@ class PrefixGRU(nn.Module):
         g = self.gru
         if h is None:
             h = gi.new_zeros(len(marks), g.hidden_size)
-        if rows is None:
-            return gru_step(gi, h, g.weight_hh_l0, g.bias_hh_l0)[0]
-        new = gru_step(gi[rows], h[rows], g.weight_hh_l0, g.bias_hh_l0)[0]
-        return h.index_copy(0, rows, new)
+        if rows is not None:
+            gi, h_in = gi[rows], h[rows]
+        else:
+            h_in = h
+        states = gru_step(gi, h_in, g.weight_hh_l0, g.bias_hh_l0)
+        if self.tape is not None and not torch.is_grad_enabled() and marks.device.type == "cpu":
+            self.tape.append(states)  # this step's position of the walkers that read
+        return states[0] if rows is None else h.index_copy(0, rows, states[0])
 
     def advance(self, walk: Walk, moved: Walk, h: Optional[Tensor] = None) -> Tensor:
         """The prefix state after ``walk`` moved to ``moved``: only walkers that emitted a
@@ -166,11 +193,27 @@ class PrefixGRU(nn.Module):
         steps = torch.repeat_interleave(t, torch.tensor(running, device=marks.device))
         paths = order[torch.arange(len(steps), device=marks.device) - start[steps]]
         gi = self.input_gates(marks[paths, steps], walkers=paths)
-        packed = Recurrence.apply(gi, g.weight_hh_l0, g.bias_hh_l0, running)
+        walked = self.walked_states(lengths, paths, steps, start)
+        packed = Recurrence.apply(gi, g.weight_hh_l0, g.bias_hh_l0, running, walked)
         rank = torch.empty_like(order)
         rank[order] = torch.arange(N, device=marks.device)
         row = torch.where(t[None, :] < lengths[:, None], start[None, :] + rank[:, None], -1)
         return torch.cat([packed, packed.new_zeros(1, packed.shape[1])])[row]
+
+    def walked_states(self, lengths: Tensor, paths: Tensor, steps: Tensor, start: Tensor
+                      ) -> Optional[tuple[Tensor, ...]]:
+        """The recorded walk's :func:`gru_step` states of :meth:`run`'s packed rows (path
+        ``paths``, position ``steps``, (P,) each), or None if no walk was recorded. The walk
+        read position t of the walkers with lengths > t in walker order, one step each."""
+        if not self.tape:
+            return None
+        recorded = [torch.cat(parts) for parts in zip(*self.tape)]
+        if len(recorded[0]) != len(steps):
+            raise RuntimeError("the prefix GRU's recorded walk is not the paths it scores")
+        t = torch.arange(len(start), device=lengths.device)
+        earlier = (lengths[None, :] > t[:, None]).cumsum(1) - 1  # (T, N): rank among step t's
+        index = start[steps] + earlier[steps, paths]
+        return tuple(x[index] for x in recorded)
 
 
 def _rename_cell(state_dict, prefix, *args) -> None:

@@ -9,7 +9,7 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.errors import PathTooLongError
 from nfst.models.samplers import SAMPLERS, Sampler, SamplerConfig, Walk, make_sampler
-from nfst.models.samplers.forcing import WalkDropout, route_of_arcs, walker_dropout
+from nfst.models.samplers.forcing import WalkDropout, route_of_arcs, one_walk
 from tests.helpers.brute import chi_square_critical
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import SAMPLER_NAMES, all_paths, fit_by_inclusive_kl, new_sampler
@@ -227,7 +227,7 @@ def test_inclusive_kl_training_fits_an_arc_factored_posterior(name):
 @pytest.mark.parametrize("lattices", ["del_ins", "cipher"])
 def test_one_pass_scoring_sees_the_walks_dropout(name, lattices):
     """In training mode, the one-pass teacher-forced log q of a path equals the log q that
-    stepping through it gives, when both run inside one walker_dropout (one mask per walker,
+    stepping through it gives, when both run inside one one_walk (one mask per walker,
     the same at every step); the cipher lattice has paths of two lengths."""
     lats = del_ins_lattices() if lattices == "del_ins" else [cipher_lattice()]
     batch = LatticeBatch(lats)
@@ -242,7 +242,7 @@ def test_one_pass_scoring_sees_the_walks_dropout(name, lattices):
     context = sampler.prepare(batch)  # its own dropout is drawn once, for both passes
     route = route_of_arcs(batch, torch.arange(B).repeat_interleave(k), arcs.view(B * k, L))
     sites = [m for m in sampler.modules() if isinstance(m, WalkDropout)]
-    with walker_dropout(sampler, B * k):
+    with one_walk(sampler, B * k):
         stepped = Sampler.path_log_probs(sampler, batch, context, route)  # step by step
         masks = [m.mask for m in sites if m.mask is not None]
         one_pass = sampler.path_log_probs(batch, context, route)
@@ -251,7 +251,7 @@ def test_one_pass_scoring_sees_the_walks_dropout(name, lattices):
     valid = route.valid
     torch.testing.assert_close(one_pass[valid], stepped[valid], rtol=0, atol=1e-10)
     if masks:  # and fresh masks do change it: dropout is really on
-        with walker_dropout(sampler, B * k):
+        with one_walk(sampler, B * k):
             fresh = sampler.path_log_probs(batch, context, route)
         assert not torch.allclose(fresh[valid], stepped[valid])
 

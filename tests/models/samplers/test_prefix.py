@@ -1,9 +1,16 @@
-"""The prefix GRU's hand-written recurrence against torch.autograd and an independent nn.GRU."""
+"""The prefix GRU's hand-written recurrence against torch.autograd and an independent nn.GRU,
+and its reuse of a recorded walk."""
 
+import pytest
 import torch
 
-from nfst.models.samplers.forcing import Route
+from nfst.dp.batch import LatticeBatch
+from nfst.models.samplers import SamplerConfig, make_sampler
+from nfst.models.samplers.base import Sampler
+from nfst.models.samplers.forcing import Route, one_walk, route_of_arcs
 from nfst.models.samplers.prefix import PrefixGRU, Recurrence, fused_recurrence
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
+from tests.helpers.samplers import all_paths
 
 
 def random_route(V: int, lengths: list[int]) -> Route:
@@ -76,3 +83,40 @@ def test_the_fused_gpu_recurrence_matches_the_hand_written_one():
     torch.testing.assert_close(fused, h)
     for a, b in zip(fused_grads, grads):
         torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("name", ["nolookahead", "swa", "swp-prefix"])
+def test_scoring_a_recorded_walk_reuses_its_states_with_the_same_values_and_gradients(name):
+    """Inside one_walk, a walk without gradients records the prefix GRU's states and the
+    one-pass scoring of its paths reuses them: log q and every parameter's gradient equal
+    those of stepping through the paths with autograd (training mode, the walk's masks)."""
+    lats = [cipher_lattice()] + del_ins_lattices()
+    batch = LatticeBatch(lats)
+    torch.manual_seed(0)
+    sampler = make_sampler(name, len(lats[0].mark_vocab), SamplerConfig(d=8, dropout=0.5),
+                           symbols_of(lats)).double().train()
+    with torch.no_grad():  # swp-prefix's prefix weights start at zero
+        for p in sampler.parameters():
+            p.add_(0.5 * torch.randn_like(p))
+    arcs, _ = all_paths(batch)
+    B, k, L = arcs.shape
+    route = route_of_arcs(batch, torch.arange(B).repeat_interleave(k), arcs.view(B * k, L),
+                          per_lattice=k)
+    weights = torch.randn(route.states.shape, dtype=torch.float64) * route.valid
+    prefix = next(m for m in sampler.modules() if isinstance(m, PrefixGRU))
+    with one_walk(sampler, B * k):
+        context = sampler.prepare(batch)
+        with torch.no_grad():
+            Sampler.path_log_probs(sampler, batch, context, route)  # the walk
+        assert len(prefix.tape) >= L + 1
+        recorded = sampler._route_log_q(batch, context, route)
+        stepped = Sampler.path_log_probs(sampler, batch, context, route)
+        stepped = stepped.gather(2, route.choice[..., None]).squeeze(2) * route.valid
+        params = [p for p in sampler.parameters() if p.requires_grad]
+        grads = torch.autograd.grad((weights * recorded).sum(), params, retain_graph=True,
+                                    allow_unused=True)
+        expected = torch.autograd.grad((weights * stepped).sum(), params, allow_unused=True)
+    torch.testing.assert_close(recorded, stepped, rtol=0, atol=1e-10)
+    for g, e in zip(grads, expected):
+        if e is not None:
+            torch.testing.assert_close(g, e, rtol=1e-8, atol=1e-10)

@@ -5,7 +5,7 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers.base import SEPARATOR
-from nfst.models.samplers.forcing import walker_dropout
+from nfst.models.samplers.forcing import one_walk
 from nfst.models.samplers import SamplerConfig, make_sampler
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import new_sampler
@@ -54,7 +54,7 @@ def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
     lattice = torch.arange(len(lats)).repeat_interleave(3)
     if not lattice_major:
         lattice = lattice.flip(0)
-    with torch.no_grad(), walker_dropout(swa, len(lattice)):
+    with torch.no_grad(), one_walk(swa, len(lattice)):
         context = swa.prepare(batch)
         walk = swa.start(batch, context, lattice)
         lp = swa.log_probs(batch, context, walk)

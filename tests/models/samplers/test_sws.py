@@ -5,7 +5,7 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers import SamplerConfig, make_sampler
-from nfst.models.samplers.forcing import walker_dropout
+from nfst.models.samplers.forcing import one_walk
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import new_sampler
 
@@ -38,7 +38,7 @@ def test_sws_logits_read_the_suffixes_at_the_state_positions(train):
     sws = make_sampler("sws", len(lat.mark_vocab), SamplerConfig(d=8, dropout=0.5),
                        symbols_of([lat])).double().train(train)
     states = torch.arange(lat.num_states)
-    with torch.no_grad(), walker_dropout(sws, len(states)):
+    with torch.no_grad(), one_walk(sws, len(states)):
         context = sws.prepare(batch)
         walk = sws.start(batch, context, torch.zeros_like(states))
         walk.state = states  # one walker at each state, all with h_0
