@@ -11,6 +11,8 @@ cuDNN call (:func:`fused_recurrence`).
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -37,68 +39,96 @@ def gru_step(gi: Tensor, h: Tensor, weight_hh: Tensor, bias_hh: Tensor
     return torch.addcmul(c, rz[:, d:], h - c), rz, c, gh_n
 
 
+@dataclass
+class Packing:
+    """The positions of N known paths as rows, time-major: step t's rows are the paths with
+    more than t positions, in path order (as a walk reaches them: a walker reads position t
+    at its t-th step)."""
+
+    marks: Tensor
+    """(P,): the mark each row reads (BOS at t = 0)."""
+    paths: Tensor
+    """(P,): its path."""
+    steps: Tensor
+    """(P,): its position t."""
+    running: list[int]
+    """Rows per step."""
+    parent: Tensor
+    """(P,): the row, among step t - 1's, of the same path (0 at t = 0)."""
+
+    @staticmethod
+    def of(marks: Tensor, lengths: Tensor) -> "Packing":
+        """Rows of paths reading ``marks`` (N, T), ``lengths`` (N,) positions each."""
+        t = torch.arange(marks.shape[1], device=marks.device)
+        going = lengths[None, :] > t[:, None]  # (T, N)
+        steps, paths = going.nonzero(as_tuple=True)
+        rank = going.cumsum(1) - 1  # a path's row among its step's rows
+        parent = rank[(steps - 1).clamp(min=0), paths]
+        return Packing(marks[paths, steps], paths, steps, going.sum(1).tolist(), parent)
+
+    def spans(self) -> list[slice]:
+        """Each step's rows."""
+        ends = list(itertools.accumulate(self.running))
+        return [slice(end - n, end) for n, end in zip(self.running, ends)]
+
+
 class Recurrence(torch.autograd.Function):
-    """h at every position of paths of different lengths from their input gates, h_0 = 0.
-
-    Rows are packed time-major: step t's rows are the ``running[t]`` longest paths (sorted
-    longest first), so ``gi`` is (P, 3d) with P = Σ running and the output (P, d) is laid out
-    the same way. Gradients flow to gi, W_hh and b_hh."""
+    """h at every row of a :class:`Packing` (P, d), h_0 = 0 before t = 0, from a table of
+    input gates (V + 1, 3d) and optionally each path's dropout mask on them (N, 3d). Gradients
+    flow to the table, W_hh and b_hh; every step works on its own rows only, so no buffer of
+    P × 3d gates or gradients is ever formed."""
 
     @staticmethod
-    def forward(ctx, gi: Tensor, weight_hh: Tensor, bias_hh: Tensor, running: list[int],
-                walked: Optional[tuple[Tensor, ...]] = None):
-        """``walked``: h, [r z], c and W_hn h + b_hn of every row (packed like gi), when a
-        walk already computed them; the forward pass is then only the reverse pass's setup."""
+    def forward(ctx, table: Tensor, weight_hh: Tensor, bias_hh: Tensor, packing: Packing,
+                mask: Optional[Tensor] = None, walked: Optional[list[tuple[Tensor, ...]]] = None):
+        """``walked``: :func:`gru_step`'s states of each step's rows, when a walk already
+        computed them; the forward pass is then only the output's concatenation."""
         if walked is None:
-            walked = Recurrence.states(gi, weight_hh, bias_hh, running)
-        out = walked[0]
-        ctx.save_for_backward(weight_hh, *walked)
-        ctx.running = running
-        return out
+            walked, h = [], None
+            for t, rows in enumerate(packing.spans()):
+                gi = Recurrence.gates(table, packing, mask, rows)
+                h_prev = gi.new_zeros(len(gi), weight_hh.shape[1]) if t == 0 else \
+                    h[packing.parent[rows]]
+                walked.append(gru_step(gi, h_prev, weight_hh, bias_hh))
+                h = walked[-1][0]
+        ctx.save_for_backward(table, weight_hh, mask)
+        ctx.packing, ctx.walked = packing, walked
+        return torch.cat([states[0] for states in walked])
 
     @staticmethod
-    def states(gi: Tensor, weight_hh: Tensor, bias_hh: Tensor, running: list[int]
-               ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """h, [r z], c and W_hn h + b_hn of every row (see :func:`gru_step`)."""
-        P, d = gi.shape[0], weight_hh.shape[1]
-        out, rz_all = gi.new_empty(P, d), gi.new_empty(P, 2 * d)
-        c_all, gh_n_all = gi.new_empty(P, d), gi.new_empty(P, d)
-        h, lo = gi.new_zeros(running[0], d), 0
-        for n in running:
-            h, rz, c, gh_n = gru_step(gi[lo:lo + n], h[:n], weight_hh, bias_hh)
-            rows = slice(lo, lo + n)
-            out[rows], rz_all[rows], c_all[rows], gh_n_all[rows] = h, rz, c, gh_n
-            lo += n
-        return out, rz_all, c_all, gh_n_all
+    def gates(table: Tensor, packing: Packing, mask: Optional[Tensor], rows: slice) -> Tensor:
+        gi = table[packing.marks[rows]]
+        return gi if mask is None else gi * mask[packing.paths[rows]]
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_out: Tensor):
-        weight_hh, out, rz_all, c_all, gh_n_all = ctx.saved_tensors
-        running, d = ctx.running, weight_hh.shape[1]
-        starts = [0]
-        for n in running[:-1]:
-            starts.append(starts[-1] + n)
-        # h_{t-1} of every row (0 at t = 0), for the gradients of z's blend and of W_hh
-        prev = torch.cat([out.new_zeros(running[0], d)]
-                         + [out[starts[t - 1]:starts[t - 1] + running[t]]
-                            for t in range(1, len(running))])
-        grad_gh = out.new_empty(len(out), 3 * d)
-        grad_gi = torch.empty_like(grad_gh)
-        carry = out.new_zeros(running[0], d)  # dL/dh_t through step t + 1 (0 past a path's end)
-        for t in reversed(range(len(running))):
-            lo, n = starts[t], running[t]
-            rows = slice(lo, lo + n)
-            dh = grad_out[rows] + carry[:n]
-            rz, c, h_prev = rz_all[rows], c_all[rows], prev[rows]
+        table, weight_hh, mask = ctx.saved_tensors
+        packing, walked, d = ctx.packing, ctx.walked, weight_hh.shape[1]
+        grad_table, grad_w = torch.zeros_like(table), torch.zeros_like(weight_hh)
+        grad_b = weight_hh.new_zeros(3 * d)
+        spans = packing.spans()
+        carry = None  # dL/dh of step t + 1's rows' h_t, through step t + 1
+        for t in reversed(range(len(spans))):
+            rows = spans[t]
+            _, rz, c, gh_n = walked[t]
+            dh = grad_out[rows]
+            if carry is not None:
+                dh = dh.index_add(0, packing.parent[spans[t + 1]], carry)
+            h_prev = walked[t - 1][0][packing.parent[rows]] if t else torch.zeros_like(c)
             r, z = rz[:, :d], rz[:, d:]
             d_c = (dh - dh * z) * (1 - c * c)                       # through tanh
-            d_rz = torch.cat([d_c * gh_n_all[rows], dh * (h_prev - c)], 1) * rz * (1 - rz)
-            grad_gi[rows, :2 * d] = grad_gh[rows, :2 * d] = d_rz
-            grad_gi[rows, 2 * d:] = d_c
-            grad_gh[rows, 2 * d:] = d_c * r
-            carry[:n] = torch.addmm(dh * z, grad_gh[rows], weight_hh)
-        return grad_gi, grad_gh.T @ prev, grad_gh.sum(0), None, None
+            d_rz = torch.cat([d_c * gh_n, dh * (h_prev - c)], 1) * rz * (1 - rz)
+            grad_gh = torch.cat([d_rz, d_c * r], 1)
+            if t:
+                grad_w.addmm_(grad_gh.T, h_prev)
+            grad_b += grad_gh.sum(0)
+            grad_gi = torch.cat([d_rz, d_c], 1)
+            if mask is not None:
+                grad_gi = grad_gi * mask[packing.paths[rows]]
+            grad_table.index_add_(0, packing.marks[rows], grad_gi)
+            carry = torch.addmm(dh * z, grad_gh, weight_hh) if t else None
+        return grad_table, grad_w, grad_b, None, None, None
 
 
 def fused_recurrence(gi: Tensor, lengths: Tensor, weight_hh: Tensor, bias_hh: Tensor) -> Tensor:
@@ -125,7 +155,7 @@ class PrefixGRU(nn.Module, WalkMemory):
 
     Inside :func:`forcing.one_walk` on a CPU, a walk without gradients keeps what each step
     computed, and :meth:`run` on its paths hands that to :class:`Recurrence` instead of
-    computing it again: the one pass then only sets up the reverse pass."""
+    computing it again."""
 
     def __init__(self, vocab_size: int, d: int, dropout: float):
         super().__init__()
@@ -141,12 +171,14 @@ class PrefixGRU(nn.Module, WalkMemory):
     def end_walk(self) -> None:
         self.tape = None
 
-    def input_gates(self, marks: Tensor, walkers: Optional[Tensor] = None) -> Tensor:
-        """W_ih e[ω] + b_ih (..., 3d) for marks (...), with dropout (``walkers``: see
-        WalkDropout)."""
+    def gate_table(self) -> Tensor:
+        """(V + 1, 3d): W_ih e[ω] + b_ih of every mark and BOS."""
         g = self.gru
-        table = torch.addmm(g.bias_ih_l0, self.embed.weight, g.weight_ih_l0.T)  # (V + 1, 3d)
-        return self.drop(nn.functional.embedding(marks, table), walkers)
+        return torch.addmm(g.bias_ih_l0, self.embed.weight, g.weight_ih_l0.T)
+
+    def input_gates(self, marks: Tensor) -> Tensor:
+        """W_ih e[ω] + b_ih (..., 3d) for marks (...), with dropout (see WalkDropout)."""
+        return self.drop(nn.functional.embedding(marks, self.gate_table()))
 
     def step(self, marks: Tensor, h: Optional[Tensor] = None, rows: Optional[Tensor] = None
              ) -> Tensor:
@@ -177,43 +209,37 @@ class PrefixGRU(nn.Module, WalkMemory):
 
     def run(self, route: Route, bos: int) -> Tensor:
         """(N, T, d): h at every position of known paths (h_0 after BOS, h_t after mark t)
-        in one recurrence over all N paths; positions past a path's end are zero. Each step
-        runs on just the paths still going (one host sync to find them)."""
+        in one recurrence over all N paths; positions past a path's end are zero."""
         marks = torch.cat([torch.full_like(route.marks[:, :1], bos), route.marks.clamp(min=0)], 1)
         N, T = marks.shape
         lengths = route.lengths + 1
         g = self.gru
         if marks.is_cuda:
             return fused_recurrence(self.input_gates(marks), lengths, g.weight_hh_l0, g.bias_hh_l0)
-        order = torch.argsort(lengths, descending=True, stable=True)
-        t = torch.arange(T, device=marks.device)
-        running = (lengths[order][None, :] > t[:, None]).sum(1).tolist()
-        # packed row of (path order[i], position t): start[t] + i, time-major
-        start = torch.tensor([0] + running[:-1], device=marks.device).cumsum(0)
-        steps = torch.repeat_interleave(t, torch.tensor(running, device=marks.device))
-        paths = order[torch.arange(len(steps), device=marks.device) - start[steps]]
-        gi = self.input_gates(marks[paths, steps], walkers=paths)
-        walked = self.walked_states(lengths, paths, steps, start)
-        packed = Recurrence.apply(gi, g.weight_hh_l0, g.bias_hh_l0, running, walked)
-        rank = torch.empty_like(order)
-        rank[order] = torch.arange(N, device=marks.device)
-        row = torch.where(t[None, :] < lengths[:, None], start[None, :] + rank[:, None], -1)
-        return torch.cat([packed, packed.new_zeros(1, packed.shape[1])])[row]
+        packing = Packing.of(marks, lengths)
+        h = self.run_packed(packing, N)
+        return h.new_zeros(N, T, h.shape[1]).index_put((packing.paths, packing.steps), h)
 
-    def walked_states(self, lengths: Tensor, paths: Tensor, steps: Tensor, start: Tensor
-                      ) -> Optional[tuple[Tensor, ...]]:
-        """The recorded walk's :func:`gru_step` states of :meth:`run`'s packed rows (path
-        ``paths``, position ``steps``, (P,) each), or None if no walk was recorded. The walk
-        read position t of the walkers with lengths > t in walker order, one step each."""
+    def run_packed(self, packing: Packing, walkers: int) -> Tensor:
+        """(P, d): h at the rows of ``packing``, paths of ``walkers`` walkers (on a CPU; one
+        host sync to lay the rows out)."""
+        g = self.gru
+        table = self.gate_table()
+        mask = self.drop.walker_mask(table, walkers)
+        return Recurrence.apply(table, g.weight_hh_l0, g.bias_hh_l0, packing, mask,
+                                self.walked(packing))
+
+    def walked(self, packing: Packing) -> Optional[list[tuple[Tensor, ...]]]:
+        """The recorded walk's :func:`gru_step` states of each step of ``packing``, or None
+        if no walk was recorded: the walk read step t's rows, in walker order, at its t-th
+        step, just as :class:`Packing` lays them out."""
         if not self.tape:
             return None
-        recorded = [torch.cat(parts) for parts in zip(*self.tape)]
-        if len(recorded[0]) != len(steps):
+        steps, rest = self.tape[:len(packing.running)], self.tape[len(packing.running):]
+        if [len(states[0]) for states in steps] != packing.running or any(
+                len(states[0]) for states in rest):
             raise RuntimeError("the prefix GRU's recorded walk is not the paths it scores")
-        t = torch.arange(len(start), device=lengths.device)
-        earlier = (lengths[None, :] > t[:, None]).cumsum(1) - 1  # (T, N): rank among step t's
-        index = start[steps] + earlier[steps, paths]
-        return tuple(x[index] for x in recorded)
+        return steps
 
 
 def _rename_cell(state_dict, prefix, *args) -> None:

@@ -8,7 +8,7 @@ from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.samplers.base import Sampler
 from nfst.models.samplers.forcing import Route, one_walk, route_of_arcs
-from nfst.models.samplers.prefix import PrefixGRU, Recurrence, fused_recurrence
+from nfst.models.samplers.prefix import Packing, PrefixGRU, Recurrence, fused_recurrence
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import all_paths
 
@@ -22,14 +22,19 @@ def random_route(V: int, lengths: list[int]) -> Route:
                  marks=marks, lengths=torch.tensor(lengths))
 
 
-def test_recurrence_gradients_pass_gradcheck():
-    """Paths of lengths 4, 4, 2, 1 packed time-major (running 4, 2, 2, 1 rows per step)."""
+@pytest.mark.parametrize("masked", [False, True])
+def test_recurrence_gradients_pass_gradcheck(masked):
+    """Paths of 2, 4, 1, 4 positions (4, 3, 2, 2 rows per step), with and without each
+    path's dropout mask on its input gates."""
     torch.manual_seed(0)
-    running, d = [4, 4, 2, 1], 3
-    gi = torch.randn(sum(running), 3 * d, dtype=torch.float64, requires_grad=True)
+    V, d = 3, 3
+    packing = Packing.of(torch.randint(V + 1, (4, 4)), torch.tensor([2, 4, 1, 4]))
+    assert packing.running == [4, 3, 2, 2]
+    table = torch.randn(V + 1, 3 * d, dtype=torch.float64, requires_grad=True)
     w = torch.randn(3 * d, d, dtype=torch.float64, requires_grad=True)
     b = torch.randn(3 * d, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda *x: Recurrence.apply(*x, running), (gi, w, b))
+    mask = (torch.rand(4, 3 * d) < 0.7).double() * 2 if masked else None
+    assert torch.autograd.gradcheck(lambda *x: Recurrence.apply(*x, packing, mask), (table, w, b))
 
 
 def test_run_matches_an_independent_gru_in_values_and_gradients():
