@@ -21,8 +21,9 @@ given paths, by teacher forcing), both differentiable in φ. The particle-smooth
 the four methods itself, resampling walkers with :meth:`Walk.select`.
 
 Optionally, ``path_log_probs(batch, context, route)`` gives (N, T, D + 1) log q at every position
-of known paths in one batched pass (``nfst.models.samplers.forcing``); a sampler that has it
-samples without gradients and scores the drawn paths in that pass.
+of known paths up to their STOP (``route.valid``; later entries are unspecified) in one batched
+pass (``nfst.models.samplers.forcing``); a sampler that has it samples without gradients and
+scores the drawn paths in that pass.
 
 Mark ids index the task's mark vocabulary (``lattice.mark_vocab``, shared by all lattices of a
 task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the first mark.
@@ -240,9 +241,9 @@ class Sampler(torch.nn.Module):
         return torch.log_softmax(torch.cat([arc_logits, stop[..., None]], dim=-1), dim=-1)
 
     def path_log_probs(self, batch: LatticeBatch, context: Any, route: Route) -> Tensor:
-        """(N, T, D + 1): log q of every column at every position of known paths (teacher
-        forcing; ``route`` from :func:`route_of_arcs`). This default steps through the
-        positions; samplers override it with one batched pass."""
+        """(N, T, D + 1): log q of every column at every position of known paths up to their
+        STOP (teacher forcing; ``route`` from :func:`route_of_arcs`). This default steps
+        through the positions; samplers override it with one batched pass."""
         walk = self.start(batch, context, route.lattice)
         out = []
         for t in range(route.states.shape[1]):

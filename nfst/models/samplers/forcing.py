@@ -98,9 +98,9 @@ class WalkDropout(nn.Dropout, WalkMemory):
     every step of a sequence sees the same units dropped.
 
     Inside :func:`one_walk` the first call draws a mask (N, w) for the N walkers, and
-    every call applies it: to (N, w) activations (one step of the walk) or to (N, T, w) ones
-    (every position of N known paths, so one-pass scoring sees the dropout the walk saw);
-    :meth:`walker_mask` hands it out. Elsewhere it is plain (inverted) dropout. Either way p is
+    every call applies it: to (N, w) activations (one step of the walk), to (N, T, w) ones
+    (every position of N known paths, so one-pass scoring sees the dropout the walk saw) or
+    to rows of given walkers; :meth:`walker_mask` hands it out. Elsewhere it is plain (inverted) dropout. Either way p is
     rounded to a multiple of 1/256 (``kept_of_256``)."""
 
     def __init__(self, p: float):
@@ -114,13 +114,17 @@ class WalkDropout(nn.Dropout, WalkMemory):
     def end_walk(self) -> None:
         self.walkers, self.mask = None, None
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, walkers: Optional[Tensor] = None) -> Tensor:
+        """``walkers``: when x (n, w) holds rows of the walkers ``walkers`` (n,), each row
+        takes its walker's mask."""
         if self.walkers is None:  # plain dropout
             keep = kept_of_256(self.p)
             return x if not self.training or keep == 256 else x * dropout_mask(x, x.shape, keep)
         mask = self.walker_mask(x, self.walkers)
         if mask is None:
             return x
+        if walkers is not None:
+            return x * mask[walkers]
         return x * (mask[:, None] if x.dim() == 3 else mask)
 
     def walker_mask(self, like: Tensor, walkers: int) -> Optional[Tensor]:

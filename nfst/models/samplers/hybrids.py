@@ -74,10 +74,13 @@ class SWPPrefix(SWP):
         return torch.log_softmax(context.table[walk.state] + bonus, dim=1)
 
     def path_log_probs(self, batch: LatticeBatch, context: WeightedLattice, route: Route) -> Tensor:
-        g = self.g(self.drop_step(self.prefix.run(route, self.bos)))  # (N, T, d + 1)
-        arcs = batch.out_arcs[route.states]  # (N, T, D)
-        bonus = self.arc_bonus(g, arcs, context.arc_embed, (arcs >= 0) & route.valid[..., None])
-        return torch.log_softmax(context.table[route.states] + bonus, dim=2)
+        h, rows = self.prefix.run_rows(route, self.bos)  # (P, d): just the positions scored
+        g = self.g(self.drop_step(h, walkers=rows.paths))  # (P, d + 1)
+        states = route.states[rows.paths, rows.steps]
+        arcs = batch.out_arcs[states]  # (P, D)
+        bonus = self.arc_bonus(g, arcs, context.arc_embed, arcs >= 0)
+        lp = torch.log_softmax(context.table[states] + bonus, dim=1)
+        return lp.new_zeros(*route.states.shape, lp.shape[1]).index_put((rows.paths, rows.steps), lp)
 
     def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
                 choice: Tensor) -> Walk:
