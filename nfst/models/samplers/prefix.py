@@ -164,17 +164,23 @@ class PrefixGRU(nn.Module, WalkMemory):
         self.drop = WalkDropout(dropout)
         self._register_load_state_dict_pre_hook(_rename_cell)
         self.tape: Optional[list[tuple[Tensor, ...]]] = None
+        self.walk_table: Optional[Tensor] = None
 
     def begin_walk(self, walkers: int) -> None:
-        self.tape = []
+        self.tape, self.walk_table = [], None
 
     def end_walk(self) -> None:
-        self.tape = None
+        self.tape, self.walk_table = None, None
 
     def gate_table(self) -> Tensor:
-        """(V + 1, 3d): W_ih e[ω] + b_ih of every mark and BOS."""
+        """(V + 1, 3d): W_ih e[ω] + b_ih of every mark and BOS (formed once per walk without
+        gradients: the weights cannot change during it)."""
         g = self.gru
-        return torch.addmm(g.bias_ih_l0, self.embed.weight, g.weight_ih_l0.T)
+        if self.tape is None or torch.is_grad_enabled():
+            return torch.addmm(g.bias_ih_l0, self.embed.weight, g.weight_ih_l0.T)
+        if self.walk_table is None:
+            self.walk_table = torch.addmm(g.bias_ih_l0, self.embed.weight, g.weight_ih_l0.T)
+        return self.walk_table
 
     def input_gates(self, marks: Tensor) -> Tensor:
         """W_ih e[ω] + b_ih (..., 3d) for marks (...), with dropout (see WalkDropout)."""

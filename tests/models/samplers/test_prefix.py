@@ -109,19 +109,23 @@ def test_scoring_a_recorded_walk_reuses_its_states_with_the_same_values_and_grad
                           per_lattice=k)
     weights = torch.randn(route.states.shape, dtype=torch.float64) * route.valid
     prefix = next(m for m in sampler.modules() if isinstance(m, PrefixGRU))
-    with one_walk(sampler, B * k):
-        context = sampler.prepare(batch)
+    for _ in range(2):  # and again after the weights change, as after an optimizer step
+        with one_walk(sampler, B * k):
+            context = sampler.prepare(batch)
+            with torch.no_grad():
+                Sampler.path_log_probs(sampler, batch, context, route)  # the walk
+            assert len(prefix.tape) >= L + 1
+            recorded = sampler._route_log_q(batch, context, route)
+            stepped = Sampler.path_log_probs(sampler, batch, context, route)
+            stepped = stepped.gather(2, route.choice[..., None]).squeeze(2) * route.valid
+            params = [p for p in sampler.parameters() if p.requires_grad]
+            grads = torch.autograd.grad((weights * recorded).sum(), params, retain_graph=True,
+                                        allow_unused=True)
+            expected = torch.autograd.grad((weights * stepped).sum(), params, allow_unused=True)
+        torch.testing.assert_close(recorded, stepped, rtol=0, atol=1e-10)
+        for g, e in zip(grads, expected):
+            if e is not None:
+                torch.testing.assert_close(g, e, rtol=1e-8, atol=1e-10)
         with torch.no_grad():
-            Sampler.path_log_probs(sampler, batch, context, route)  # the walk
-        assert len(prefix.tape) >= L + 1
-        recorded = sampler._route_log_q(batch, context, route)
-        stepped = Sampler.path_log_probs(sampler, batch, context, route)
-        stepped = stepped.gather(2, route.choice[..., None]).squeeze(2) * route.valid
-        params = [p for p in sampler.parameters() if p.requires_grad]
-        grads = torch.autograd.grad((weights * recorded).sum(), params, retain_graph=True,
-                                    allow_unused=True)
-        expected = torch.autograd.grad((weights * stepped).sum(), params, allow_unused=True)
-    torch.testing.assert_close(recorded, stepped, rtol=0, atol=1e-10)
-    for g, e in zip(grads, expected):
-        if e is not None:
-            torch.testing.assert_close(g, e, rtol=1e-8, atol=1e-10)
+            for p in sampler.parameters():
+                p.add_(0.1 * torch.randn_like(p))
