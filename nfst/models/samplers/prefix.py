@@ -2,10 +2,11 @@
 a GRU over BOS and the marks emitted so far.
 
 A mark enters the GRU only through its input gates W_ih e[ω] + b_ih, so those are one row of a
-(V + 1, 3d) table, computed once per call, instead of a matmul per step; dropout acts on them.
-Scoring known paths (teacher forcing) runs the recurrence in :class:`Recurrence` on a CPU, whose
-reverse pass is written out: one matmul per step for the hidden state's gradient and one for
-all of W_hh's, where autograd through a cell per step would need four; on a GPU it is one
+(V + 1, 3d) table, formed once per call (once per walk), instead of a matmul per step; dropout
+acts on them. Scoring known paths (teacher forcing) runs the recurrence in :class:`Recurrence`
+on a CPU, whose reverse pass is written out: per step, one matmul for the hidden state's
+gradient and one for W_hh's, where autograd through a cell per step would need four; when a
+walk drew the paths, its recorded states stand in for the forward pass. On a GPU it is one
 cuDNN call (:func:`fused_recurrence`).
 """
 
