@@ -42,7 +42,7 @@ from torch import Tensor
 from ...dp.batch import LatticeBatch
 from ...errors import PathTooLongError
 from ...runtime.threads import cpu_threads
-from .forcing import Route, route_of_arcs, one_walk
+from .forcing import Route, one_walk, route_of_arcs
 
 PAD, UNKNOWN, SEPARATOR = "<pad>", "<unk>", "#"
 SPECIAL_SYMBOLS = (PAD, UNKNOWN, SEPARATOR)
@@ -309,9 +309,11 @@ class Sampler(torch.nn.Module):
                     if (t + 1) % check_every == 0 and not bool(walk.alive.any()):
                         break
             if bool(walk.alive.any()):
-                raise PathTooLongError(f"{self.name}: a sampled path exceeded max_length={cap} marks")
+                raise PathTooLongError(
+                    f"{self.name}: a sampled path exceeded max_length={cap} marks")
             L = int(walk.length.max())
-            state_t, choice_t = torch.stack(states, 1)[:, :L + 1], torch.stack(choices, 1)[:, :L + 1]
+            state_t = torch.stack(states, 1)[:, :L + 1]
+            choice_t = torch.stack(choices, 1)[:, :L + 1]
             arcs_t = torch.stack(arcs, 1)[:, :L]
             marks = batch.marks_of(arcs_t)
             route = Route(lattice, state_t, choice_t, marks, walk.length, per_lattice=k)

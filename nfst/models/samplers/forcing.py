@@ -97,11 +97,11 @@ class WalkDropout(nn.Dropout, WalkMemory):
     variational dropout (Gal & Ghahramani, 2016), the usual dropout of a recurrent net, where
     every step of a sequence sees the same units dropped.
 
-    Inside :func:`one_walk` the first call draws a mask (N, w) for the N walkers, and
-    every call applies it: to (N, w) activations (one step of the walk), to (N, T, w) ones
-    (every position of N known paths, so one-pass scoring sees the dropout the walk saw) or
-    to rows of given walkers; :meth:`walker_mask` hands it out. Elsewhere it is plain (inverted) dropout. Either way p is
-    rounded to a multiple of 1/256 (``kept_of_256``)."""
+    Inside :func:`one_walk` the first call draws a mask (N, w) for the N walkers, and every
+    call applies it: to (N, w) activations (one step of the walk), to (N, T, w) ones (every
+    position of N known paths, so one-pass scoring sees the dropout the walk saw) or to rows
+    of given walkers; :meth:`walker_mask` hands it out. Elsewhere it is plain (inverted)
+    dropout. Either way p is rounded to a multiple of 1/256 (``kept_of_256``)."""
 
     def __init__(self, p: float):
         super().__init__(p)

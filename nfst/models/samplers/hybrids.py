@@ -80,7 +80,8 @@ class SWPPrefix(SWP):
         arcs = batch.out_arcs[states]  # (P, D)
         bonus = self.arc_bonus(g, arcs, context.arc_embed, arcs >= 0)
         lp = torch.log_softmax(context.table[states] + bonus, dim=1)
-        return lp.new_zeros(*route.states.shape, lp.shape[1]).index_put((rows.paths, rows.steps), lp)
+        out = lp.new_zeros(*route.states.shape, lp.shape[1])
+        return out.index_put((rows.paths, rows.steps), lp)
 
     def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
                 choice: Tensor) -> Walk:

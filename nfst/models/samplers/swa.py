@@ -45,7 +45,8 @@ class SWA(Sampler):
         self.symbol_embed = nn.Embedding(self.num_symbol_ids, d, padding_idx=0)
         self.encoder = nn.GRU(d, d // 2, batch_first=True, bidirectional=True)
         self.drop = nn.Dropout(self.config.dropout)
-        self.drop_h, self.drop_att = WalkDropout(self.config.dropout), WalkDropout(self.config.dropout)
+        self.drop_h, self.drop_att = (WalkDropout(self.config.dropout),
+                                      WalkDropout(self.config.dropout))
         self.out = nn.Linear(2 * d, vocab_size + 1)  # W = [W_h W_a]; marks, then STOP
 
     def prepare(self, batch: LatticeBatch) -> Encoded:
@@ -82,7 +83,8 @@ class SWA(Sampler):
             scores = torch.bmm(h, context.enc[lattice].transpose(1, 2))
             scores = scores.masked_fill(context.pad[lattice][:, None], float("-inf"))
         attended = torch.bmm(torch.softmax(scores, dim=2), values)
-        return nn.functional.linear(self.drop_h(h), self.out.weight[:, :d], self.out.bias) + attended
+        own = nn.functional.linear(self.drop_h(h), self.out.weight[:, :d], self.out.bias)
+        return own + attended
 
     def log_probs(self, batch: LatticeBatch, context: Encoded, walk: Walk) -> Tensor:
         h, values = walk.hidden
