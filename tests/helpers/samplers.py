@@ -85,6 +85,18 @@ def new_sampler(name, lattices, d=8, seed=0):
     return make_sampler(name, vocab, SamplerConfig(d=d, dropout=0.0), symbols_of(lattices)).double()
 
 
+def dropout_sampler(name, lattices, seed=0):
+    """A small float64 sampler in training mode with dropout 0.5, its weights moved away from
+    their initialisation (swp-prefix's prefix weights start at zero)."""
+    torch.manual_seed(seed)
+    sampler = make_sampler(name, len(lattices[0].mark_vocab), SamplerConfig(d=8, dropout=0.5),
+                           symbols_of(lattices)).double().train()
+    with torch.no_grad():
+        for p in sampler.parameters():
+            p.add_(0.5 * torch.randn_like(p))
+    return sampler
+
+
 def all_paths(batch: LatticeBatch) -> tuple[torch.Tensor, torch.Tensor]:
     """Every path of every lattice: arcs (B, P, L) with batch-global ids, -1 padded, and a mask
     (B, P) of real entries (lattices with fewer paths repeat their first path)."""

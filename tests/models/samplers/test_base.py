@@ -8,11 +8,12 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.errors import PathTooLongError
-from nfst.models.samplers import SAMPLERS, Sampler, SamplerConfig, Walk, make_sampler
-from nfst.models.samplers.forcing import WalkDropout, route_of_arcs, one_walk
+from nfst.models.samplers import SAMPLERS, Sampler, Walk
+from nfst.models.samplers.forcing import WalkDropout, one_walk, route_of_arcs
 from tests.helpers.brute import chi_square_critical
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
-from tests.helpers.samplers import SAMPLER_NAMES, all_paths, fit_by_inclusive_kl, new_sampler
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices
+from tests.helpers.samplers import (SAMPLER_NAMES, all_paths, dropout_sampler,
+                                   fit_by_inclusive_kl, new_sampler)
 from tests.helpers.scorers import random_scorer
 
 
@@ -231,12 +232,7 @@ def test_one_pass_scoring_sees_the_walks_dropout(name, lattices):
     the same at every step); the cipher lattice has paths of two lengths."""
     lats = del_ins_lattices() if lattices == "del_ins" else [cipher_lattice()]
     batch = LatticeBatch(lats)
-    torch.manual_seed(0)
-    sampler = make_sampler(name, len(lats[0].mark_vocab), SamplerConfig(d=8, dropout=0.5),
-                           symbols_of(lats)).double().train()
-    with torch.no_grad():  # swp-prefix's prefix weights start at zero
-        for p in sampler.parameters():
-            p.add_(0.5 * torch.randn_like(p))
+    sampler = dropout_sampler(name, lats)
     arcs, _ = all_paths(batch)
     B, k, L = arcs.shape
     context = sampler.prepare(batch)  # its own dropout is drawn once, for both passes

@@ -5,12 +5,11 @@ import pytest
 import torch
 
 from nfst.dp.batch import LatticeBatch
-from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.samplers.base import Sampler
 from nfst.models.samplers.forcing import Route, one_walk, route_of_arcs
 from nfst.models.samplers.prefix import Packing, PrefixGRU, Recurrence, fused_recurrence
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
-from tests.helpers.samplers import all_paths
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices
+from tests.helpers.samplers import all_paths, dropout_sampler
 
 
 def random_route(V: int, lengths: list[int]) -> Route:
@@ -97,12 +96,7 @@ def test_scoring_a_recorded_walk_reuses_its_states_with_the_same_values_and_grad
     those of stepping through the paths with autograd (training mode, the walk's masks)."""
     lats = [cipher_lattice()] + del_ins_lattices()
     batch = LatticeBatch(lats)
-    torch.manual_seed(0)
-    sampler = make_sampler(name, len(lats[0].mark_vocab), SamplerConfig(d=8, dropout=0.5),
-                           symbols_of(lats)).double().train()
-    with torch.no_grad():  # swp-prefix's prefix weights start at zero
-        for p in sampler.parameters():
-            p.add_(0.5 * torch.randn_like(p))
+    sampler = dropout_sampler(name, lats)
     arcs, _ = all_paths(batch)
     B, k, L = arcs.shape
     route = route_of_arcs(batch, torch.arange(B).repeat_interleave(k), arcs.view(B * k, L),
