@@ -217,25 +217,34 @@ class PrefixGRU(nn.Module, WalkMemory):
     def run(self, route: Route, bos: int) -> Tensor:
         """(N, T, d): h at every position of known paths (h_0 after BOS, h_t after mark t)
         in one recurrence over all N paths; positions past a path's end are zero."""
-        N, T = route.marks.shape[0], route.marks.shape[1] + 1
-        h, packing = self.run_rows(route, bos)
-        return h.new_zeros(N, T, h.shape[1]).index_put((packing.paths, packing.steps), h)
+        marks, lengths = self.positions(route, bos)
+        if marks.is_cuda:
+            return self.fused(marks, lengths)
+        packing = Packing.of(marks, lengths)
+        h = self.run_packed(packing, len(marks))
+        return h.new_zeros(*marks.shape, h.shape[1]).index_put((packing.paths, packing.steps), h)
 
     def run_rows(self, route: Route, bos: int) -> tuple[Tensor, Packing]:
         """:meth:`run` at just the positions up to each path's end: h (P, d) at the rows
         of the Packing returned (one host sync to lay them out)."""
-        marks = torch.cat([torch.full_like(route.marks[:, :1], bos), route.marks.clamp(min=0)], 1)
-        lengths = route.lengths + 1
+        marks, lengths = self.positions(route, bos)
         packing = Packing.of(marks, lengths)
-        g = self.gru
         if marks.is_cuda:
-            h = fused_recurrence(self.input_gates(marks), lengths, g.weight_hh_l0, g.bias_hh_l0)
-            return h[packing.paths, packing.steps], packing
+            return self.fused(marks, lengths)[packing.paths, packing.steps], packing
         return self.run_packed(packing, len(marks)), packing
 
+    @staticmethod
+    def positions(route: Route, bos: int) -> tuple[Tensor, Tensor]:
+        """The marks read at each position (N, T), BOS first, and each path's positions (N,)."""
+        marks = torch.cat([torch.full_like(route.marks[:, :1], bos), route.marks.clamp(min=0)], 1)
+        return marks, route.lengths + 1
+
+    def fused(self, marks: Tensor, lengths: Tensor) -> Tensor:
+        g = self.gru
+        return fused_recurrence(self.input_gates(marks), lengths, g.weight_hh_l0, g.bias_hh_l0)
+
     def run_packed(self, packing: Packing, walkers: int) -> Tensor:
-        """(P, d): h at the rows of ``packing``, paths of ``walkers`` walkers (on a CPU; one
-        host sync to lay the rows out)."""
+        """(P, d): h at the rows of ``packing``, paths of ``walkers`` walkers (on a CPU)."""
         g = self.gru
         table = self.gate_table()
         mask = self.drop.walker_mask(table, walkers)
