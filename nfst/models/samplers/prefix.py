@@ -191,14 +191,14 @@ class PrefixGRU(nn.Module, WalkMemory):
              ) -> Tensor:
         """h after reading ``marks`` (N,); with ``rows`` (n,), only those walkers read (the
         others' h is returned as it was), which saves the work of dead walkers on a CPU."""
-        gi = self.input_gates(marks)
         g = self.gru
+        table = self.gate_table()
         if h is None:
-            h = gi.new_zeros(len(marks), g.hidden_size)
-        if rows is not None:
-            gi, h_in = gi[rows], h[rows]
+            h = table.new_zeros(len(marks), g.hidden_size)
+        if rows is None:
+            gi, h_in = self.drop(table[marks]), h
         else:
-            h_in = h
+            gi, h_in = self.drop(table[marks[rows]], walkers=rows), h[rows]
         states = gru_step(gi, h_in, g.weight_hh_l0, g.bias_hh_l0)
         if self.tape is not None and not torch.is_grad_enabled() and marks.device.type == "cpu":
             self.tape.append(states)  # this step's position of the walkers that read
