@@ -162,18 +162,6 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     objective (see ``nasmc_lookahead``)."""
     if not train or not dev:
         raise ValueError("train_sampler needs training and validation lattices")
-    if config.objective == "nasmc":  # refuse before any work rather than train on C = 0
-        lookahead = nasmc_lookahead(lookahead)
-    device = torch.device(device)
-    torch.manual_seed(seed)
-    sampler.to(device)
-    scorer.to(device).freeze()
-    if lookahead is not None:
-        lookahead.to(device)
-    opt = torch.optim.Adam(sampler.parameters(), lr=config.lr)
-    rank, world = rank_and_world()
-    # Under torchrun each process takes its share of every minibatch and DDP averages the
-    # gradients; parameters stay identical, so validation and early stopping agree.
     if config.objective not in ("is", "nasmc", "mixture"):
         raise NfstError(f"unknown sampler objective {config.objective!r}",
                         "choose is, nasmc or mixture (SamplerTrainConfig.objective)")
@@ -184,9 +172,21 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
         raise NfstError(f"the config names teacher {config.teacher!r} but "
                         f"{'one was' if teacher is not None else 'none was'} passed",
                         "pass the trained teacher sampler, or set SamplerTrainConfig.teacher")
+    if config.objective == "nasmc":  # refuse before any work rather than train on C = 0
+        lookahead = nasmc_lookahead(lookahead)
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    sampler.to(device)
+    scorer.to(device).freeze()
+    if lookahead is not None:
+        lookahead.to(device)
+    opt = torch.optim.Adam(sampler.parameters(), lr=config.lr)
+    rank, world = rank_and_world()
     if teacher is not None:
         teacher.to(device).eval().requires_grad_(False)
     step_loss: torch.nn.Module = _StepLoss(sampler, scorer, config, teacher, lookahead)
+    # Under torchrun each process takes its share of every minibatch and DDP averages the
+    # gradients; parameters stay identical, so validation and early stopping agree.
     if world > 1:
         step_loss = torch.nn.parallel.DistributedDataParallel(step_loss,
                                                               find_unused_parameters=True)

@@ -87,7 +87,9 @@ class Recurrence(torch.autograd.Function):
         if walked is None:
             walked, h = [], None
             for t, rows in enumerate(packing.spans()):
-                gi = Recurrence.gates(table, packing, mask, rows)
+                gi = table[packing.marks[rows]]
+                if mask is not None:
+                    gi = gi * mask[packing.paths[rows]]
                 h_prev = gi.new_zeros(len(gi), weight_hh.shape[1]) if t == 0 else \
                     h[packing.parent[rows]]
                 walked.append(gru_step(gi, h_prev, weight_hh, bias_hh))
@@ -95,11 +97,6 @@ class Recurrence(torch.autograd.Function):
         ctx.save_for_backward(table, weight_hh, mask)
         ctx.packing, ctx.walked = packing, walked
         return torch.cat([states[0] for states in walked])
-
-    @staticmethod
-    def gates(table: Tensor, packing: Packing, mask: Optional[Tensor], rows: slice) -> Tensor:
-        gi = table[packing.marks[rows]]
-        return gi if mask is None else gi * mask[packing.paths[rows]]
 
     @staticmethod
     @torch.autograd.function.once_differentiable
