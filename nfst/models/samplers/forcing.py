@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -90,6 +90,36 @@ class WalkMemory:
 
     def end_walk(self) -> None:
         raise NotImplementedError
+
+
+def replay(tape: Optional[list], running: Sequence[int], rows: Callable = len
+           ) -> Optional[list]:
+    """What a walk recorded at each step of its paths' one-pass scoring, or None if it recorded
+    nothing. A walk reads step t's positions, in walker order, at its t-th step: just the rows
+    that the scoring lays out at step t (``running`` rows per step; ``rows(entry)`` counts an
+    entry's). Raises if the record is not of these paths."""
+    if not tape:
+        return None
+    steps, rest = tape[:len(running)], tape[len(running):]
+    if [rows(entry) for entry in steps] != list(running) or any(rows(entry) for entry in rest):
+        raise RuntimeError("the recorded walk is not the paths being scored")
+    return steps
+
+
+class ReplayedLinear(torch.autograd.Function):
+    """x Wᵀ + b (n, out) for x (n, in) whose value a walk already computed, one (n_t, out)
+    entry per step (``steps``, laid out as x's rows); gradients as a linear layer's."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor, steps: list[Tensor]) -> Tensor:
+        ctx.save_for_backward(x, weight)
+        return torch.cat(steps)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: Tensor):
+        x, weight = ctx.saved_tensors
+        return grad @ weight, grad.T @ x, grad.sum(0), None
 
 
 class WalkDropout(nn.Dropout, WalkMemory):

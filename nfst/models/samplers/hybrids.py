@@ -33,10 +33,10 @@ from .base import SamplerConfig, Walk
 from .prefix import PrefixGRU
 from .swp import SWP, WeightedLattice
 from .sws import SWS, Suffixes
-from .forcing import Route, WalkDropout
+from .forcing import ReplayedLinear, Route, WalkDropout, WalkMemory, replay
 
 
-class SWPPrefix(SWP):
+class SWPPrefix(SWP, WalkMemory):
     name = "swp-prefix"
     reads_arc_embed = True
 
@@ -49,6 +49,13 @@ class SWPPrefix(SWP):
         nn.init.zeros_(self.g.weight)
         nn.init.zeros_(self.g.bias)
         self.drop_step = WalkDropout(self.config.dropout)
+        self.tape: Optional[list[Tensor]] = None  # a walk's g of the live walkers, per step
+
+    def begin_walk(self, walkers: int) -> None:
+        self.tape = []
+
+    def end_walk(self) -> None:
+        self.tape = None
 
     def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor) -> Walk:
         return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
@@ -64,18 +71,28 @@ class SWPPrefix(SWP):
         return torch.cat([bonus, g[..., -1:]], dim=-1)
 
     def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
+        if walk.state.device.type == "cpu":  # only live walkers choose (see ``choose``)
+            rows = walk.alive.nonzero().squeeze(1)
+            g = self.g(self.drop_step(walk.hidden[rows], walkers=rows))  # (n, d + 1)
+            if self.tape is not None and not torch.is_grad_enabled():
+                self.tape.append(g)  # the scoring's g at this step's positions
+            states = walk.state[rows]
+            arcs = batch.out_arcs[states]  # (n, D)
+            bonus = self.arc_bonus(g, arcs, context.arc_embed, arcs >= 0)
+            lp = torch.log_softmax(context.table[states] + bonus, dim=1)
+            return context.table[walk.state].index_copy(0, rows, lp)
+        # finding the live walkers or the real arcs would sync a GPU with the host
         g = self.g(self.drop_step(walk.hidden))  # (N, d + 1)
         arcs = batch.out_arcs[walk.state]  # (N, D)
-        if arcs.device.type == "cpu":
-            bonus = self.arc_bonus(g, arcs, context.arc_embed, arcs >= 0)
-        else:  # finding the real arcs would sync a GPU with the host
-            dense = torch.einsum("nd,nkd->nk", g[:, :-1], context.arc_embed[arcs.clamp(min=0)])
-            bonus = torch.cat([dense, g[:, -1:]], dim=1)
-        return torch.log_softmax(context.table[walk.state] + bonus, dim=1)
+        dense = torch.einsum("nd,nkd->nk", g[:, :-1], context.arc_embed[arcs.clamp(min=0)])
+        return torch.log_softmax(context.table[walk.state] + torch.cat([dense, g[:, -1:]], 1), 1)
 
     def path_log_probs(self, batch: LatticeBatch, context: WeightedLattice, route: Route) -> Tensor:
         h, rows = self.prefix.run_rows(route, self.bos)  # (P, d): just the positions scored
-        g = self.g(self.drop_step(h, walkers=rows.paths))  # (P, d + 1)
+        x = self.drop_step(h, walkers=rows.paths)
+        walked = replay(self.tape, rows.running)
+        g = self.g(x) if walked is None else ReplayedLinear.apply(x, self.g.weight, self.g.bias,
+                                                                  walked)  # (P, d + 1)
         states = route.states[rows.paths, rows.steps]
         arcs = batch.out_arcs[states]  # (P, D)
         bonus = self.arc_bonus(g, arcs, context.arc_embed, arcs >= 0)

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .base import Walk
-from .forcing import Route, WalkDropout, WalkMemory
+from .forcing import Route, WalkDropout, WalkMemory, replay
 
 
 def gru_step(gi: Tensor, h: Tensor, weight_hh: Tensor, bias_hh: Tensor
@@ -250,15 +250,8 @@ class PrefixGRU(nn.Module, WalkMemory):
 
     def walked(self, packing: Packing) -> Optional[list[tuple[Tensor, ...]]]:
         """The recorded walk's :func:`gru_step` states of each step of ``packing``, or None
-        if no walk was recorded: the walk read step t's rows, in walker order, at its t-th
-        step, just as :class:`Packing` lays them out."""
-        if not self.tape:
-            return None
-        steps, rest = self.tape[:len(packing.running)], self.tape[len(packing.running):]
-        if [len(states[0]) for states in steps] != packing.running or any(
-                len(states[0]) for states in rest):
-            raise RuntimeError("the prefix GRU's recorded walk is not the paths it scores")
-        return steps
+        if no walk was recorded (see :func:`forcing.replay`)."""
+        return replay(self.tape, packing.running, lambda states: len(states[0]))
 
 
 def _rename_cell(state_dict, prefix, *args) -> None:
