@@ -93,12 +93,11 @@ class SWPPrefix(SWP, WalkMemory):
         walked = replay(self.tape, rows.running)
         g = self.g(x) if walked is None else ReplayedLinear.apply(x, self.g.weight, self.g.bias,
                                                                   walked)  # (P, d + 1)
-        states = route.states[rows.paths, rows.steps]
+        states = rows.at(route.states)
         arcs = batch.out_arcs[states]  # (P, D)
         bonus = self.arc_bonus(g, arcs, context.arc_embed, arcs >= 0)
-        lp = torch.log_softmax(context.table[states] + bonus, dim=1)
-        out = lp.new_zeros(*route.states.shape, lp.shape[1])
-        return out.index_put((rows.paths, rows.steps), lp)
+        return rows.place(torch.log_softmax(context.table[states] + bonus, dim=1),
+                          route.states.shape)
 
     def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
                 choice: Tensor) -> Walk:
@@ -133,8 +132,9 @@ class SWPSWS(SWP):
         return self.combine(batch, context, walk.state, logits)
 
     def path_log_probs(self, batch: LatticeBatch, context: HybridContext, route: Route) -> Tensor:
-        return self.combine(batch, context, route.states,
-                            self.sws.path_logits(batch, context.sws, route))
+        logits, rows = self.sws.path_logits(batch, context.sws, route)
+        return rows.place(self.combine(batch, context, rows.at(route.states), logits),
+                          route.states.shape)
 
     def combine(self, batch: LatticeBatch, context: HybridContext, states: Tensor,
                 logits: Tensor) -> Tensor:

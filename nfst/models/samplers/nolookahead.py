@@ -37,8 +37,10 @@ class NoLookahead(Sampler):
         return self.legal_log_probs(batch, walk, self.out(self.drop(walk.hidden)))
 
     def path_log_probs(self, batch: LatticeBatch, context, route: Route) -> Tensor:
-        h = self.prefix.run(route, self.bos)
-        return self.legal_log_softmax(batch, route.states, self.out(self.drop(h)))
+        h, rows = self.prefix.run_rows(route, self.bos)  # (P, d): just the positions scored
+        logits = self.out(self.drop(h, walkers=rows.paths))
+        return rows.place(self.legal_log_softmax(batch, rows.at(route.states), logits),
+                          route.states.shape)
 
     def advance(self, batch: LatticeBatch, context, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)

@@ -67,6 +67,14 @@ class Packing:
         parent = rank[(steps - 1).clamp(min=0), paths]
         return Packing(marks[paths, steps], paths, steps, going.sum(1).tolist(), parent)
 
+    def at(self, values: Tensor) -> Tensor:
+        """(P, ...): each row's entry of per-position ``values`` (N, T, ...)."""
+        return values[self.paths, self.steps]
+
+    def place(self, rows: Tensor, shape: tuple[int, int]) -> Tensor:
+        """(N, T, ...): per-row ``rows`` (P, ...) at their positions, zero elsewhere."""
+        return rows.new_zeros(*shape, *rows.shape[1:]).index_put((self.paths, self.steps), rows)
+
     def spans(self) -> list[slice]:
         """Each step's rows."""
         ends = list(itertools.accumulate(self.running))
@@ -218,8 +226,7 @@ class PrefixGRU(nn.Module, WalkMemory):
         if marks.is_cuda:
             return self.fused(marks, lengths)
         packing = Packing.of(marks, lengths)
-        h = self.run_packed(packing, len(marks))
-        return h.new_zeros(*marks.shape, h.shape[1]).index_put((packing.paths, packing.steps), h)
+        return packing.place(self.run_packed(packing, len(marks)), marks.shape)
 
     def run_rows(self, route: Route, bos: int) -> tuple[Tensor, Packing]:
         """:meth:`run` at just the positions up to each path's end: h (P, d) at the rows
@@ -227,7 +234,7 @@ class PrefixGRU(nn.Module, WalkMemory):
         marks, lengths = self.positions(route, bos)
         packing = Packing.of(marks, lengths)
         if marks.is_cuda:
-            return self.fused(marks, lengths)[packing.paths, packing.steps], packing
+            return packing.at(self.fused(marks, lengths)), packing
         return self.run_packed(packing, len(marks)), packing
 
     @staticmethod

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
 from .base import Sampler, SamplerConfig, Walk
-from .prefix import PrefixGRU
+from .prefix import Packing, PrefixGRU
 from .forcing import Route, WalkDropout
 
 
@@ -92,27 +92,31 @@ class SWS(Sampler):
         """(N, vocab_size + 1): W[1; h_{t-1}; enc_x(x_{≥i}); enc_y(y_{≥j})] for every mark
         and STOP (003:4), before restricting to the legal choices."""
         h, x, y = walk.hidden
-        return self.logits_at(batch, walk.state[:, None], h[:, None], x, y)[:, 0]
+        return self.logits_at(batch, walk.state, h, x, y)
 
-    def path_logits(self, batch: LatticeBatch, context: Suffixes, route: Route) -> Tensor:
-        """(N, T, vocab_size + 1): :meth:`mark_logits` at every position of known paths."""
-        h = self.prefix.run(route, self.bos)
-        return self.logits_at(batch, route.states, h, *self.suffix_logits(context, route.lattice))
+    def path_logits(self, batch: LatticeBatch, context: Suffixes, route: Route
+                    ) -> tuple[Tensor, Packing]:
+        """:meth:`mark_logits` at every position of known paths up to their STOP: (P, V + 1)
+        at the rows of the Packing returned."""
+        h, rows = self.prefix.run_rows(route, self.bos)
+        x, y = self.suffix_logits(context, route.lattice)
+        return self.logits_at(batch, rows.at(route.states), h, x, y, rows.paths), rows
 
-    def logits_at(self, batch: LatticeBatch, states: Tensor, h: Tensor, x: Tensor, y: Tensor
-                  ) -> Tensor:
-        """(N, T, V + 1) at states (N, T) for prefix states h (N, T, d) and suffix logits
-        x, y (from :meth:`suffix_logits`)."""
+    def logits_at(self, batch: LatticeBatch, states: Tensor, h: Tensor, x: Tensor, y: Tensor,
+                  walkers: Optional[Tensor] = None) -> Tensor:
+        """(n, V + 1) at states (n,) for prefix states h (n, d) and the suffix logits x, y
+        (from :meth:`suffix_logits`) of ``walkers`` (n,) (default: row r is walker r)."""
         i, j = batch.positions[states].unbind(-1)
-        width = x.shape[2]
-        return (self.out_h(self.drop_h(h)) + x.gather(1, i[..., None].expand(-1, -1, width))
-                + y.gather(1, j[..., None].expand(-1, -1, width)))
+        r = torch.arange(len(states), device=states.device) if walkers is None else walkers
+        return self.out_h(self.drop_h(h, walkers=walkers)) + x[r, i] + y[r, j]
 
     def log_probs(self, batch: LatticeBatch, context: Suffixes, walk: Walk) -> Tensor:
         return self.legal_log_probs(batch, walk, self.mark_logits(batch, context, walk))
 
     def path_log_probs(self, batch: LatticeBatch, context: Suffixes, route: Route) -> Tensor:
-        return self.legal_log_softmax(batch, route.states, self.path_logits(batch, context, route))
+        logits, rows = self.path_logits(batch, context, route)
+        return rows.place(self.legal_log_softmax(batch, rows.at(route.states), logits),
+                          route.states.shape)
 
     def advance(self, batch: LatticeBatch, context: Suffixes, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)
