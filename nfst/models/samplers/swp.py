@@ -76,7 +76,9 @@ class Algorithm1(torch.autograd.Function):
     """003 Algorithm 1 over a batch, level by level, with a hand-written reverse pass.
 
     Inputs: ``mark_part`` (V, d) = U_1 + U_mark e_ω for every mark, ``U_state`` (d, d) and
-    ``w`` (d,). Outputs: log w (A,), log β (S,) and the arc embeddings e (A, d).
+    ``w`` (d,). Outputs: log w (A,), log β (S,) and the arc embeddings e (A, d), or None for
+    them unless ``arc_embed`` (an (A, d) output and its gradient are 30 MB each on a batch of
+    16 cipher lattices at d 256, which a CPU pays for in page faults).
 
     Why not plain autograd: each level reads states of any lower level, so autograd would
     allocate (and zero) a gradient the size of every state's embedding at every level, which
@@ -85,7 +87,8 @@ class Algorithm1(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, mark_part: Tensor, U_state: Tensor, w: Tensor, batch: LatticeBatch):
+    def forward(ctx, mark_part: Tensor, U_state: Tensor, w: Tensor, batch: LatticeBatch,
+                arc_embed: bool = True):
         S, A, d = batch.num_states, batch.num_arcs, mark_part.shape[1]
         order = batch.backward_arc_order  # arcs in level order, level by level
         marks = batch.arc_mark[order]
@@ -110,9 +113,10 @@ class Algorithm1(torch.autograd.Function):
             embed[arcs], log_w[arcs], q[arcs] = e, lw, qa
         ctx.save_for_backward(mark_part, U_state, w, embed_s, embed, q)
         ctx.batch = batch
+        ctx.set_materialize_grads(False)
         natural = torch.empty_like(order)
         natural[order] = torch.arange(A, device=order.device)
-        return log_w[natural], beta[batch.level_index], embed[natural]
+        return log_w[natural], beta[batch.level_index], embed[natural] if arc_embed else None
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -121,11 +125,12 @@ class Algorithm1(torch.autograd.Function):
         batch = ctx.batch
         order = batch.backward_arc_order
         # Adjoints, in the forward pass's orders; a state's are complete once every level
-        # above it has been visited (only arcs from higher levels read it).
-        g_beta = grad_beta[batch.level_order].clone()
+        # above it has been visited (only arcs from higher levels read it). An output that
+        # no loss reads has no gradient (None).
+        g_beta = (grad_beta[batch.level_order].clone() if grad_beta is not None else
+                  embed_s.new_zeros(len(embed_s)))
         g_proj = torch.zeros_like(embed_s)
-        g_embed = grad_embed[order]
-        g_log_w = grad_log_w[order]
+        g_log_w = grad_log_w[order] if grad_log_w is not None else q.new_zeros(len(q))
         g_mark, g_U, g_w = torch.zeros_like(mark_part), torch.zeros_like(U_state), torch.zeros_like(w)
         marks = batch.arc_mark[order]
         with cpu_threads(batch.device):  # many small ops: see nfst.runtime.threads
@@ -135,7 +140,9 @@ class Algorithm1(torch.autograd.Function):
                 g_U += g_proj[lo:hi].T @ embed_s[lo:hi]          # proj_s = e_s U_stateᵀ
                 g_e_s = g_proj[lo:hi] @ U_state
                 g_q = (g_e_s[seg] * e).sum(1)                     # e_s = Σ q e
-                g_e = g_embed[arcs] + qa[:, None] * g_e_s[seg]
+                g_e = qa[:, None] * g_e_s[seg]
+                if grad_embed is not None:  # read in natural order: no reordered (A, d) copy
+                    g_e = g_e + grad_embed[order[arcs]]
                 # q = exp(through − b): b's adjoint collects −Σ g_q q; b = logsumexp(through, final)
                 g_b = g_beta[lo:hi] - torch.zeros_like(g_beta[lo:hi]).index_add_(0, seg, g_q * qa)
                 g_through = qa * (g_q + g_b[seg])
@@ -145,7 +152,7 @@ class Algorithm1(torch.autograd.Function):
                 g_pre = (g_e + g_lw[:, None] * w) * e * (1 - e)   # e = σ(pre)
                 g_mark.index_add_(0, marks[arcs], g_pre)          # pre = mark_part[ω] + proj(s')
                 g_proj.index_add_(0, level.other, g_pre)
-        return g_mark, g_U, g_w, None
+        return g_mark, g_U, g_w, None, None
 
 
 class SWP(WFSTSampler):
@@ -168,7 +175,8 @@ class SWP(WFSTSampler):
         the mark embeddings."""
         mark_part = self.U_mark(self.drop(self.mark_embed.weight))  # (V, d): U_1 + U_mark e_ω
         with cpu_threads(batch.device):
-            return Algorithm1.apply(mark_part, self.U_state.weight, self.w.weight[0], batch)
+            return Algorithm1.apply(mark_part, self.U_state.weight, self.w.weight[0], batch,
+                                    self.reads_arc_embed)
 
     def prepare(self, batch: LatticeBatch) -> WeightedLattice:
         """With ``config.budget`` < 1, Algorithm 1 on a randomized sub-lattice and the defensive

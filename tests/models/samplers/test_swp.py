@@ -38,6 +38,7 @@ def test_algorithm1_matches_the_state_by_state_reference_with_gradients():
     lats = del_ins_lattices() + [del_ins_lattices()[0]]
     batch = LatticeBatch(lats)
     swp = new_sampler("swp", lats)
+    swp.reads_arc_embed = True  # so that Algorithm 1 returns the arc embeddings too
     log_w, beta, embed = swp.arc_log_weights(batch)
     g = torch.Generator().manual_seed(0)
     r_w = torch.randn(batch.num_arcs, generator=g, dtype=torch.float64)
@@ -70,6 +71,11 @@ def test_algorithm1_gradcheck():
               torch.randn(d, generator=g, dtype=torch.float64)]
     inputs = [x.requires_grad_() for x in inputs]
     assert torch.autograd.gradcheck(lambda m, U, w: Algorithm1.apply(m, U, w, batch), inputs)
+    # without the arc embeddings, and with outputs that no loss reads (no gradient)
+    assert Algorithm1.apply(*inputs, batch, False)[2] is None
+    assert torch.autograd.gradcheck(lambda m, U, w: Algorithm1.apply(m, U, w, batch, False)[:2],
+                                    inputs)
+    assert torch.autograd.gradcheck(lambda m, U, w: Algorithm1.apply(m, U, w, batch)[1], inputs)
 
 
 def test_swp_transitions_are_the_backward_algorithm_of_its_weights():
