@@ -77,8 +77,8 @@ class Algorithm1(torch.autograd.Function):
 
     Inputs: ``mark_part`` (V, d) = U_1 + U_mark e_ω for every mark, ``U_state`` (d, d) and
     ``w`` (d,). Outputs: log w (A,), log β (S,) and the arc embeddings e (A, d), or None for
-    them unless ``arc_embed`` (an (A, d) output and its gradient are 30 MB each on a batch of
-    16 cipher lattices at d 256, which a CPU pays for in page faults).
+    them unless ``arc_embed`` (an (A, d) output and its gradient are about 32 MB each on a batch
+    of 16 cipher lattices at d 256, and fresh buffers that large cost a CPU page faults).
 
     Why not plain autograd: each level reads states of any lower level, so autograd would
     allocate (and zero) a gradient the size of every state's embedding at every level, which
@@ -171,8 +171,8 @@ class SWP(WFSTSampler):
         self.drop = nn.Dropout(self.config.dropout)
 
     def arc_log_weights(self, batch: LatticeBatch) -> tuple[Tensor, Tensor, Tensor]:
-        """Algorithm 1 over the batch: log w (A,), log β (S,), e (A, d). Dropout applies to
-        the mark embeddings."""
+        """Algorithm 1 over the batch: log w (A,), log β (S,), e (A, d) or None unless
+        ``reads_arc_embed``. Dropout applies to the mark embeddings."""
         mark_part = self.U_mark(self.drop(self.mark_embed.weight))  # (V, d): U_1 + U_mark e_ω
         with cpu_threads(batch.device):
             return Algorithm1.apply(mark_part, self.U_state.weight, self.w.weight[0], batch,
