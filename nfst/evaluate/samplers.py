@@ -141,17 +141,22 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
 def summarize_distinct(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], k: int,
                        batch_size: int = 16, seed: int = 0,
                        device: torch.device | str = "cpu") -> dict:
-    """Dedup ESS and partial KL (mean ± SE over pairs) from k distinct paths per pair."""
+    """Dedup ESS and partial KL (mean ± SE over pairs) from k distinct paths per pair. Each
+    minibatch draws from its own generator, so under torchrun the ranks share them, as in
+    :func:`draw` (a collective then)."""
     device = torch.device(device)
-    generator = torch.Generator(device=device).manual_seed(seed)
-    ess, kl = [], []
+    starts = list(range(0, len(lattices), batch_size))
+
+    def one_batch(i: int) -> tuple[list[float], list[float]]:
+        batch = LatticeBatch(lattices[starts[i]:starts[i] + batch_size], device)
+        generator = torch.Generator(device=device).manual_seed(item_seed(seed, i))
+        p = wor.distinct_particles(sampler, scorer, batch, k, generator)
+        return (wor.dedup_ess(p.sample, p.log_p).tolist(),
+                wor.partial_kl(p.sample, p.log_p).tolist())
+
     with eval_mode(sampler, scorer):
-        for lo in range(0, len(lattices), batch_size):
-            batch = LatticeBatch(lattices[lo:lo + batch_size], device)
-            p = wor.distinct_particles(sampler, scorer, batch, k, generator)
-            ess += wor.dedup_ess(p.sample, p.log_p).tolist()
-            kl += wor.partial_kl(p.sample, p.log_p).tolist()
-    (e, e_se), (m, m_se) = mean_and_se(ess), mean_and_se(kl)
+        done = shared_map(one_batch, range(len(starts)))
+    (e, e_se), (m, m_se) = (mean_and_se([v for part in done for v in part[j]]) for j in (0, 1))
     return {"ess_wor": e, "ess_wor_se": e_se, "partial_kl_wor": m, "partial_kl_wor_se": m_se}
 
 
