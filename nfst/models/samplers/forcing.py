@@ -192,7 +192,8 @@ def dropout_mask(like: Tensor, shape: tuple[int, ...], keep: int) -> Tensor:
 def one_walk(module: nn.Module, walkers: int) -> Iterator[None]:
     """A walk of ``walkers`` walkers and the one-pass scoring of its paths, both inside: every
     :class:`WalkMemory` of ``module`` remembers what the scoring must share with the walk
-    (each walker's dropout masks, the prefix GRU's states)."""
+    (each walker's dropout masks, what the walk computed: the prefix GRU's states,
+    swp-prefix's g)."""
     sites = [m for m in module.modules() if isinstance(m, WalkMemory)]
     for m in sites:
         m.begin_walk(walkers)

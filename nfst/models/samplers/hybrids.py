@@ -61,11 +61,11 @@ class SWPPrefix(SWP, WalkMemory):
         return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
 
     @staticmethod
-    def arc_bonus(g: Tensor, arcs: Tensor, arc_embed: Tensor, real: Tensor) -> Tensor:
-        """(..., D + 1): g · e of each out-arc column where ``real`` (else 0), then g_stop;
-        g (..., d + 1), arcs and real (..., D). Only the real arcs are gathered: most states
-        have one or two of the D columns."""
-        where = real.nonzero(as_tuple=True)
+    def arc_bonus(g: Tensor, arcs: Tensor, arc_embed: Tensor) -> Tensor:
+        """(..., D + 1): g · e of each out-arc column (0 at padding, arcs < 0), then g_stop;
+        g (..., d + 1), arcs (..., D). Only the real arcs are gathered: most states have one
+        or two of the D columns."""
+        where = (arcs >= 0).nonzero(as_tuple=True)
         dot = (g[where[:-1]][:, :-1] * arc_embed[arcs[where]]).sum(1)
         bonus = g.new_zeros(arcs.shape).index_put(where, dot)
         return torch.cat([bonus, g[..., -1:]], dim=-1)
@@ -78,7 +78,7 @@ class SWPPrefix(SWP, WalkMemory):
                 self.tape.append(g)  # the scoring's g at this step's positions
             states = walk.state[rows]
             arcs = batch.out_arcs[states]  # (n, D)
-            bonus = self.arc_bonus(g, arcs, context.arc_embed, arcs >= 0)
+            bonus = self.arc_bonus(g, arcs, context.arc_embed)
             lp = torch.log_softmax(context.table[states] + bonus, dim=1)
             return context.table[walk.state].index_copy(0, rows, lp)
         # finding the live walkers or the real arcs would sync a GPU with the host
@@ -95,7 +95,7 @@ class SWPPrefix(SWP, WalkMemory):
                                                                   walked)  # (P, d + 1)
         states = rows.at(route.states)
         arcs = batch.out_arcs[states]  # (P, D)
-        bonus = self.arc_bonus(g, arcs, context.arc_embed, arcs >= 0)
+        bonus = self.arc_bonus(g, arcs, context.arc_embed)
         return rows.place(torch.log_softmax(context.table[states] + bonus, dim=1),
                           route.states.shape)
 

@@ -25,19 +25,19 @@ from .forcing import Route, WalkDropout, WalkMemory, replay
 
 
 def gru_step(gi: Tensor, h: Tensor, weight_hh: Tensor, bias_hh: Tensor
-             ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+             ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """One GRU step (PyTorch's equations and gate order r, z, n) from input gates gi (n, 3d):
 
         r, z = σ(gi_rz + W_hr,hz h + b_hr,hz),   c = tanh(gi_n + r ⊙ (W_hn h + b_hn)),
         h'   = (1 − z) ⊙ c + z ⊙ h.
 
-    Returns h' (n, d) and what the reverse pass needs: [r z] (n, 2d), c and W_hn h + b_hn."""
+    Returns h' (n, d) and what the reverse pass needs: [r z] (n, 2d), c, W_hn h + b_hn and h."""
     d = h.shape[1]
     gh = torch.addmm(bias_hh, h, weight_hh.T)
     rz = torch.sigmoid(gi[:, :2 * d] + gh[:, :2 * d])
     gh_n = gh[:, 2 * d:]
     c = torch.tanh(torch.addcmul(gi[:, 2 * d:], rz[:, :d], gh_n))
-    return torch.addcmul(c, rz[:, d:], h - c), rz, c, gh_n
+    return torch.addcmul(c, rz[:, d:], h - c), rz, c, gh_n, h
 
 
 @dataclass
@@ -117,11 +117,10 @@ class Recurrence(torch.autograd.Function):
         carry = None  # dL/dh of step t + 1's rows' h_t, through step t + 1
         for t in reversed(range(len(spans))):
             rows = spans[t]
-            _, rz, c, gh_n = walked[t]
+            _, rz, c, gh_n, h_prev = walked[t]
             dh = grad_out[rows]
             if carry is not None:
                 dh = dh.index_add(0, packing.parent[spans[t + 1]], carry)
-            h_prev = walked[t - 1][0][packing.parent[rows]] if t else torch.zeros_like(c)
             r, z = rz[:, :d], rz[:, d:]
             d_c = (dh - dh * z) * (1 - c * c)                       # through tanh
             d_rz = torch.cat([d_c * gh_n, dh * (h_prev - c)], 1) * rz * (1 - rz)
@@ -181,12 +180,14 @@ class PrefixGRU(nn.Module, WalkMemory):
     def gate_table(self) -> Tensor:
         """(V + 1, 3d): W_ih e[ω] + b_ih of every mark and BOS (formed once per walk without
         gradients: the weights cannot change during it)."""
+        in_walk = self.tape is not None and not torch.is_grad_enabled()
+        if in_walk and self.walk_table is not None:
+            return self.walk_table
         g = self.gru
-        if self.tape is None or torch.is_grad_enabled():
-            return torch.addmm(g.bias_ih_l0, self.embed.weight, g.weight_ih_l0.T)
-        if self.walk_table is None:
-            self.walk_table = torch.addmm(g.bias_ih_l0, self.embed.weight, g.weight_ih_l0.T)
-        return self.walk_table
+        table = torch.addmm(g.bias_ih_l0, self.embed.weight, g.weight_ih_l0.T)
+        if in_walk:
+            self.walk_table = table
+        return table
 
     def input_gates(self, marks: Tensor) -> Tensor:
         """W_ih e[ω] + b_ih (..., 3d) for marks (...), with dropout (see WalkDropout)."""
