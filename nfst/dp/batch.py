@@ -41,6 +41,8 @@ class LatticeBatch:
       positions: (S, 2) long                      height: (S,) long
       state_lattice: (S,) long                    arc_lattice: (A,) long
       start: (B,) long                            out_arcs: (S, D) long, -1 padded
+      choices: (S,) long, a walker's legal choices at each state: its out-arcs, and STOP if
+        final. Where there is one, no sampler has anything to decide.
     """
 
     def __init__(self, lattices: Sequence[Lattice], device: torch.device | str = "cpu"):
@@ -106,9 +108,13 @@ class LatticeBatch:
         self.state_lattice = t(np.repeat(np.arange(len(lattices)), n_states))
         self.arc_lattice = t(np.repeat(np.arange(len(lattices)), n_arcs))
         self.out_arcs = t(out_arcs)
+        self.choices = t(out_deg + final)
         self.level_order = t(order)
         """(S,) state id at each level-order slot; ``level_index`` is its inverse."""
         self.level_index = t(level_of)
+        self.backward_arc_rank = torch.empty_like(self.backward_arc_order)
+        """(A,) each arc's slot in ``backward_arc_order`` (its inverse)."""
+        self.backward_arc_rank[self.backward_arc_order] = torch.arange(A, device=device)
 
     @property
     def batch_size(self) -> int:

@@ -144,6 +144,16 @@ def choose(batch: LatticeBatch, walk: Walk, log_probs: Tensor,
     return choice, arc
 
 
+def forced_log_probs(batch: LatticeBatch, states: Tensor, dtype: torch.dtype) -> Tensor:
+    """(..., D + 1) log q at states (...) where a walker has one legal choice
+    (``batch.choices``): 0 at it and -inf at every other column, whatever a sampler's network
+    says. Samplers run their networks only where there is a choice and take these rows
+    elsewhere (at most states of most lattices: one out-arc, not final)."""
+    legal = torch.cat([batch.out_arcs[states] >= 0, batch.final[states][..., None]], dim=-1)
+    return torch.zeros(legal.shape, dtype=dtype, device=states.device).masked_fill(
+        ~legal, float("-inf"))
+
+
 class Sampler(torch.nn.Module):
     """Base class: see the module docstring. ``symbols`` is the input ∪ output alphabet, for
     samplers that read x and y (unknown symbols share one embedding)."""

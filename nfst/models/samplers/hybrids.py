@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import SamplerConfig, Walk
+from .base import SamplerConfig, Walk, forced_log_probs
 from .prefix import PrefixGRU
 from .swp import SWP, WeightedLattice
 from .sws import SWS, Suffixes
@@ -61,43 +61,45 @@ class SWPPrefix(SWP, WalkMemory):
         return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
 
     @staticmethod
-    def arc_bonus(g: Tensor, arcs: Tensor, arc_embed: Tensor) -> Tensor:
+    def arc_bonus(g: Tensor, batch: LatticeBatch, arcs: Tensor, arc_embed: Tensor) -> Tensor:
         """(..., D + 1): g · e of each out-arc column (0 at padding, arcs < 0), then g_stop;
-        g (..., d + 1), arcs (..., D). Only the real arcs are gathered: most states have one
-        or two of the D columns."""
+        g (..., d + 1), arcs (..., D), arc_embed as ``WeightedLattice.arc_embed``. Only the
+        real arcs are gathered: most states have one or two of the D columns."""
         where = (arcs >= 0).nonzero(as_tuple=True)
-        dot = (g[where[:-1]][:, :-1] * arc_embed[arcs[where]]).sum(1)
+        e = arc_embed[batch.backward_arc_rank[arcs[where]]]
+        dot = (g[where[:-1]][:, :-1] * e).sum(1)
         bonus = g.new_zeros(arcs.shape).index_put(where, dot)
         return torch.cat([bonus, g[..., -1:]], dim=-1)
 
     def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
-        if walk.state.device.type == "cpu":  # only live walkers choose (see ``choose``)
-            rows = walk.alive.nonzero().squeeze(1)
+        if walk.state.device.type == "cpu":  # only live walkers with a choice choose
+            rows = (walk.alive & (batch.choices[walk.state] > 1)).nonzero().squeeze(1)
             g = self.g(self.drop_step(walk.hidden[rows], walkers=rows))  # (n, d + 1)
             if self.tape is not None and not torch.is_grad_enabled():
                 self.tape.append(g)  # the scoring's g at this step's positions
-            states = walk.state[rows]
-            arcs = batch.out_arcs[states]  # (n, D)
-            bonus = self.arc_bonus(g, arcs, context.arc_embed)
-            lp = torch.log_softmax(context.table[states] + bonus, dim=1)
-            return context.table[walk.state].index_copy(0, rows, lp)
+            lp = self.bonus_log_probs(batch, context, walk.state[rows], g)
+            return forced_log_probs(batch, walk.state, lp.dtype).index_copy(0, rows, lp)
         # finding the live walkers or the real arcs would sync a GPU with the host
         g = self.g(self.drop_step(walk.hidden))  # (N, d + 1)
         arcs = batch.out_arcs[walk.state]  # (N, D)
-        dense = torch.einsum("nd,nkd->nk", g[:, :-1], context.arc_embed[arcs.clamp(min=0)])
+        e = context.arc_embed[batch.backward_arc_rank[arcs.clamp(min=0)]]  # (N, D, d)
+        dense = torch.einsum("nd,nkd->nk", g[:, :-1], e)
         return torch.log_softmax(context.table[walk.state] + torch.cat([dense, g[:, -1:]], 1), 1)
 
     def path_log_probs(self, batch: LatticeBatch, context: WeightedLattice, route: Route) -> Tensor:
-        h, rows = self.prefix.run_rows(route, self.bos)  # (P, d): just the positions scored
+        h, rows = self.prefix.run_choosing(batch, route, self.bos)  # (m, d)
         x = self.drop_step(h, walkers=rows.paths)
         walked = replay(self.tape, rows.running)
         g = self.g(x) if walked is None else ReplayedLinear.apply(x, self.g.weight, self.g.bias,
-                                                                  walked)  # (P, d + 1)
-        states = rows.at(route.states)
-        arcs = batch.out_arcs[states]  # (P, D)
-        bonus = self.arc_bonus(g, arcs, context.arc_embed)
-        return rows.place(torch.log_softmax(context.table[states] + bonus, dim=1),
-                          route.states.shape)
+                                                                  walked)  # (m, d + 1)
+        lp = self.bonus_log_probs(batch, context, rows.at(route.states), g)
+        return rows.place(lp, forced_log_probs(batch, route.states, lp.dtype))
+
+    def bonus_log_probs(self, batch: LatticeBatch, context: WeightedLattice, states: Tensor,
+                        g: Tensor) -> Tensor:
+        """(n, D + 1): log q at states (n,) given g (n, d + 1) there."""
+        bonus = self.arc_bonus(g, batch, batch.out_arcs[states], context.arc_embed)
+        return torch.log_softmax(context.table[states] + bonus, dim=1)
 
     def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
                 choice: Tensor) -> Walk:
@@ -133,8 +135,8 @@ class SWPSWS(SWP):
 
     def path_log_probs(self, batch: LatticeBatch, context: HybridContext, route: Route) -> Tensor:
         logits, rows = self.sws.path_logits(batch, context.sws, route)
-        return rows.place(self.combine(batch, context, rows.at(route.states), logits),
-                          route.states.shape)
+        lp = self.combine(batch, context, rows.at(route.states), logits)
+        return rows.place(lp, forced_log_probs(batch, route.states, lp.dtype))
 
     def combine(self, batch: LatticeBatch, context: HybridContext, states: Tensor,
                 logits: Tensor) -> Tensor:

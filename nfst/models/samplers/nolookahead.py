@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import Sampler, SamplerConfig, Walk
+from .base import Sampler, SamplerConfig, Walk, forced_log_probs
 from .prefix import PrefixGRU
 from .forcing import Route, WalkDropout
 
@@ -37,10 +37,10 @@ class NoLookahead(Sampler):
         return self.legal_log_probs(batch, walk, self.out(self.drop(walk.hidden)))
 
     def path_log_probs(self, batch: LatticeBatch, context, route: Route) -> Tensor:
-        h, rows = self.prefix.run_rows(route, self.bos)  # (P, d): just the positions scored
+        h, rows = self.prefix.run_choosing(batch, route, self.bos)  # (m, d)
         logits = self.out(self.drop(h, walkers=rows.paths))
-        return rows.place(self.legal_log_softmax(batch, rows.at(route.states), logits),
-                          route.states.shape)
+        lp = self.legal_log_softmax(batch, rows.at(route.states), logits)
+        return rows.place(lp, forced_log_probs(batch, route.states, lp.dtype))
 
     def advance(self, batch: LatticeBatch, context, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from ...dp.batch import LatticeBatch
 from .base import Walk
 from .forcing import Route, WalkDropout, WalkMemory, replay
 
@@ -41,19 +42,39 @@ def gru_step(gi: Tensor, h: Tensor, weight_hh: Tensor, bias_hh: Tensor
 
 
 @dataclass
-class Packing:
-    """The positions of N known paths as rows, time-major: step t's rows are the paths with
-    more than t positions, in path order (as a walk reaches them: a walker reads position t
-    at its t-th step)."""
+class Rows:
+    """Positions of N known paths as rows, time-major: step t's rows are the paths with more
+    than t positions (or some of them), in path order, as a walk reaches them: a walker reads
+    position t at its t-th step."""
 
-    marks: Tensor
-    """(P,): the mark each row reads (BOS at t = 0)."""
     paths: Tensor
-    """(P,): its path."""
+    """(P,): each row's path."""
     steps: Tensor
     """(P,): its position t."""
     running: list[int]
     """Rows per step."""
+
+    def at(self, values: Tensor) -> Tensor:
+        """(P, ...): each row's entry of per-position ``values`` (N, T, ...)."""
+        return values[self.paths, self.steps]
+
+    def place(self, rows: Tensor, into: Tensor) -> Tensor:
+        """``into`` (N, T, ...) with per-row ``rows`` (P, ...) at their positions."""
+        return into.index_put((self.paths, self.steps), rows)
+
+    def spans(self) -> list[slice]:
+        """Each step's rows."""
+        ends = list(itertools.accumulate(self.running))
+        return [slice(end - n, end) for n, end in zip(self.running, ends)]
+
+
+@dataclass
+class Packing(Rows):
+    """Every position of N known paths up to its STOP, as :class:`Rows`, with what a
+    recurrence over them reads."""
+
+    marks: Tensor
+    """(P,): the mark each row reads (BOS at t = 0)."""
     parent: Tensor
     """(P,): the row, among step t - 1's, of the same path (0 at t = 0)."""
 
@@ -65,20 +86,15 @@ class Packing:
         steps, paths = going.nonzero(as_tuple=True)
         rank = going.cumsum(1) - 1  # a path's row among its step's rows
         parent = rank[(steps - 1).clamp(min=0), paths]
-        return Packing(marks[paths, steps], paths, steps, going.sum(1).tolist(), parent)
+        return Packing(paths, steps, going.sum(1).tolist(), marks[paths, steps], parent)
 
-    def at(self, values: Tensor) -> Tensor:
-        """(P, ...): each row's entry of per-position ``values`` (N, T, ...)."""
-        return values[self.paths, self.steps]
-
-    def place(self, rows: Tensor, shape: tuple[int, int]) -> Tensor:
-        """(N, T, ...): per-row ``rows`` (P, ...) at their positions, zero elsewhere."""
-        return rows.new_zeros(*shape, *rows.shape[1:]).index_put((self.paths, self.steps), rows)
-
-    def spans(self) -> list[slice]:
-        """Each step's rows."""
-        ends = list(itertools.accumulate(self.running))
-        return [slice(end - n, end) for n, end in zip(self.running, ends)]
+    def where(self, keep: Tensor) -> tuple[Tensor, Rows]:
+        """The rows where ``keep`` (P,) holds: their indices (m,) and their :class:`Rows`
+        (one host sync)."""
+        index = keep.nonzero().squeeze(1)
+        steps = self.steps[index]
+        running = torch.bincount(steps, minlength=len(self.running)).tolist()
+        return index, Rows(self.paths[index], steps, running)
 
 
 class Recurrence(torch.autograd.Function):
@@ -227,16 +243,21 @@ class PrefixGRU(nn.Module, WalkMemory):
         if marks.is_cuda:
             return self.fused(marks, lengths)
         packing = Packing.of(marks, lengths)
-        return packing.place(self.run_packed(packing, len(marks)), marks.shape)
+        h = self.run_packed(packing, len(marks))
+        return packing.place(h, h.new_zeros(*marks.shape, h.shape[1]))
 
-    def run_rows(self, route: Route, bos: int) -> tuple[Tensor, Packing]:
-        """:meth:`run` at just the positions up to each path's end: h (P, d) at the rows
-        of the Packing returned (one host sync to lay them out)."""
+    def run_choosing(self, batch: LatticeBatch, route: Route, bos: int) -> tuple[Tensor, Rows]:
+        """:meth:`run` at just the positions where the walker has a choice (see
+        :func:`base.forced_log_probs`): h (m, d) at the Rows returned. The recurrence
+        still reads every mark up to each path's end (two host syncs to lay the rows out)."""
         marks, lengths = self.positions(route, bos)
         packing = Packing.of(marks, lengths)
         if marks.is_cuda:
-            return packing.at(self.fused(marks, lengths)), packing
-        return self.run_packed(packing, len(marks)), packing
+            h = packing.at(self.fused(marks, lengths))
+        else:
+            h = self.run_packed(packing, len(marks))
+        pick, rows = packing.where(batch.choices[packing.at(route.states)] > 1)
+        return h[pick], rows
 
     @staticmethod
     def positions(route: Route, bos: int) -> tuple[Tensor, Tensor]:

@@ -40,7 +40,8 @@ class WeightedLattice:
     table: Tensor
     """(S, D + 1): log q of each column of ``batch.out_arcs`` and of STOP, -inf if illegal."""
     arc_embed: Optional[Tensor] = None
-    """(A, d): Algorithm 1's arc embeddings (kept for the prefix variant)."""
+    """(A, d): Algorithm 1's arc embeddings (kept for the prefix variant), in the order it
+    forms them: arc a's is row ``batch.backward_arc_rank[a]``."""
 
 
 class WFSTSampler(Sampler):
@@ -76,9 +77,10 @@ class Algorithm1(torch.autograd.Function):
     """003 Algorithm 1 over a batch, level by level, with a hand-written reverse pass.
 
     Inputs: ``mark_part`` (V, d) = U_1 + U_mark e_ω for every mark, ``U_state`` (d, d) and
-    ``w`` (d,). Outputs: log w (A,), log β (S,) and the arc embeddings e (A, d), or None for
-    them unless ``arc_embed`` (an (A, d) output and its gradient are about 32 MB each on a batch
-    of 16 cipher lattices at d 256, and fresh buffers that large cost a CPU page faults).
+    ``w`` (d,). Outputs: log w (A,), log β (S,) and the arc embeddings e (A, d) in level
+    order (``batch.backward_arc_order``), or None for them unless ``arc_embed`` (an (A, d)
+    output and its gradient are about 32 MB each on a batch of 16 cipher lattices at d 256;
+    in level order, neither is copied to reorder it).
 
     Why not plain autograd: each level reads states of any lower level, so autograd would
     allocate (and zero) a gradient the size of every state's embedding at every level, which
@@ -114,9 +116,8 @@ class Algorithm1(torch.autograd.Function):
         ctx.save_for_backward(mark_part, U_state, w, embed_s, embed, q)
         ctx.batch = batch
         ctx.set_materialize_grads(False)
-        natural = torch.empty_like(order)
-        natural[order] = torch.arange(A, device=order.device)
-        return log_w[natural], beta[batch.level_index], embed[natural] if arc_embed else None
+        return (log_w[batch.backward_arc_rank], beta[batch.level_index],
+                embed if arc_embed else None)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -141,8 +142,8 @@ class Algorithm1(torch.autograd.Function):
                 g_e_s = g_proj[lo:hi] @ U_state
                 g_q = (g_e_s[seg] * e).sum(1)                     # e_s = Σ q e
                 g_e = qa[:, None] * g_e_s[seg]
-                if grad_embed is not None:  # read in natural order: no reordered (A, d) copy
-                    g_e = g_e + grad_embed[order[arcs]]
+                if grad_embed is not None:
+                    g_e = g_e + grad_embed[arcs]
                 # q = exp(through − b): b's adjoint collects −Σ g_q q; b = logsumexp(through, final)
                 g_b = g_beta[lo:hi] - torch.zeros_like(g_beta[lo:hi]).index_add_(0, seg, g_q * qa)
                 g_through = qa * (g_q + g_b[seg])

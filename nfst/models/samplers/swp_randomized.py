@@ -95,13 +95,11 @@ class RandomizedAlgorithm1(torch.autograd.Function):
             levels.append((lo, hi, arcs, seg, other, src, m, r0, r1, e, qa))
         ctx.save_for_backward(mark_part, U_state, w, store_e[:used], slot)
         ctx.batch, ctx.levels = batch, levels
-        kept_arcs = torch.cat([order[lv[2]] for lv in levels]) if levels else order[:0]
+        kept_arcs = torch.cat([lv[2] for lv in levels]) if levels else order[:0]  # level order
         embed = torch.cat([lv[9] for lv in levels]) if levels else mark_part.new_zeros(0, d)
-        natural = torch.empty_like(order)
-        natural[order] = torch.arange(A, device=order.device)
         out_c = log_c[batch.level_index]
         ctx.mark_non_differentiable(kept_arcs, out_c)
-        return log_w[natural], beta[batch.level_index], embed, kept_arcs, out_c
+        return log_w[batch.backward_arc_rank], beta[batch.level_index], embed, kept_arcs, out_c
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -151,8 +149,8 @@ def randomized_weights(mark_part: Tensor, U_state: Tensor, w: Tensor, batch: Lat
                        config: RDPConfig, arc_embed: bool = False
                        ) -> tuple[Tensor, Tensor, Optional[Tensor], tuple[Tensor, Tensor]]:
     """Randomized Algorithm 1 and the cheap model: log w + log c(dst) (A,) (-inf on arcs into
-    dropped states), log β̂ (S,), e (A, d) if ``arc_embed`` (0 on arcs not evaluated) else
-    None, and the cheap model's (log q⁰ per arc (A,), log q⁰(STOP) (S,))."""
+    dropped states), log β̂ (S,), e (A, d) in level order as Algorithm 1's if ``arc_embed``
+    (0 on arcs not evaluated) else None, and the cheap model's (log q⁰ per arc (A,), log q⁰(STOP) (S,))."""
     with torch.no_grad():
         cheap_w = (torch.sigmoid(mark_part) @ w)[batch.arc_mark]
         final = batch.final_weights(cheap_w.dtype)

@@ -19,8 +19,8 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import Sampler, SamplerConfig, Walk
-from .prefix import Packing, PrefixGRU
+from .base import Sampler, SamplerConfig, Walk, forced_log_probs
+from .prefix import PrefixGRU, Rows
 from .forcing import Route, WalkDropout
 
 
@@ -95,10 +95,10 @@ class SWS(Sampler):
         return self.logits_at(batch, walk.state, h, x, y)
 
     def path_logits(self, batch: LatticeBatch, context: Suffixes, route: Route
-                    ) -> tuple[Tensor, Packing]:
-        """:meth:`mark_logits` at every position of known paths up to their STOP: (P, V + 1)
-        at the rows of the Packing returned."""
-        h, rows = self.prefix.run_rows(route, self.bos)
+                    ) -> tuple[Tensor, Rows]:
+        """:meth:`mark_logits` at the positions of known paths where the walker has a choice:
+        (m, V + 1) at the Rows returned (elsewhere q is forced: ``base.forced_log_probs``)."""
+        h, rows = self.prefix.run_choosing(batch, route, self.bos)
         x, y = self.suffix_logits(context, route.lattice)
         return self.logits_at(batch, rows.at(route.states), h, x, y, rows.paths), rows
 
@@ -115,8 +115,8 @@ class SWS(Sampler):
 
     def path_log_probs(self, batch: LatticeBatch, context: Suffixes, route: Route) -> Tensor:
         logits, rows = self.path_logits(batch, context, route)
-        return rows.place(self.legal_log_softmax(batch, rows.at(route.states), logits),
-                          route.states.shape)
+        lp = self.legal_log_softmax(batch, rows.at(route.states), logits)
+        return rows.place(lp, forced_log_probs(batch, route.states, lp.dtype))
 
     def advance(self, batch: LatticeBatch, context: Suffixes, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)

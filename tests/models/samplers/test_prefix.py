@@ -36,6 +36,22 @@ def test_recurrence_gradients_pass_gradcheck(masked):
     assert torch.autograd.gradcheck(lambda *x: Recurrence.apply(*x, packing, mask), (table, w, b))
 
 
+def test_where_keeps_the_chosen_rows_in_walk_order_with_their_step_counts():
+    packing = Packing.of(torch.randint(4, (4, 4)), torch.tensor([2, 4, 1, 4]))
+    keep = torch.tensor([True, False, True, True, False, True, True, False, True, True, True])
+    index, rows = packing.where(keep)
+    assert index.tolist() == [0, 2, 3, 5, 6, 8, 9, 10]
+    assert rows.paths.tolist() == packing.paths[keep].tolist()
+    assert rows.steps.tolist() == packing.steps[keep].tolist()
+    assert rows.running == [3, 2, 1, 2]
+    values = torch.arange(16.0).view(4, 4)
+    placed = rows.place(rows.at(values), torch.full((4, 4), -1.0))
+    assert torch.equal(placed, torch.where(rows.place(torch.ones(8, dtype=torch.bool),
+                                                      torch.zeros(4, 4, dtype=torch.bool)),
+                                           values, torch.tensor(-1.0)))
+    assert placed.eq(-1).sum() == 16 - 8
+
+
 def test_run_matches_an_independent_gru_in_values_and_gradients():
     """PrefixGRU.run over paths of different lengths (given in no particular order) against
     torch.nn.GRU run over each path alone, with the same weights: h at every position, zeros

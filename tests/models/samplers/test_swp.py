@@ -52,8 +52,9 @@ def test_algorithm1_matches_the_state_by_state_reference_with_gradients():
             assert abs(beta[s0 + s].item() - v.item()) < 1e-12
         for a, v in ref_w.items():
             assert abs(log_w[a0 + a].item() - v.item()) < 1e-12
-            torch.testing.assert_close(embed[a0 + a], ref_e[a], rtol=0, atol=1e-12)
-            ref_total = ref_total + r_w[a0 + a] * v + (r_e[a0 + a] * ref_e[a]).sum()
+            row = batch.backward_arc_rank[a0 + a]  # the embeddings are in level order
+            torch.testing.assert_close(embed[row], ref_e[a], rtol=0, atol=1e-12)
+            ref_total = ref_total + r_w[a0 + a] * v + (r_e[row] * ref_e[a]).sum()
         ref_total = ref_total + ref_beta[0]
     grads = torch.autograd.grad(total, list(swp.parameters()))
     ref_grads = torch.autograd.grad(ref_total, list(swp.parameters()))
@@ -98,6 +99,48 @@ def test_swp_prefix_starts_out_as_swp():
     prefix = new_sampler("swp-prefix", [lat], seed=5)
     prefix.load_state_dict(swp.state_dict(), strict=False)
     torch.testing.assert_close(prefix.score(batch, arcs), swp.score(batch, arcs))
+
+
+def test_swp_prefix_reweights_each_arc_by_the_prefix():
+    """log q of every path against 003 §3.3's formula written out: q(s→s') ∝ w β(s')
+    exp(g(h)·e_{s→s'}), q(STOP) ∝ [s final] exp(g_stop(h)), with Algorithm 1 and h by plain
+    re-runs (the reference's own arc embeddings, a torch GRU over BOS and the marks so far),
+    g moved away from zero, on a batch of several lattices, one with a final state that has
+    out-arcs (where STOP competes with them)."""
+    vocab = del_ins_lattices()[0].mark_vocab  # 0 -a-> 1 -b-> 2 and 0 -b-> 2; 1 and 2 final
+    lats = del_ins_lattices() + [Lattice(
+        mark_vocab=vocab, x=("a",), y=("b",), arc_src=np.array([0, 0, 1]),
+        arc_dst=np.array([1, 2, 2]), arc_mark=np.array([vocab.index("a"), vocab.index("b"),
+                                                         vocab.index("b")]),
+        final=np.array([False, True, True]), positions=np.zeros((3, 2), dtype=np.int64),
+        height=np.array([2, 1, 0]))]
+    batch = LatticeBatch(lats)
+    prefix = new_sampler("swp-prefix", lats, seed=3)
+    with torch.no_grad():
+        prefix.g.weight.normal_(0, 1.0, generator=torch.Generator().manual_seed(4))
+        prefix.g.bias.normal_(0, 1.0)
+    arcs, real = all_paths(batch)
+    got = prefix.score(batch, arcs)
+    for b, lat in enumerate(lats):
+        beta, log_w, arc_embed = algorithm1_reference(prefix, lat)
+        a0 = int(batch.arc_offsets[b])
+        for i in range(arcs.shape[1]):
+            if not real[b, i]:
+                continue
+            path = [int(a) - a0 for a in arcs[b, i] if a >= 0]
+            marks = [prefix.bos] + [int(lat.arc_mark[a]) for a in path]
+            h, _ = prefix.prefix.gru(prefix.prefix.embed(torch.tensor(marks))[None])
+            g = prefix.g(h[0])  # (L + 1, d + 1): g and g_stop at each position
+            state, log_q = 0, 0.0
+            for t, taken in enumerate(path + [None]):
+                out = range(lat.arc_offsets[state], lat.arc_offsets[state + 1])
+                scores = {a: log_w[a] + beta[int(lat.arc_dst[a])] + g[t, :-1] @ arc_embed[a]
+                          for a in out}
+                if lat.final[state]:
+                    scores[None] = g[t, -1]
+                log_q = log_q + scores[taken] - torch.logsumexp(torch.stack(list(scores.values())), 0)
+                state = int(lat.arc_dst[taken]) if taken is not None else state
+            torch.testing.assert_close(got[b, i], log_q, rtol=0, atol=1e-10)
 
 
 def cyclic_lattice():

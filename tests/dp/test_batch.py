@@ -1,0 +1,24 @@
+"""The batch's per-state and per-arc tables against the lattices they come from."""
+
+import torch
+
+from nfst.dp.batch import LatticeBatch
+from tests.helpers.lattices import small_lattices
+
+
+def test_choices_count_each_states_out_arcs_and_stop():
+    lats = small_lattices()
+    batch = LatticeBatch(lats)
+    for b, lat in enumerate(lats):
+        s0 = int(batch.state_offsets[b])
+        for s in range(lat.num_states):
+            expected = int((lat.arc_src == s).sum()) + int(lat.final[s])
+            assert int(batch.choices[s0 + s]) == expected
+    assert bool((batch.choices == 1).any()) and bool((batch.choices > 1).any())
+
+
+def test_backward_arc_rank_is_each_arcs_slot_in_the_level_order():
+    batch = LatticeBatch(small_lattices())
+    A = batch.num_arcs
+    assert torch.equal(batch.backward_arc_order[batch.backward_arc_rank], torch.arange(A))
+    assert torch.equal(batch.backward_arc_rank[batch.backward_arc_order], torch.arange(A))
