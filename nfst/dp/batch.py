@@ -43,6 +43,8 @@ class LatticeBatch:
       start: (B,) long                            out_arcs: (S, D) long, -1 padded
       choices: (S,) long, a walker's legal choices at each state: its out-arcs, and STOP if
         final. Where there is one, no sampler has anything to decide.
+      choice_ahead: (S,) bool, whether a walker at the state has a choice to make there or
+        further on (False: the rest of its path is forced, one chain to STOP).
     """
 
     def __init__(self, lattices: Sequence[Lattice], device: torch.device | str = "cpu"):
@@ -109,6 +111,13 @@ class LatticeBatch:
         self.arc_lattice = t(np.repeat(np.arange(len(lattices)), n_arcs))
         self.out_arcs = t(out_arcs)
         self.choices = t(out_deg + final)
+        ahead = out_deg + final > 1
+        by_height = np.argsort(height[src], kind="stable")  # arcs by their source's height
+        arc_bounds = np.searchsorted(height[src][by_height], np.arange(self.max_height + 2))
+        for h in range(1, self.max_height + 1):  # destinations are lower: already complete
+            arcs = by_height[arc_bounds[h]:arc_bounds[h + 1]]
+            np.logical_or.at(ahead, src[arcs], ahead[dst[arcs]])
+        self.choice_ahead = t(ahead)
         self.level_order = t(order)
         """(S,) state id at each level-order slot; ``level_index`` is its inverse."""
         self.level_index = t(level_of)

@@ -22,3 +22,20 @@ def test_backward_arc_rank_is_each_arcs_slot_in_the_level_order():
     A = batch.num_arcs
     assert torch.equal(batch.backward_arc_order[batch.backward_arc_rank], torch.arange(A))
     assert torch.equal(batch.backward_arc_rank[batch.backward_arc_order], torch.arange(A))
+
+
+def test_choice_ahead_marks_the_states_from_which_some_path_still_branches():
+    lats = small_lattices()
+    batch = LatticeBatch(lats)
+    for b, lat in enumerate(lats):
+        s0 = int(batch.state_offsets[b])
+        for s in range(lat.num_states):
+            reach, todo = set(), [s]  # every state reachable from s, s included
+            while todo:
+                q = todo.pop()
+                if q not in reach:
+                    reach.add(q)
+                    todo.extend(int(d) for d in lat.arc_dst[lat.arc_src == q])
+            expected = any(int((lat.arc_src == q).sum()) + int(lat.final[q]) > 1 for q in reach)
+            assert bool(batch.choice_ahead[s0 + s]) == expected
+    assert bool(batch.choice_ahead.any()) and not bool(batch.choice_ahead.all())

@@ -154,6 +154,21 @@ def forced_log_probs(batch: LatticeBatch, states: Tensor, dtype: torch.dtype) ->
         ~legal, float("-inf"))
 
 
+def choosing(batch: LatticeBatch, walk: Walk) -> Optional[Tensor]:
+    """The walkers (n,) with a choice to make now: alive, at a state with more than one legal
+    choice. None on a GPU, where finding them would sync it with the host (there every walker's
+    row is computed). See :func:`with_forced`."""
+    if walk.state.device.type != "cpu":
+        return None
+    return (walk.alive & (batch.choices[walk.state] > 1)).nonzero().squeeze(1)
+
+
+def with_forced(batch: LatticeBatch, walk: Walk, rows: Tensor, log_probs: Tensor) -> Tensor:
+    """(N, D + 1): ``log_probs`` (n, D + 1) at the walkers ``rows`` (n,) from
+    :func:`choosing`, :func:`forced_log_probs` at the others (dead walkers' rows are unused)."""
+    return forced_log_probs(batch, walk.state, log_probs.dtype).index_copy(0, rows, log_probs)
+
+
 class Sampler(torch.nn.Module):
     """Base class: see the module docstring. ``symbols`` is the input ∪ output alphabet, for
     samplers that read x and y (unknown symbols share one embedding)."""

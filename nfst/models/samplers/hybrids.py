@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import SamplerConfig, Walk, forced_log_probs
+from .base import SamplerConfig, Walk, choosing, forced_log_probs, with_forced
 from .prefix import PrefixGRU
 from .swp import SWP, WeightedLattice
 from .sws import SWS, Suffixes
@@ -72,14 +72,14 @@ class SWPPrefix(SWP, WalkMemory):
         return torch.cat([bonus, g[..., -1:]], dim=-1)
 
     def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
-        if walk.state.device.type == "cpu":  # only live walkers with a choice choose
-            rows = (walk.alive & (batch.choices[walk.state] > 1)).nonzero().squeeze(1)
+        rows = choosing(batch, walk)
+        if rows is not None:
             g = self.g(self.drop_step(walk.hidden[rows], walkers=rows))  # (n, d + 1)
             if self.tape is not None and not torch.is_grad_enabled():
                 self.tape.append(g)  # the scoring's g at this step's positions
-            lp = self.bonus_log_probs(batch, context, walk.state[rows], g)
-            return forced_log_probs(batch, walk.state, lp.dtype).index_copy(0, rows, lp)
-        # finding the live walkers or the real arcs would sync a GPU with the host
+            return with_forced(batch, walk, rows,
+                               self.bonus_log_probs(batch, context, walk.state[rows], g))
+        # finding the real arcs would sync a GPU with the host too
         g = self.g(self.drop_step(walk.hidden))  # (N, d + 1)
         arcs = batch.out_arcs[walk.state]  # (N, D)
         e = context.arc_embed[batch.backward_arc_rank[arcs.clamp(min=0)]]  # (N, D, d)
@@ -104,7 +104,7 @@ class SWPPrefix(SWP, WalkMemory):
     def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
                 choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)
-        moved.hidden = self.prefix.advance(walk, moved)
+        moved.hidden = self.prefix.advance(batch, walk, moved)
         return moved
 
 
@@ -130,8 +130,13 @@ class SWPSWS(SWP):
         return self.sws.start(batch, context.sws, lattice)
 
     def log_probs(self, batch: LatticeBatch, context: HybridContext, walk: Walk) -> Tensor:
-        logits = self.sws.mark_logits(batch, context.sws, walk)
-        return self.combine(batch, context, walk.state, logits)
+        rows = choosing(batch, walk)
+        if rows is None:
+            return self.combine(batch, context, walk.state,
+                                self.sws.mark_logits(batch, context.sws, walk))
+        logits = self.sws.mark_logits(batch, context.sws, walk, rows)
+        return with_forced(batch, walk, rows,
+                           self.combine(batch, context, walk.state[rows], logits))
 
     def path_log_probs(self, batch: LatticeBatch, context: HybridContext, route: Route) -> Tensor:
         logits, rows = self.sws.path_logits(batch, context.sws, route)

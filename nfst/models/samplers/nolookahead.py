@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import Sampler, SamplerConfig, Walk, forced_log_probs
+from .base import Sampler, SamplerConfig, Walk, choosing, forced_log_probs, with_forced
 from .prefix import PrefixGRU
 from .forcing import Route, WalkDropout
 
@@ -34,7 +34,12 @@ class NoLookahead(Sampler):
         return self.initial_walk(batch, lattice, self.prefix.step(bos))
 
     def log_probs(self, batch: LatticeBatch, context, walk: Walk) -> Tensor:
-        return self.legal_log_probs(batch, walk, self.out(self.drop(walk.hidden)))
+        rows = choosing(batch, walk)
+        if rows is None:
+            return self.legal_log_probs(batch, walk, self.out(self.drop(walk.hidden)))
+        logits = self.out(self.drop(walk.hidden[rows], walkers=rows))
+        return with_forced(batch, walk, rows,
+                           self.legal_log_softmax(batch, walk.state[rows], logits))
 
     def path_log_probs(self, batch: LatticeBatch, context, route: Route) -> Tensor:
         h, rows = self.prefix.run_choosing(batch, route, self.bos)  # (m, d)
@@ -44,5 +49,5 @@ class NoLookahead(Sampler):
 
     def advance(self, batch: LatticeBatch, context, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)
-        moved.hidden = self.prefix.advance(walk, moved)
+        moved.hidden = self.prefix.advance(batch, walk, moved)
         return moved

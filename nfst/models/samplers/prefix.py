@@ -226,20 +226,24 @@ class PrefixGRU(nn.Module, WalkMemory):
             self.tape.append(states)  # this step's position of the walkers that read
         return states[0] if rows is None else h.index_copy(0, rows, states[0])
 
-    def advance(self, walk: Walk, moved: Walk, h: Optional[Tensor] = None) -> Tensor:
+    def advance(self, batch: LatticeBatch, walk: Walk, moved: Walk, h: Optional[Tensor] = None
+                ) -> Tensor:
         """The prefix state after ``walk`` moved to ``moved``: only walkers that emitted a
-        mark read it; walkers that stopped keep theirs. ``h``: the walkers' prefix state
-        (N, d), when ``walk.hidden`` holds more than it."""
+        mark and still have a choice ahead (``batch.choice_ahead``) read it; the others keep
+        theirs, which no head reads again: their q is forced from here on (see
+        :func:`base.forced_log_probs`). ``h``: the walkers' prefix state (N, d), when
+        ``walk.hidden`` holds more than it."""
         h = walk.hidden if h is None else h
-        emitted = moved.length > walk.length
-        if emitted.device.type == "cpu":  # skip the dead (finding them syncs a GPU)
-            return self.step(moved.last_mark, h, emitted.nonzero().squeeze(1))
-        return torch.where(emitted[:, None], self.step(moved.last_mark, h), h)
+        reading = (moved.length > walk.length) & batch.choice_ahead[moved.state]
+        if reading.device.type == "cpu":  # skip the others (finding them syncs a GPU)
+            return self.step(moved.last_mark, h, reading.nonzero().squeeze(1))
+        return torch.where(reading[:, None], self.step(moved.last_mark, h), h)
 
-    def run(self, route: Route, bos: int) -> Tensor:
+    def run(self, route: Route, bos: int, batch: Optional[LatticeBatch] = None) -> Tensor:
         """(N, T, d): h at every position of known paths (h_0 after BOS, h_t after mark t)
-        in one recurrence over all N paths; positions past a path's end are zero."""
-        marks, lengths = self.positions(route, bos)
+        in one recurrence over all N paths; positions past a path's end are zero, and with
+        ``batch``, so are those a walk leaves alone (see :meth:`positions`)."""
+        marks, lengths = self.positions(route, bos, batch)
         if marks.is_cuda:
             return self.fused(marks, lengths)
         packing = Packing.of(marks, lengths)
@@ -249,8 +253,8 @@ class PrefixGRU(nn.Module, WalkMemory):
     def run_choosing(self, batch: LatticeBatch, route: Route, bos: int) -> tuple[Tensor, Rows]:
         """:meth:`run` at just the positions where the walker has a choice (see
         :func:`base.forced_log_probs`): h (m, d) at the Rows returned. The recurrence
-        still reads every mark up to each path's end (two host syncs to lay the rows out)."""
-        marks, lengths = self.positions(route, bos)
+        reads every mark up to each path's last choice (two host syncs to lay out the rows)."""
+        marks, lengths = self.positions(route, bos, batch)
         packing = Packing.of(marks, lengths)
         if marks.is_cuda:
             h = packing.at(self.fused(marks, lengths))
@@ -260,10 +264,16 @@ class PrefixGRU(nn.Module, WalkMemory):
         return h[pick], rows
 
     @staticmethod
-    def positions(route: Route, bos: int) -> tuple[Tensor, Tensor]:
-        """The marks read at each position (N, T), BOS first, and each path's positions (N,)."""
+    def positions(route: Route, bos: int, batch: Optional[LatticeBatch] = None
+                  ) -> tuple[Tensor, Tensor]:
+        """The marks read at each position (N, T), BOS first, and how many positions of
+        each path (N,) the recurrence reads: all up to its end, or with ``batch`` those a
+        walk reads (:meth:`advance`): up to its last with a choice ahead, and at least h_0."""
         marks = torch.cat([torch.full_like(route.marks[:, :1], bos), route.marks.clamp(min=0)], 1)
-        return marks, route.lengths + 1
+        if batch is None:
+            return marks, route.lengths + 1
+        ahead = batch.choice_ahead[route.states] & route.valid  # a prefix of each path
+        return marks, ahead.sum(1).clamp(min=1)
 
     def fused(self, marks: Tensor, lengths: Tensor) -> Tensor:
         g = self.gru

@@ -96,7 +96,7 @@ class SWA(Sampler):
         return self.legal_log_probs(batch, walk, logits[:, 0])
 
     def path_log_probs(self, batch: LatticeBatch, context: Encoded, route: Route) -> Tensor:
-        h = self.prefix.run(route, self.bos)  # (N, T, d)
+        h = self.prefix.run(route, self.bos, batch)  # (N, T, d)
         logits = self.logits(context, route.lattice, h, self.values(context, route.lattice),
                              route.per_lattice)
         return self.legal_log_softmax(batch, route.states, logits)
@@ -104,5 +104,5 @@ class SWA(Sampler):
     def advance(self, batch: LatticeBatch, context: Encoded, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)
         h, values = walk.hidden
-        moved.hidden = (self.prefix.advance(walk, moved, h), values)
+        moved.hidden = (self.prefix.advance(batch, walk, moved, h), values)
         return moved

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import Sampler, SamplerConfig, Walk, forced_log_probs
+from .base import Sampler, SamplerConfig, Walk, choosing, forced_log_probs, with_forced
 from .prefix import PrefixGRU, Rows
 from .forcing import Route, WalkDropout
 
@@ -88,11 +88,15 @@ class SWS(Sampler):
         return (nn.functional.linear(self.drop_x(context.x[lattice]), w[:, :d]),
                 nn.functional.linear(self.drop_y(context.y[lattice]), w[:, d:]))
 
-    def mark_logits(self, batch: LatticeBatch, context: Suffixes, walk: Walk) -> Tensor:
+    def mark_logits(self, batch: LatticeBatch, context: Suffixes, walk: Walk,
+                    rows: Optional[Tensor] = None) -> Tensor:
         """(N, vocab_size + 1): W[1; h_{t-1}; enc_x(x_{≥i}); enc_y(y_{≥j})] for every mark
-        and STOP (003:4), before restricting to the legal choices."""
+        and STOP (003:4), before restricting to the legal choices; with ``rows`` (n,), just
+        those walkers' (n, vocab_size + 1)."""
         h, x, y = walk.hidden
-        return self.logits_at(batch, walk.state, h, x, y)
+        if rows is None:
+            return self.logits_at(batch, walk.state, h, x, y)
+        return self.logits_at(batch, walk.state[rows], h[rows], x, y, rows)
 
     def path_logits(self, batch: LatticeBatch, context: Suffixes, route: Route
                     ) -> tuple[Tensor, Rows]:
@@ -111,7 +115,12 @@ class SWS(Sampler):
         return self.out_h(self.drop_h(h, walkers=walkers)) + x[r, i] + y[r, j]
 
     def log_probs(self, batch: LatticeBatch, context: Suffixes, walk: Walk) -> Tensor:
-        return self.legal_log_probs(batch, walk, self.mark_logits(batch, context, walk))
+        rows = choosing(batch, walk)
+        if rows is None:
+            return self.legal_log_probs(batch, walk, self.mark_logits(batch, context, walk))
+        logits = self.mark_logits(batch, context, walk, rows)
+        return with_forced(batch, walk, rows,
+                           self.legal_log_softmax(batch, walk.state[rows], logits))
 
     def path_log_probs(self, batch: LatticeBatch, context: Suffixes, route: Route) -> Tensor:
         logits, rows = self.path_logits(batch, context, route)
@@ -121,5 +130,5 @@ class SWS(Sampler):
     def advance(self, batch: LatticeBatch, context: Suffixes, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)
         h, x, y = walk.hidden
-        moved.hidden = (self.prefix.advance(walk, moved, h), x, y)
+        moved.hidden = (self.prefix.advance(batch, walk, moved, h), x, y)
         return moved
