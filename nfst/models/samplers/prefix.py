@@ -70,8 +70,8 @@ class Rows:
 
 @dataclass
 class Packing(Rows):
-    """Every position of N known paths up to its STOP, as :class:`Rows`, with what a
-    recurrence over them reads."""
+    """The first ``lengths`` positions of N known paths (:meth:`of`), as :class:`Rows`, with
+    what a recurrence over them reads."""
 
     marks: Tensor
     """(P,): the mark each row reads (BOS at t = 0)."""
