@@ -133,8 +133,8 @@ class SWPSWS(SWP):
         rows = choosing(batch, walk)
         if rows is None:
             return self.combine(batch, context, walk.state,
-                                self.sws.mark_logits(batch, context.sws, walk))
-        logits = self.sws.mark_logits(batch, context.sws, walk, rows)
+                                self.sws.mark_logits(batch, walk))
+        logits = self.sws.mark_logits(batch, walk, rows)
         return with_forced(batch, walk, rows,
                            self.combine(batch, context, walk.state[rows], logits))
 

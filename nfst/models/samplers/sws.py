@@ -88,8 +88,8 @@ class SWS(Sampler):
         return (nn.functional.linear(self.drop_x(context.x[lattice]), w[:, :d]),
                 nn.functional.linear(self.drop_y(context.y[lattice]), w[:, d:]))
 
-    def mark_logits(self, batch: LatticeBatch, context: Suffixes, walk: Walk,
-                    rows: Optional[Tensor] = None) -> Tensor:
+    def mark_logits(self, batch: LatticeBatch, walk: Walk, rows: Optional[Tensor] = None
+                    ) -> Tensor:
         """(N, vocab_size + 1): W[1; h_{t-1}; enc_x(x_{≥i}); enc_y(y_{≥j})] for every mark
         and STOP (003:4), before restricting to the legal choices; with ``rows`` (n,), just
         those walkers' (n, vocab_size + 1)."""
@@ -117,8 +117,8 @@ class SWS(Sampler):
     def log_probs(self, batch: LatticeBatch, context: Suffixes, walk: Walk) -> Tensor:
         rows = choosing(batch, walk)
         if rows is None:
-            return self.legal_log_probs(batch, walk, self.mark_logits(batch, context, walk))
-        logits = self.mark_logits(batch, context, walk, rows)
+            return self.legal_log_probs(batch, walk, self.mark_logits(batch, walk))
+        logits = self.mark_logits(batch, walk, rows)
         return with_forced(batch, walk, rows,
                            self.legal_log_softmax(batch, walk.state[rows], logits))
 

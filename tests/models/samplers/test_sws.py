@@ -42,7 +42,7 @@ def test_sws_logits_read_the_suffixes_at_the_state_positions(train):
         context = sws.prepare(batch)
         walk = sws.start(batch, context, torch.zeros_like(states))
         walk.state = states  # one walker at each state, all with h_0
-        logits = sws.mark_logits(batch, context, walk)
+        logits = sws.mark_logits(batch, walk)
         h = walk.hidden[0]
         m_h, m_x, m_y = (m.mask if train else torch.ones_like(h)
                          for m in (sws.drop_h, sws.drop_x, sws.drop_y))
