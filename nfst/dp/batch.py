@@ -94,11 +94,11 @@ class LatticeBatch:
                     states=slice(int(lo), int(bounds[h + 1])), arcs=slice(a0, a1),
                     segment=torch.as_tensor(level_of[key_state[arcs]] - lo, device=device),
                     other=torch.as_tensor(level_of[other_state[arcs]], device=device)))
-            return torch.as_tensor(arc_order, device=device), levels
+            return arc_order, levels
 
-        self.backward_arc_order, self.backward_levels = schedule(src, dst)
+        backward_arc_order, self.backward_levels = schedule(src, dst)
         forward_arc_order, forward_levels = schedule(dst, src)
-        self.forward_arc_order, self.forward_levels = forward_arc_order, forward_levels[::-1]
+        self.forward_levels = forward_levels[::-1]
 
         t = lambda a: torch.as_tensor(a, device=device)  # noqa: E731
         self.start = t(s_off[:-1])
@@ -110,20 +110,21 @@ class LatticeBatch:
         self.state_lattice = t(np.repeat(np.arange(len(lattices)), n_states))
         self.arc_lattice = t(np.repeat(np.arange(len(lattices)), n_arcs))
         self.out_arcs = t(out_arcs)
+        self.backward_arc_order = t(backward_arc_order)
+        self.forward_arc_order = t(forward_arc_order)
         self.choices = t(out_deg + final)
         ahead = out_deg + final > 1
-        by_height = np.argsort(height[src], kind="stable")  # arcs by their source's height
-        arc_bounds = np.searchsorted(height[src][by_height], np.arange(self.max_height + 2))
-        for h in range(1, self.max_height + 1):  # destinations are lower: already complete
-            arcs = by_height[arc_bounds[h]:arc_bounds[h + 1]]
+        for level in self.backward_levels[1:]:  # bottom-up: every destination is complete
+            arcs = backward_arc_order[level.arcs]
             np.logical_or.at(ahead, src[arcs], ahead[dst[arcs]])
         self.choice_ahead = t(ahead)
         self.level_order = t(order)
         """(S,) state id at each level-order slot; ``level_index`` is its inverse."""
         self.level_index = t(level_of)
-        self.backward_arc_rank = torch.empty_like(self.backward_arc_order)
+        rank = np.empty(A, dtype=np.int64)
+        rank[backward_arc_order] = np.arange(A)
+        self.backward_arc_rank = t(rank)
         """(A,) each arc's slot in ``backward_arc_order`` (its inverse)."""
-        self.backward_arc_rank[self.backward_arc_order] = torch.arange(A, device=device)
 
     @property
     def batch_size(self) -> int:

@@ -49,7 +49,7 @@ class SWPPrefix(SWP, WalkMemory):
         nn.init.zeros_(self.g.weight)
         nn.init.zeros_(self.g.bias)
         self.drop_step = WalkDropout(self.config.dropout)
-        self.tape: Optional[list[Tensor]] = None  # a walk's g of the live walkers, per step
+        self.tape: Optional[list[Tensor]] = None  # a walk's g of the walkers choosing, per step
 
     def begin_walk(self, walkers: int) -> None:
         self.tape = []
