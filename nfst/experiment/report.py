@@ -154,20 +154,25 @@ def _plot_curves(runs: list[dict], out: Path) -> list[str]:
 
 
 def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:
-    """Offset KL against M per SMC method (``nfst.evaluate.smc.evaluate_smc``'s result), with
-    standard errors and a log-scaled M axis, like 000 Fig. 2 (a PNG)."""
+    """Offset KL per SMC method (``nfst.evaluate.smc.evaluate_smc``'s result), with standard
+    errors, against M on a log scale like 000 Fig. 2 and, beside it, against scorer calls per
+    pair (the comparison at equal cost: methods spend different calls at the same M) (a PNG)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, 4))
-    for name, res in result["methods"].items():
-        ax.errorbar(result["M"], res["offset_kl"], yerr=res.get("offset_kl_se"), label=name,
-                    marker="o", capsize=2,
-                    linestyle="--" if name.startswith(("IS", "PS:R[")) else "-")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")  # the methods differ by orders of magnitude
-    ax.set_xticks(result["M"], [str(m) for m in result["M"]])
-    ax.set(xlabel="particles M", ylabel="offset KL (nats)",
-           title=title or f"offset KL on {result['pairs']} pairs (000 Fig. 2)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    methods = result["methods"]
+    by_calls = all("scorer_calls" in res for res in methods.values())
+    fig, axes = plt.subplots(1, 2 if by_calls else 1, figsize=(12 if by_calls else 7.5, 4),
+                             squeeze=False)
+    for i, ax in enumerate(axes[0]):
+        for name, res in methods.items():
+            ax.errorbar(res["scorer_calls"] if i else result["M"], res["offset_kl"],
+                        yerr=res.get("offset_kl_se"), label=name, marker="o", capsize=2,
+                        linestyle="--" if name.startswith(("IS", "PS:R[")) else "-")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")  # the methods differ by orders of magnitude
+        ax.set(xlabel="scorer calls per pair" if i else "particles M", ylabel="offset KL (nats)")
+    axes[0, 0].set_xticks(result["M"], [str(m) for m in result["M"]])
+    fig.suptitle(title or f"offset KL on {result['pairs']} pairs (000 Fig. 2)")
+    axes[0, -1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=120)

@@ -21,7 +21,7 @@ score them one mark at a time for the particle engine, which also reorders prefi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
@@ -58,6 +58,32 @@ class Scorer(nn.Module):
     def select_state(self, state: Any, index: Tensor) -> Any:
         """The prefixes ``index`` (n',) of ``state``, in that order."""
         raise NotImplementedError
+
+    def log_prob_tree(self, marks: Tensor, lengths: Tensor, groups: Optional[Tensor] = None
+                      ) -> Tensor:
+        """``log_prob`` (N,) by the one-mark-at-a-time interface over the strings' prefix
+        tree: each distinct prefix's next-mark distribution is computed once, however many
+        strings share it (the cost of scoring a set of distinct paths; duplicates are free).
+        Strings of different ``groups`` (N,) long share no prefix: one tree per lattice keeps
+        a pair's cost independent of the batch it is scored in."""
+        N, V = len(marks), self.vocab_size
+        marks = nn.functional.pad(marks, (0, 1), value=-1)
+        if groups is None:
+            groups = torch.zeros(N, dtype=torch.long, device=marks.device)
+        roots, node = torch.unique(groups, return_inverse=True)  # node: prefix id at level t
+        state, total = self.start(len(roots)), None
+        for t in range(int(lengths.max()) + 1 if N else 0):
+            rows = (lengths >= t).nonzero().squeeze(1)
+            nxt = torch.where(lengths[rows] == t, self.eos, marks[rows, t])
+            token = self.next_log_probs(state)[node[rows], nxt]
+            total = token.new_zeros(N) if total is None else total
+            total[rows] += token
+            go = rows[lengths[rows] > t]
+            if not len(go):
+                break
+            child, node[go] = torch.unique(node[go] * (V + 1) + marks[go, t], return_inverse=True)
+            state = self.advance(self.select_state(state, child // (V + 1)), child % (V + 1))
+        return total if total is not None else torch.zeros(0, device=marks.device)
 
     def score_paths(self, paths) -> Tensor:
         """log p̃ (B, k) of sampled paths (a ``nfst.models.samplers.Paths``)."""

@@ -192,12 +192,15 @@ class DistinctParticles(Particles):
 @torch.no_grad()
 def distinct_particles(sampler: Sampler, scorer: Scorer, batch: LatticeBatch, k: int,
                        generator: Optional[torch.Generator] = None) -> DistinctParticles:
-    """k distinct paths per lattice from ``sampler``, scored by ``scorer`` (one call per mark
-    and one for EOS, empty slots unscored) and weighted by priority sampling."""
+    """k distinct paths per lattice from ``sampler``, scored by ``scorer`` (over each lattice's
+    prefix tree: one call per distinct prefix, empty slots unscored) and weighted by priority
+    sampling."""
     paths = sample_without_replacement(sampler, batch, k, generator)
     log_p = torch.full(paths.log_q.shape, float("-inf"), dtype=torch.float64, device=batch.device)
     valid = paths.valid
-    log_p[valid] = scorer.log_prob(paths.marks[valid], paths.lengths[valid]).double()
+    lattice = torch.arange(batch.batch_size, device=batch.device)[:, None].expand_as(valid)
+    log_p[valid] = scorer.log_prob_tree(paths.marks[valid], paths.lengths[valid],
+                                        lattice[valid]).double()
     log_w = priority_log_weights(paths, log_p)
     return DistinctParticles(arcs=paths.arcs, marks=paths.marks, lengths=paths.lengths,
                              log_p=log_p, log_weights=log_w, log_z=torch.logsumexp(log_w, 1),

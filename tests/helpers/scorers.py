@@ -18,6 +18,15 @@ def random_scorer(vocab_size: int, seed: int, scale: float = 1.5,
     return ArcFactoredScorer(torch.log_softmax(theta, 0) if normalised else theta)
 
 
+def padded(strings: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mark strings as a scorer's (marks (N, L) long, -1 after each end; lengths (N,))."""
+    L = max(1, max(len(s) for s in strings))
+    marks = torch.full((len(strings), L), -1, dtype=torch.long)
+    for i, s in enumerate(strings):
+        marks[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+    return marks, torch.tensor([len(s) for s in strings])
+
+
 def path_scores(batch: LatticeBatch, scorer: ArcFactoredScorer) -> list[dict[tuple, float]]:
     """For each lattice, every path (tuple of batch-global arc ids) -> log p̃ by enumeration."""
     theta = scorer.weights.detach()

@@ -13,15 +13,7 @@ from nfst.models.scorer import ArcFactoredScorer, LSTMScorer
 from nfst.train.scorer import ScorerConfig, train_scorer
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import all_paths, exact_log_p
-from tests.helpers.scorers import random_scorer
-
-
-def pad(strings):
-    L = max(1, max(len(s) for s in strings))
-    marks = torch.full((len(strings), L), -1, dtype=torch.long)
-    for i, s in enumerate(strings):
-        marks[i, :len(s)] = torch.tensor(s, dtype=torch.long)
-    return marks, torch.tensor([len(s) for s in strings])
+from tests.helpers.scorers import padded, random_scorer
 
 
 def step_by_step(scorer, strings):
@@ -46,6 +38,20 @@ def step_by_step(scorer, strings):
     return total
 
 
+def test_prefix_tree_scoring_matches_log_prob(device):
+    """Shared prefixes, a duplicate, a prefix of another string and the empty string."""
+    scorer = LSTMScorer(5, hidden=8, layers=2, dropout=0.3).double().eval().to(device)
+    strings = [[0, 1, 2], [0, 1, 3, 3], [], [0, 1, 2], [0, 1], [4], [4, 0, 0, 0, 0, 1]]
+    marks, lengths = padded(strings)
+    marks, lengths = marks.to(device), lengths.to(device)
+    torch.testing.assert_close(scorer.log_prob_tree(marks, lengths),
+                               scorer.log_prob(marks, lengths))
+    groups = torch.tensor([1, 0, 1, 1, 0, 3, 3], device=device)
+    torch.testing.assert_close(scorer.log_prob_tree(marks, lengths, groups),
+                               scorer.log_prob(marks, lengths))
+    assert scorer.log_prob_tree(marks[:0], lengths[:0]).shape == (0,)
+
+
 def tiny_trained_scorer():
     """An LSTM scorer after a few real training steps on del/ins lattices (vocab 6)."""
     lats = del_ins_lattices()
@@ -58,7 +64,7 @@ def tiny_trained_scorer():
 def test_lstm_log_prob_matches_step_by_step(device):
     scorer = LSTMScorer(5, hidden=8, layers=2, dropout=0.3).double().eval()
     strings = [[0, 1, 2], [], [4, 4, 4, 4, 1], [3]]
-    marks, lengths = pad(strings)
+    marks, lengths = padded(strings)
     on_device = scorer.to(device).log_prob(marks.to(device), lengths.to(device))
     assert on_device.device == device
     torch.testing.assert_close(on_device.cpu(), step_by_step(scorer.cpu(), strings))
@@ -71,12 +77,12 @@ def test_trained_scorer_is_a_sub_probability_distribution():
     assert not scorer.training and not any(p.requires_grad for p in scorer.parameters())
     V, n = scorer.vocab_size, 3
     strings = [list(s) for k in range(n + 1) for s in itertools.product(range(V), repeat=k)]
-    marks, lengths = pad(strings)
+    marks, lengths = padded(strings)
     with torch.no_grad():
         complete = scorer.log_prob(marks, lengths).exp().sum()
         longer = [list(s) for s in itertools.product(range(V), repeat=n + 1)]
         # p(prefix) = p̃(prefix + EOS) / p(EOS | prefix)
-        m, ln = pad(longer)
+        m, ln = padded(longer)
         state = scorer.start(len(longer))
         for t in range(n + 1):
             state = scorer.advance(state, m[:, t])
@@ -101,7 +107,7 @@ def test_arc_factored_scorer_is_a_wfst_on_the_lattice():
     log_z = log_partition(batch, w, scorer.final_weights(batch))
     torch.testing.assert_close(log_z, torch.logsumexp(log_p, 1))
     strings = [[1, 2], [0], []]
-    marks, lengths = pad(strings)
+    marks, lengths = padded(strings)
     torch.testing.assert_close(scorer.log_prob(marks, lengths), step_by_step(scorer, strings))
 
 
@@ -110,6 +116,6 @@ def test_normalised_arc_factored_scorer_sums_to_one():
     scorer = ArcFactoredScorer(weights)
     n = 10
     strings = [list(s) for k in range(n + 1) for s in itertools.product(range(2), repeat=k)]
-    total = scorer.log_prob(*pad(strings)).exp().sum().item()
+    total = scorer.log_prob(*padded(strings)).exp().sum().item()
     p_eos = math.exp(weights[-1].item())
     assert abs(total - (1 - (1 - p_eos) ** (n + 1))) < 1e-12

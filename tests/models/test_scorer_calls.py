@@ -6,7 +6,7 @@ from nfst.models.scorer_calls import CountingScorer
 from nfst.smc.engine import SMCConfig, smc
 from tests.helpers.lattices import small_batch
 from tests.helpers.samplers import noisy_sampler
-from tests.helpers.scorers import random_scorer
+from tests.helpers.scorers import padded, random_scorer
 
 
 def test_smc_costs_one_call_per_mark_and_one_for_eos_of_each_particle():
@@ -22,3 +22,14 @@ def test_smc_costs_one_call_per_mark_and_one_for_eos_of_each_particle():
     B, M, L = result.marks.shape
     counter.log_prob(result.marks.view(B * M, L), result.lengths.view(-1))
     assert counter.calls == expected
+
+
+def test_prefix_tree_scoring_costs_one_call_per_distinct_prefix():
+    strings = [[0, 1, 2], [0, 1, 3, 3], [], [0, 1, 2], [0, 1], [4]]
+    prefixes = {tuple(s[:t]) for s in strings for t in range(len(s) + 1)}
+    counter = CountingScorer(random_scorer(5, seed=0, normalised=True))
+    counter.log_prob_tree(*padded(strings))
+    assert counter.calls == len(prefixes) == 7
+    counter.calls = 0  # two lattices: their trees share nothing, not even the empty prefix
+    counter.log_prob_tree(*padded(strings + strings), torch.tensor([5] * 6 + [2] * 6))
+    assert counter.calls == 2 * len(prefixes)
