@@ -162,6 +162,7 @@ def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:
     by_calls = all("scorer_calls" in res for res in methods.values())
     fig, axes = plt.subplots(1, 2 if by_calls else 1, figsize=(12 if by_calls else 7.5, 4),
                              squeeze=False)
+    plain = plt.FuncFormatter(lambda v, _: f"{v:g}")  # 3, 4, 10, not 3×10⁰
     for i, ax in enumerate(axes[0]):
         for name, res in methods.items():
             ax.errorbar(res["scorer_calls"] if i else result["M"], res["offset_kl"],
@@ -169,8 +170,11 @@ def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:
                         linestyle="--" if name.startswith(("IS", "PS:R[")) else "-")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")  # the methods differ by orders of magnitude
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
+        ax.xaxis.set_major_formatter(plain)
         ax.set(xlabel="scorer calls per pair" if i else "particles M", ylabel="offset KL (nats)")
-    axes[0, 0].set_xticks(result["M"], [str(m) for m in result["M"]])
+    axes[0, 0].set_xticks(result["M"])
     fig.suptitle(title or f"offset KL on {result['pairs']} pairs (000 Fig. 2)")
     axes[0, -1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
