@@ -162,7 +162,10 @@ def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:
     by_calls = all("scorer_calls" in res for res in methods.values())
     fig, axes = plt.subplots(1, 2 if by_calls else 1, figsize=(12 if by_calls else 7.5, 4),
                              squeeze=False)
-    plain = plt.FuncFormatter(lambda v, _: f"{v:g}")  # 3, 4, 10, not 3×10⁰
+    plain = plt.FuncFormatter(lambda v, _: f"{v:g}")  # 10, not 10¹
+    # label the minor ticks at 2, 3 and 5 times a power of ten: readable over a few decades
+    sparse = plt.FuncFormatter(
+        lambda v, _: f"{v:g}" if round(v / 10 ** math.floor(math.log10(v))) in (2, 3, 5) else "")
     for i, ax in enumerate(axes[0]):
         for name, res in methods.items():
             ax.errorbar(res["scorer_calls"] if i else result["M"], res["offset_kl"],
@@ -171,7 +174,7 @@ def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")  # the methods differ by orders of magnitude
         ax.yaxis.set_major_formatter(plain)
-        ax.yaxis.set_minor_formatter(plain)
+        ax.yaxis.set_minor_formatter(sparse)
         ax.xaxis.set_major_formatter(plain)
         ax.set(xlabel="scorer calls per pair" if i else "particles M", ylabel="offset KL (nats)")
     axes[0, 0].set_xticks(result["M"])

@@ -61,29 +61,35 @@ class Scorer(nn.Module):
 
     def log_prob_tree(self, marks: Tensor, lengths: Tensor, groups: Optional[Tensor] = None
                       ) -> Tensor:
-        """``log_prob`` (N,) by the one-mark-at-a-time interface over the strings' prefix
-        tree: each distinct prefix's next-mark distribution is computed once, however many
-        strings share it (the cost of scoring a set of distinct paths; duplicates are free).
-        Strings of different ``groups`` (N,) long share no prefix: one tree per lattice keeps
-        a pair's cost independent of the batch it is scored in."""
+        """``log_prob`` (N,) of marks (N, L) and lengths (N,), by the one-mark-at-a-time
+        interface over the strings' prefix tree: each distinct prefix's next-mark
+        distribution is computed once, however many strings share it, so scoring costs
+        |{(g_i, ω_i,<t) : t ≤ |ω_i|}| calls rather than Σ_i (|ω_i| + 1). Strings of different
+        ``groups`` (N,) long share no prefix: one tree per lattice keeps a pair's cost
+        independent of the batch it is scored in."""
         N, V = len(marks), self.vocab_size
-        marks = nn.functional.pad(marks, (0, 1), value=-1)
+        if not N:
+            return self.log_prob(marks, lengths)
+        marks = nn.functional.pad(marks, (0, 1), value=-1)  # column L: read where strings end
         if groups is None:
             groups = torch.zeros(N, dtype=torch.long, device=marks.device)
-        roots, node = torch.unique(groups, return_inverse=True)  # node: prefix id at level t
-        state, total = self.start(len(roots)), None
-        for t in range(int(lengths.max()) + 1 if N else 0):
-            rows = (lengths >= t).nonzero().squeeze(1)
+        roots, node = torch.unique(groups, return_inverse=True)  # node: each row's prefix id
+        state, t = self.start(len(roots)), 0
+        rows = torch.arange(N, device=marks.device)  # the strings of at least t marks
+        read, tokens = [], []
+        while True:
             nxt = torch.where(lengths[rows] == t, self.eos, marks[rows, t])
-            token = self.next_log_probs(state)[node[rows], nxt]
-            total = token.new_zeros(N) if total is None else total
-            total[rows] += token
-            go = rows[lengths[rows] > t]
-            if not len(go):
+            read.append(rows)
+            tokens.append(self.next_log_probs(state)[node[rows], nxt])
+            rows = rows[lengths[rows] > t]
+            if not len(rows):
                 break
-            child, node[go] = torch.unique(node[go] * (V + 1) + marks[go, t], return_inverse=True)
+            child, node[rows] = torch.unique(node[rows] * (V + 1) + marks[rows, t],
+                                             return_inverse=True)
             state = self.advance(self.select_state(state, child // (V + 1)), child % (V + 1))
-        return total if total is not None else torch.zeros(0, device=marks.device)
+            t += 1
+        tokens = torch.cat(tokens)
+        return tokens.new_zeros(N).index_add_(0, torch.cat(read), tokens)
 
     def score_paths(self, paths) -> Tensor:
         """log p̃ (B, k) of sampled paths (a ``nfst.models.samplers.Paths``)."""

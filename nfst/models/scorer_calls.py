@@ -1,9 +1,9 @@
 """Counting scorer calls: the cost unit for comparing inference methods at equal budget.
 
 One *scorer call* is one next-mark distribution p_θ(· | ω_{<t}) of a live prefix: a particle
-or beam item that has not stopped costs one per step, and scoring a whole path ω costs
-|ω| + 1 (EOS included); a set of paths scored over its prefix tree
-(``Scorer.log_prob_tree``) costs one per distinct prefix. :class:`CountingScorer` wraps any scorer and counts them; a prefix
+or beam item that has not stopped costs one per step, scoring a whole path ω costs |ω| + 1
+(EOS included), and a set of paths scored over its prefix tree (``Scorer.log_prob_tree``)
+costs one per distinct prefix. :class:`CountingScorer` wraps any scorer and counts them; a prefix
 counts as stopped once EOS has been fed to it, which is how the SMC engine and the beam retire
 their walkers (their empty beam slots at the first step are counted too).
 """

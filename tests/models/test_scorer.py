@@ -49,6 +49,11 @@ def test_prefix_tree_scoring_matches_log_prob(device):
     groups = torch.tensor([1, 0, 1, 1, 0, 3, 3], device=device)
     torch.testing.assert_close(scorer.log_prob_tree(marks, lengths, groups),
                                scorer.log_prob(marks, lengths))
+    junk = marks.masked_fill(marks < 0, 3)  # what lies past a string's end is not read
+    torch.testing.assert_close(scorer.log_prob_tree(junk, lengths),
+                               scorer.log_prob(marks, lengths))
+    empty = [t.to(device) for t in padded([[], []])]
+    torch.testing.assert_close(scorer.log_prob_tree(*empty), scorer.log_prob(*empty))
     assert scorer.log_prob_tree(marks[:0], lengths[:0]).shape == (0,)
 
 
