@@ -6,14 +6,18 @@ from nfst.dp.batch import LatticeBatch
 from tests.helpers.lattices import small_lattices
 
 
+def legal_choices(lat, s: int) -> int:
+    """State s's out-arcs, and STOP if it is final."""
+    return int((lat.arc_src == s).sum()) + int(lat.final[s])
+
+
 def test_choices_count_each_states_out_arcs_and_stop():
     lats = small_lattices()
     batch = LatticeBatch(lats)
     for b, lat in enumerate(lats):
         s0 = int(batch.state_offsets[b])
         for s in range(lat.num_states):
-            expected = int((lat.arc_src == s).sum()) + int(lat.final[s])
-            assert int(batch.choices[s0 + s]) == expected
+            assert int(batch.choices[s0 + s]) == legal_choices(lat, s)
     assert bool((batch.choices == 1).any()) and bool((batch.choices > 1).any())
 
 
@@ -36,6 +40,6 @@ def test_choice_ahead_marks_the_states_from_which_some_path_still_branches():
                 if q not in reach:
                     reach.add(q)
                     todo.extend(int(d) for d in lat.arc_dst[lat.arc_src == q])
-            expected = any(int((lat.arc_src == q).sum()) + int(lat.final[q]) > 1 for q in reach)
+            expected = any(legal_choices(lat, q) > 1 for q in reach)
             assert bool(batch.choice_ahead[s0 + s]) == expected
     assert bool(batch.choice_ahead.any()) and not bool(batch.choice_ahead.all())
