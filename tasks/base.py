@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable, ClassVar, Iterable, Optional, Sequence, TypeVar
 
 from ..errors import DataError, TaskError
+from ..evaluate.samplers import Structure
 from ..fst.dataset import Pair
 from ..fst.mfst import MarkedFST
 
@@ -95,6 +96,11 @@ class Task:
     def load(self, split: str, data_dir: Optional[Path]) -> Iterable[Pair]:
         """Every (x, y) pair of ``split``, before deduplication and subsetting."""
         raise NotImplementedError
+
+    def structure(self, split: str) -> Optional[Structure]:
+        """How the pairs of ``split`` were generated, as a test of a path, for tasks whose data
+        knows it (cipher: the generating cipher); None (the default) where it does not."""
+        return None
 
     # -- what users call ---------------------------------------------------------------
     def mfst(self, data_dir: Optional[str | os.PathLike] = None) -> MarkedFST:

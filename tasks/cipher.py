@@ -42,6 +42,7 @@ from typing import Optional
 from ..fsts import cipher_mfst, substitution_ciphers
 from ..fst.mfst import MarkedFST
 from ..errors import TaskError
+from ..evaluate.samplers import Structure
 from .base import Pair, PaperStats, Task, TaskSettings
 from .registry import register_task
 
@@ -113,6 +114,12 @@ class Cipher(Task):
     def true_marks(self, split: str) -> list[tuple[str, ...]]:
         """The generating mark string of each pair, aligned with ``pairs(split)``."""
         return [g.marks for g in self.generate(split)]
+
+    def structure(self, split: str) -> Structure:
+        """``generating_cipher``: a path agrees when it names its pair's generating cipher."""
+        cipher_of = {(g.x, g.y): f"cipher_{g.cipher}" for g in self.generate(split)}
+        return Structure("generating_cipher",
+                         lambda lattice, marks: cipher_of.get((lattice.x, lattice.y)) in marks)
 
     def generate(self, split: str) -> list[GeneratedPair]:
         """``size(split)`` generated pairs with distinct (x, y), the same for the same seed."""

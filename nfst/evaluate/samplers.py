@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
+from ..models.samplers.mixture import mixture_draw
 from ..models.scorer import Scorer
 from ..runtime.threads import cpu_threads
 from ..smc import without_replacement as wor
@@ -34,6 +35,24 @@ from ..runtime.distributed import item_seed, shared_map
 from . import metrics
 from .metrics import mean_and_se
 from .tables import text_table
+
+
+@dataclass
+class Structure:
+    """What a task knows of how its pairs were generated, as a test of a path: e.g. cipher's
+    ``generating_cipher``, whether a path names the cipher that generated its pair."""
+
+    name: str
+    """The key its share is reported under."""
+    agrees: Callable[[Lattice, Sequence[str]], bool]
+    """Whether a path (its marks) of a lattice agrees with the pair's generating structure."""
+
+    def share(self, lattice: Lattice, arcs: Tensor, weights: Tensor) -> float:
+        """Σ_j weights_j · [path j agrees] for paths ``arcs`` (k, L), lattice-local, -1 padded,
+        and weights (k,) summing to 1."""
+        hits = [self.agrees(lattice, lattice.marks_of([a for a in row if a >= 0]))
+                for row in arcs.tolist()]
+        return float((weights * torch.tensor(hits, dtype=weights.dtype)).sum())
 
 
 @dataclass
@@ -120,8 +139,11 @@ def render_marks(lattice: Lattice, arcs: Sequence[int]) -> str:
 
 
 def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examples: int = 3,
-              render: Callable[[Lattice, Sequence[int]], str] = render_marks) -> dict:
-    """The metrics of the module docstring for one sampler, as a JSON-serialisable dict."""
+              render: Callable[[Lattice, Sequence[int]], str] = render_marks,
+              structure: Optional[Structure] = None) -> dict:
+    """The metrics of the module docstring for one sampler, as a JSON-serialisable dict; with
+    ``structure``, also the share of its samples that agree with it (``structure.name``,
+    mean ± SE over pairs)."""
     per_pair = [partial_kl(s) for s in samples]
     kl, kl_se = mean_and_se(per_pair)
     ess, ess_se = mean_and_se([dedup_ess(s) for s in samples])
@@ -132,9 +154,15 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
         shown.append({"x": " ".join(lat.x), "y": " ".join(lat.y),
                       "proposal": render(lat, s.arcs[best].tolist()),
                       "log_q": float(s.log_q[best]), "log_p": float(s.log_p[best])})
-    return {"partial_kl": kl, "partial_kl_se": kl_se, "ess": ess, "ess_se": ess_se,
-            "expected_length": length, "expected_length_se": length_se, "examples": shown,
-            "per_pair_partial_kl": per_pair}
+    out = {"partial_kl": kl, "partial_kl_se": kl_se, "ess": ess, "ess_se": ess_se,
+           "expected_length": length, "expected_length_se": length_se, "examples": shown,
+           "per_pair_partial_kl": per_pair}
+    if structure is not None:
+        out[structure.name], out[f"{structure.name}_se"] = mean_and_se(
+            [structure.share(lat, s.arcs, torch.full((len(s.arcs),), 1 / len(s.arcs),
+                                                      dtype=torch.float64))
+             for s, lat in zip(samples, lattices)])
+    return out
 
 
 @torch.no_grad()
@@ -164,7 +192,8 @@ def evaluate(samplers: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence
              k: int = 16, batch_size: int = 16, seed: int = 0,
              device: torch.device | str = "cpu", examples: int = 3,
              render: Callable[[Lattice, Sequence[int]], str] = render_marks,
-             quiet: bool = False, without_replacement: bool = True) -> dict:
+             quiet: bool = False, without_replacement: bool = True,
+             structure: Optional[Structure] = None) -> dict:
     """Evaluate each sampler on ``lattices`` (held-out pairs) with k samples per pair.
 
     Returns a JSON-serialisable dict::
@@ -176,7 +205,8 @@ def evaluate(samplers: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence
                              "per_pair_partial_kl": [P values, for paired comparisons]}}}
 
     With ``without_replacement`` each sampler also gets ``ess_wor``, ``ess_wor_se``,
-    ``partial_kl_wor`` and ``partial_kl_wor_se`` (:func:`summarize_distinct`).
+    ``partial_kl_wor`` and ``partial_kl_wor_se`` (:func:`summarize_distinct`); with
+    ``structure``, the share of its samples that agree with it (:func:`summarize`).
 
     Every sampler gets the same seed, so the comparison does not depend on evaluation order.
     """
@@ -186,24 +216,57 @@ def evaluate(samplers: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence
     for name, sampler in samplers.items():
         samples = draw(sampler, scorer, lattices, k, batch_size=batch_size, seed=seed,
                        device=device, progress=not quiet, desc=f"evaluate {name}")
-        result["samplers"][name] = summarize(samples, lattices, examples, render)
+        result["samplers"][name] = summarize(samples, lattices, examples, render, structure)
         if without_replacement:
             result["samplers"][name] |= summarize_distinct(sampler, scorer, lattices, k,
                                                            batch_size, seed, device)
     return result
 
 
-def estimate_log_z(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], M: int, *,
-                   batch_size: int = 16, seed: int = 0,
-                   device: torch.device | str = "cpu") -> dict:
-    """Per-pair IS estimates of log Z (``metrics.log_z_is``) with M samples from ``sampler``
-    (another seed than the evaluation's, so its samples are not reused)."""
-    samples = draw(sampler, scorer, lattices, M, batch_size=batch_size, seed=seed + 1,
-                   device=device)
-    per_pair = [metrics.log_z_is(s.log_p - s.log_q) for s in samples]
-    return {"method": f"importance sampling, {M} samples per pair", "samples": M,
-            "mean_se": sum(se for _, se in per_pair) / len(per_pair),
-            "per_pair": [v for v, _ in per_pair], "per_pair_se": [se for _, se in per_pair]}
+def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
+                   lattices: Sequence[Lattice], M: int, *, batch_size: int = 16, seed: int = 0,
+                   device: torch.device | str = "cpu",
+                   structure: Optional[Structure] = None) -> dict:
+    """Per-pair IS estimates of log Z (``metrics.log_z_is``) with M samples per pair from an
+    even mixture of ``proposals`` (by name), each path weighted against the whole mixture
+    (``nfst.models.samplers.mixture``). Ẑ is unbiased, so E[log Ẑ] ≤ log Z: each log Ẑ is a
+    lower bound in expectation, tight only when the mixture is close to the posterior. With
+    ``structure``, also the posterior's share on it (self-normalised over the same samples).
+    Another seed than the evaluation's, so its samples are not reused; under torchrun the
+    ranks share the minibatches (a collective)."""
+    device = torch.device(device)
+    starts = list(range(0, len(lattices), batch_size))
+    components = list(proposals.values())
+
+    @torch.no_grad()
+    def one_batch(i: int) -> list[tuple[float, float, Optional[float]]]:
+        batch = LatticeBatch(lattices[starts[i]:starts[i] + batch_size], device)
+        generator = torch.Generator(device=device).manual_seed(item_seed(seed + 1, i))
+        drawn = mixture_draw(components, [1.0] * len(components), batch, M, generator)
+        with cpu_threads(device):
+            log_w = (scorer.score_arcs(batch, drawn.arcs) - drawn.log_r).double().cpu()
+        local = torch.where(drawn.arcs >= 0, drawn.arcs - batch.arc_offsets[:-1, None, None],
+                            drawn.arcs).cpu()
+        out = []
+        for b, lat in enumerate(batch.lattices):
+            value, se = metrics.log_z_is(log_w[b])
+            share = None if structure is None else \
+                structure.share(lat, local[b], torch.softmax(log_w[b], 0))
+            out.append((value, se, share))
+        return out
+
+    with eval_mode(scorer, *components):
+        per_pair = [v for part in shared_map(one_batch, range(len(starts))) for v in part]
+    names = " and ".join(proposals)
+    result = {"method": f"importance sampling, {M} samples per pair from an even mixture of "
+                        f"{names}; a lower bound in expectation (E[log Ẑ] ≤ log Z)",
+              "proposals": list(proposals), "samples": M,
+              "mean_se": sum(se for _, se, _ in per_pair) / len(per_pair),
+              "per_pair": [v for v, _, _ in per_pair], "per_pair_se": [se for _, se, _ in per_pair]}
+    if structure is not None:
+        result[structure.name], result[f"{structure.name}_se"] = mean_and_se(
+            [share for _, _, share in per_pair])
+    return result
 
 
 def add_exclusive_kl(result: dict) -> dict:

@@ -104,9 +104,9 @@ def _learning(runs: list[dict]) -> list[str]:
         lines.append("")
         if log_z:
             lines += [f"Exclusive KL(q ‖ p) = partial KL + log Z per pair, log Z estimated by "
-                      f"{log_z['method']} from the {log_z.get('sampler')} sampler (mean "
-                      f"delta-method standard error of log Ẑ {log_z.get('mean_se', math.nan):.2f}"
-                      f" nats; log Ẑ is biased low, so the exclusive KL is too). "
+                      f"{log_z['method']} (mean delta-method standard error of log Ẑ "
+                      f"{log_z.get('mean_se', math.nan):.2f} nats; log Ẑ is biased low, so the "
+                      f"exclusive KL is too). "
                       f"± is the standard error over pairs. Training ESS: mean over steps of "
                       f"1/Σ w̄² of the k training weights.", ""]
         ranked = sorted((s for s in samplers if "per_pair_partial_kl" in samplers[s]),
@@ -119,6 +119,47 @@ def _learning(runs: list[dict]) -> list[str]:
                 chain += f" < {b} (+{diff:.2f} ± {se:.2f})"
             lines += ["Ordering by trained partial KL; in parentheses the mean paired "
                       "difference to the sampler before ± its standard error: " + chain, ""]
+    return lines
+
+
+def _scorer(runs: list[dict]) -> list[str]:
+    """Per run: how the scorer was trained and how well it explains the test pairs."""
+    rows = [r for r in runs if r.get("scorer")]
+    if not rows:
+        return []
+    structures = sorted({k for r in rows for k in r["scorer"]
+                         if k.startswith("generating") and not k.endswith("_se")})
+    lines = ["## The scorer", "",
+             "| task | proposal | train IWAE bound | test log Ẑ (lower bound) | n-gram test "
+             "log-likelihood (exact) |" + "".join(f" posterior {k} |" for k in structures),
+             "|---|---|---|---|---|" + "---|" * len(structures)]
+    for r in rows:
+        sc = r["scorer"]
+        ngram = sc.get("ngram_test_log_likelihood")
+        lines.append(
+            f"| {r['task']} | {sc.get('proposal')} | {_fmt(sc.get('train_iwae'))} | "
+            f"{_fmt(sc['test_log_z'], sc.get('test_log_z_se'))} | "
+            f"{_fmt(ngram)} ({sc.get('ngram_order')}-gram) |"
+            + "".join(f" {_fmt(sc.get(k), sc.get(k + '_se'), digits=2)} |" for k in structures))
+    lines += ["", "Nats per pair. Test log Ẑ: " + rows[0]["scorer"]["test_log_z_estimator"]
+              + "; ± is the standard error over pairs. The n-gram's log-likelihood is exact "
+                "(backward pass over its history lattice); the LSTM scorer should exceed it."
+              + (" Posterior shares are self-normalised over the same samples." if structures
+                 else ""), ""]
+    for r in rows:
+        sc, samplers = r["scorer"], r.get("samplers", {})
+        ll = sc.get("ngram_test_log_likelihood")
+        if ll is not None and sc["test_log_z"] < ll:
+            lines += [f"**{r['task']}: the LSTM's test log Ẑ is below the n-gram's exact "
+                      f"log-likelihood** ({sc['test_log_z']:.1f} < {ll:.1f}): either the LSTM "
+                      f"scorer is worse than the n-gram, or the bound is loose.", ""]
+        for k in structures:
+            shares = {s: m[k] for s, m in samplers.items() if k in m}
+            if shares:
+                lines += [f"Share of each sampler's test samples with the {k.replace('_', ' ')}"
+                          f" ({r['task']}): " + ", ".join(
+                              f"{s} {shares[s]:.2f}" for s in _ordered(shares, SAMPLER_ORDER)),
+                          ""]
     return lines
 
 
@@ -207,6 +248,7 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
     lines = ["# nfst report", "",
              "Runs: " + ", ".join(f"`{r['run_dir']}` ({r['task']}, preset {r.get('preset')})"
                                   for r in runs), ""]
+    lines += _scorer(runs)
     lines += _table(runs, "partial_kl", "partial_kl_se", PAPER_PARTIAL_KL,
                     "Partial KL, lower is better (003 Fig. 4a)")
     lines += _learning(runs)

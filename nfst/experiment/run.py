@@ -3,10 +3,14 @@
 Stages, each skipped when its result is already in the run directory:
 
 1. ``compile``  – lattices of the train/dev/test pairs (through the on-disk cache);
-2. ``scorer``   – train the LSTM scorer p̃_θ (003 §4), then freeze it (``scorer.pt``);
+2. ``ngram``    – fit the mark n-gram scorer by exact maximum likelihood (``ngram.pt``): the
+   proposal that teaches the LSTM scorer, and an exact reference beside it;
+   ``scorer``   – train the LSTM scorer p̃_θ (003 §4), then freeze it (``scorer.pt``);
 3. ``sampler-NAME`` – train each proposal sampler against the frozen scorer
    (``samplers/NAME.pt``, its training curve in ``stages/sampler-NAME.json``);
-4. ``evaluate`` – partial KL, deduplicated ESS and expected length on test
+4. ``evaluate`` – partial KL, deduplicated ESS and expected length on test; the scorer's
+   test log Ẑ (a lower bound), the n-gram's exact test log-likelihood, and where the task
+   knows how its pairs were generated, the share of samples that agree with it
    (``stages/evaluate.json``);
 5. ``smc``      – particle smoothing with the best sampler: offset KL against M
    (``stages/smc.json``);
@@ -28,15 +32,19 @@ from typing import Optional
 
 import torch
 
+from ..dp.batch import LatticeBatch
 from ..errors import NfstError, RunConfigError
+from ..evaluate.metrics import mean_and_se
 from ..fst.dataset import compile_dataset
 from ..fst.lattice import Lattice
+from ..models.ngram import NgramScorer
 from ..models.samplers import SAMPLERS, Sampler, make_sampler
 from ..models.scorer import LSTMScorer
 from ..runtime import storage
 from ..runtime.interrupt import graceful_interrupts
 from ..tasks import DataError, Task, get_task
 from ..runtime.distributed import rank_and_world
+from ..train.ngram import fit_ngram
 from ..train.sampler import train_sampler
 from ..train.scorer import train_scorer
 from .config import RunConfig, agrees, apply_overrides, json_default
@@ -188,21 +196,43 @@ class Run:
                           "mean_arcs": sum(lat.num_arcs for lat in lats) / len(lats)}
         return out
 
+    def ngram(self) -> NgramScorer:
+        """The mark n-gram scorer fitted by exact maximum likelihood (``nfst.train.ngram``)."""
+        path = self.dir / "ngram.pt"
+        cfg = self.preset.scorer.ngram
+        if not path.exists():
+            started = time.time()
+            result = fit_ngram(self.lattices("train"), cfg, device=self.device,
+                               quiet=self.quiet)
+            if self.rank == 0:
+                storage.save(path, {"state": result.scorer.state_dict()}, durable=True)
+            self._finish("ngram", {"seconds": time.time() - started, "order": cfg.order,
+                                   "history": result.history})
+        scorer = NgramScorer(len(self.lattices("train")[0].mark_vocab), cfg.order)
+        scorer.load_state_dict(storage.load(path)["state"])
+        return scorer.to(self.device).freeze()
+
     def scorer(self) -> LSTMScorer:
         path = self.dir / "scorer.pt"
         cfg = self.preset.scorer
         vocab = len(self.lattices("train")[0].mark_vocab)
         if not path.exists():
+            ngram = None if cfg.proposal == "bootstrap" else self.ngram()
             started = time.time()
             result = train_scorer(self.lattices("train"), cfg, symbols=self.symbols,
-                                  seed=self.config.seed, device=self.device,
+                                  seed=self.config.seed, device=self.device, ngram=ngram,
                                   checkpoint=self.dir / "checkpoints" / "scorer.ckpt",
                                   quiet=self.quiet)
             if self.rank == 0:
                 storage.save(path, {"state": result.scorer.state_dict(),
                                     "history": result.history}, durable=True)
-            self._finish("scorer", {"seconds": time.time() - started,
-                                    "final_iwae": result.history[-1]["iwae"]})
+            tail = result.history[-max(1, len(result.history) // 10):]
+            self._finish("scorer", {
+                "seconds": time.time() - started, "proposal": cfg.proposal,
+                "final_iwae": result.history[-1]["iwae"],
+                "train_iwae": sum(h["iwae"] for h in tail) / len(tail),
+                "curve": {"step": [h["step"] for h in result.history],
+                          "iwae": [h["iwae"] for h in result.history]}})
         scorer = LSTMScorer(vocab, cfg.hidden, cfg.layers, cfg.dropout)
         scorer.load_state_dict(storage.load(path)["state"])
         return scorer.to(self.device).freeze()
@@ -254,9 +284,10 @@ class Run:
         self._say("evaluating samplers, trained and untrained")
         scorer, test = self.scorer(), self.lattices("test")
         samplers = {name: self.sampler(name) for name in self.config.samplers}
+        structure = self.task.structure("test")
         common = dict(k=self.config.eval_k, seed=self.config.seed, device=self.device,
                       quiet=self.quiet)
-        result = evaluate(samplers, scorer, test, **common)
+        result = evaluate(samplers, scorer, test, structure=structure, **common)
         untrained = evaluate({name: self.untrained_sampler(name) for name in samplers}, scorer,
                              test, examples=0, **common)
         for name, metrics in untrained["samplers"].items():
@@ -265,11 +296,18 @@ class Run:
                 "untrained_partial_kl_se": metrics["partial_kl_se"],
                 "untrained_per_pair_partial_kl": metrics["per_pair_partial_kl"]})
         best = min(samplers, key=lambda s: result["samplers"][s]["partial_kl"])
+        ngram = self.ngram()
+        order = self.preset.scorer.ngram.order
+        proposals = {f"the {order}-gram's posterior": ngram.posterior(),
+                     f"the {best} sampler": samplers[best]}
         self._say(f"estimating log Z with {self.config.log_z_samples} samples per pair "
-                  f"from the {best} sampler")
-        result["log_z"] = estimate_log_z(samplers[best], scorer, test,
-                                         self.config.log_z_samples, seed=self.config.seed,
-                                         device=self.device) | {"sampler": best}
+                  f"from {' and '.join(proposals)}")
+        result["log_z"] = estimate_log_z(proposals, scorer, test, self.config.log_z_samples,
+                                         seed=self.config.seed, device=self.device,
+                                         structure=structure) | {"sampler": best}
+        result["ngram"] = {"order": order, "test_log_likelihood": float(torch.cat([
+            ngram.log_partition(LatticeBatch(test[lo:lo + 16], self.device))
+            for lo in range(0, len(test), 16)]).mean())}
         return self._finish("evaluate", add_exclusive_kl(result))
 
     def smoothing(self) -> dict:
@@ -300,8 +338,20 @@ class Run:
                 "training": _training_summary(trained.get("history", [])),
                 "proposals": metrics.get("examples", []),
             }
+        log_z = evaluation["log_z"]
+        trained = self.done("scorer") or {}
+        scorer = {
+            "proposal": trained.get("proposal", "bootstrap"),  # runs before the n-gram
+            "train_iwae": trained.get("train_iwae"),
+            "test_log_z": sum(log_z["per_pair"]) / len(log_z["per_pair"]),
+            "test_log_z_se": mean_and_se(log_z["per_pair"])[1],
+            "test_log_z_estimator": log_z["method"],
+            "test_log_z_is_lower_bound": True,
+            "ngram_order": evaluation.get("ngram", {}).get("order"),
+            "ngram_test_log_likelihood": evaluation.get("ngram", {}).get("test_log_likelihood"),
+            **{k: v for k, v in log_z.items() if k.startswith("generating")}}
         return {"task": self.config.task, "preset": self.config.preset, "seed": self.config.seed,
-                "lattices": self.done("compile"), "samplers": samplers,
+                "lattices": self.done("compile"), "scorer": scorer, "samplers": samplers,
                 "log_z": {k: v for k, v in evaluation.get("log_z", {}).items()
                           if not k.startswith("per_pair")},
                 "smc": self.done("smc"), "config": self.settings()}
@@ -317,6 +367,8 @@ class Run:
         if self.done("compile") is None:
             self._say("compiling lattices")
             self._finish("compile", self.stage_compile())
+        self._say(f"n-gram: {'reusing' if self.done('ngram') else 'fitting'}")
+        self.ngram()
         self._say(f"scorer: {'reusing' if (self.dir / 'scorer.pt').exists() else 'training'}")
         self.scorer()
         teacher = self.preset.sampler.teacher  # trained first: the others learn from it

@@ -96,6 +96,12 @@ class Scorer(nn.Module):
         B, k, L = paths.marks.shape
         return self.log_prob(paths.marks.reshape(B * k, L), paths.lengths.reshape(-1)).view(B, k)
 
+    def score_arcs(self, batch: LatticeBatch, arcs: Tensor) -> Tensor:
+        """log p̃ (B, k) of paths given by their arcs (B, k, L) in ``batch``, -1 padded."""
+        B, k, L = arcs.shape
+        return self.log_prob(batch.marks_of(arcs).reshape(B * k, L),
+                             (arcs >= 0).sum(-1).reshape(-1)).view(B, k)
+
     def freeze(self) -> "Scorer":
         """Read-only from now on: no gradients, eval mode (dropout off)."""
         self.requires_grad_(False)

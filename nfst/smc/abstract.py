@@ -42,9 +42,9 @@ import torch
 from torch import Tensor
 
 from ..dp.batch import LatticeBatch
-from ..dp.passes import transition_log_probs, transition_table
 from ..fst.lattice import Lattice
-from ..models.samplers.base import Sampler, Walk
+from ..models.samplers.base import Sampler
+from ..models.samplers.refined import RefinedLatticeSampler, Refinement
 from ..models.scorer import Scorer
 
 
@@ -169,21 +169,11 @@ def build_regions(lattice: Lattice, surrogate: MarkNgram, config: AbstractConfig
     return RegionLattice(regions, state, histories, np.array(weights), np.array(final_w))
 
 
-@dataclass
-class RegionContext:
-    regions: LatticeBatch
-    table: Tensor
-    """(R, D + 1) log q of each column (out-arcs of the region's state, then STOP)."""
-    next_region: Tensor
-    """(R, D) long: the region a column leads to (-1 for padding)."""
-
-
-class AbstractProposal(Sampler):
-    """The region lattice's path distribution q as a ``Sampler``: walkers carry their region
-    id as ``hidden``. Works with ``smc``, ``Sampler.sample`` and stochastic beam search."""
+class AbstractProposal(RefinedLatticeSampler):
+    """The region lattice's path distribution q as a ``Sampler`` (the regions refine each
+    lattice's states). Works with ``smc``, ``Sampler.sample`` and stochastic beam search."""
 
     name = "abstract"
-    requires_acyclic = True
 
     def __init__(self, surrogate: MarkNgram, config: Optional[AbstractConfig] = None):
         super().__init__(surrogate.vocab_size)
@@ -199,35 +189,12 @@ class AbstractProposal(Sampler):
             self._built[id(lattice)] = hit
         return hit[1]
 
-    def prepare(self, batch: LatticeBatch) -> RegionContext:
+    def refine(self, batch: LatticeBatch) -> Refinement:
         built = [self.regions(lat) for lat in batch.lattices]
-        regions = LatticeBatch([r.lattice for r in built], batch.device)
-        arc_w = torch.as_tensor(np.concatenate([r.arc_weights for r in built]), device=batch.device)
-        final_w = torch.as_tensor(np.concatenate([r.final_weights for r in built]),
-                                  device=batch.device)
-        arc_lp, stop_lp = transition_log_probs(regions, arc_w, final_w)
-        table = transition_table(regions, arc_lp, stop_lp)
-        D = batch.out_arcs.shape[1]
-        pad = D + 1 - table.shape[1]  # the region batch's widest state may be narrower
-        table = torch.cat([table[:, :-1], table.new_full((len(table), pad), float("-inf")),
-                           table[:, -1:]], 1)
-        out = torch.nn.functional.pad(regions.out_arcs, (0, D - regions.out_arcs.shape[1]),
-                                      value=-1)
-        next_region = torch.where(out >= 0, regions.arc_dst[out.clamp(min=0)], -1)
-        return RegionContext(regions, table, next_region)
-
-    def start(self, batch: LatticeBatch, context: RegionContext, lattice: Tensor) -> Walk:
-        return self.initial_walk(batch, lattice, context.regions.start[lattice])
-
-    def log_probs(self, batch: LatticeBatch, context: RegionContext, walk: Walk) -> Tensor:
-        return context.table[walk.hidden]
-
-    def advance(self, batch: LatticeBatch, context: RegionContext, walk: Walk,
-                choice: Tensor) -> Walk:
-        moved = self.moved(batch, walk, choice)
-        step = context.next_region[walk.hidden, choice.clamp(max=context.next_region.shape[1] - 1)]
-        moving = walk.alive & moved.alive
-        return Walk(**vars(moved) | {"hidden": torch.where(moving, step, walk.hidden)})
+        weights = lambda key: torch.as_tensor(  # noqa: E731
+            np.concatenate([getattr(r, key) for r in built]), device=batch.device)
+        return Refinement(LatticeBatch([r.lattice for r in built], batch.device),
+                          weights("arc_weights"), weights("final_weights"))
 
 
 def fit_abstract_proposal(scorer: Scorer, sampler: Sampler, lattices: Sequence[Lattice],

@@ -1,9 +1,27 @@
-"""Training the scorer p̃_θ (003 §4): θ is fitted on training pairs by the IWAE bound (003:14)
-with K paths from a bootstrap SWA sampler, which is itself trained by inclusive KL on the same
-paths (003 §4: "alternately optimizing θ and φ"; here each minibatch updates both, from one
-draw). Label smoothing and gradient clipping as in 003 Table 3. The scorer is returned frozen
-and the bootstrap sampler is discarded. Checkpoints and resumption: ``nfst.train.checkpoint``;
-under torchrun the ranks share every minibatch (DDP), as in ``nfst.train.sampler``.
+"""Training the scorer p̃_θ (003 §4): θ is fitted on training pairs by the IWAE bound (003:14),
+
+    log p̃_θ(x, y) ≥ E[log (1/K) Σ_k p̃_θ(z_k) / r(z_k)],   z_1..z_K ~ r,
+
+whose θ-gradient is Σ_k w̄_k ∇_θ log p̃_θ(z_k), w̄ = softmax_k(log p̃_θ − log r). It only ever
+shows θ the paths r proposes, so r decides what the scorer can learn. ``ScorerConfig.proposal``
+chooses r:
+
+- ``"ngram"`` (default): exact samples of the posterior of a mark n-gram scorer fitted first by
+  exact maximum likelihood (``nfst.train.ngram``). It integrates over every path of T_{x,y}, so
+  it finds the paths that explain (x, y) well (on cipher: the generating cipher, with copies)
+  without any gold path, and its log r is exact.
+- ``"bootstrap"``: 003's recipe. A bootstrap sampler (SWA) proposes the paths and is itself
+  trained by inclusive KL on them (003 §4: "alternately optimizing θ and φ"; here each
+  minibatch updates both, from one draw). Where the sampler cannot find the paths that explain
+  the pair, neither does the scorer: on cipher it learns to delete every letter and insert
+  every output letter.
+- ``"mixture"``: both, a share ``ngram_share`` of the K paths from the n-gram's posterior and
+  the rest from the co-trained sampler, every path weighted against the mixture
+  (``nfst.train.defensive``).
+
+Label smoothing and gradient clipping as in 003 Table 3. The scorer is returned frozen and any
+bootstrap sampler is discarded. Checkpoints and resumption: ``nfst.train.checkpoint``; under
+torchrun the ranks share every minibatch (DDP), as in ``nfst.train.sampler``.
 """
 
 from __future__ import annotations
@@ -19,13 +37,18 @@ from ..dp.batch import LatticeBatch
 from ..errors import Interrupted
 from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
-from ..models.samplers import SamplerConfig, make_sampler
+from ..models.ngram import NgramScorer
+from ..models.samplers import Sampler, SamplerConfig, make_sampler
+from ..models.samplers.mixture import mixture_draw
 from ..models.scorer import LSTMScorer
 from ..runtime.distributed import from_every_rank, rank_and_world
 from ..runtime.interrupt import checkpointed, interrupt_requested
 from ..runtime.threads import cpu_threads
 from .checkpoint import check_finite, load_checkpoint, restore_rng, save_checkpoint
+from .ngram import NgramConfig, fit_ngram
 from .objectives import inclusive_kl_loss, iwae_bound, iwae_loss
+
+PROPOSALS = ("ngram", "bootstrap", "mixture")
 
 
 @dataclass
@@ -40,10 +63,17 @@ class ScorerConfig:
     """Paths per pair for the IWAE bound (003:14)."""
     label_smoothing: float = 0.1
     grad_clip: float = 5.0
+    proposal: str = "ngram"
+    """Where the K paths come from: "ngram", "bootstrap" (003's recipe) or "mixture" (module
+    docstring)."""
+    ngram: NgramConfig = field(default_factory=lambda: NgramConfig(order=3))
+    """The n-gram whose posterior proposes ("ngram", "mixture")."""
+    ngram_share: float = 0.5
+    """"mixture": the share of the K paths drawn from the n-gram's posterior."""
     bootstrap: SamplerConfig = field(default_factory=SamplerConfig)
-    """The bootstrap sampler's sizes."""
+    """The bootstrap sampler's sizes ("bootstrap", "mixture")."""
     bootstrap_sampler: str = "swa"
-    """Which sampler proposes the K paths (003 §4: SWA)."""
+    """Which sampler is co-trained to propose (003 §4: SWA)."""
     bootstrap_lr: float = 1e-3
     checkpoint_every: int = 100
 
@@ -53,33 +83,42 @@ class ScorerResult:
     scorer: LSTMScorer
     """Frozen (no gradients, eval mode)."""
     history: list[dict]
-    """Per logged step: step, iwae (mean bound, nats), sampler_loss."""
+    """Per logged step: step, iwae (mean bound, nats), sampler_loss (None without a
+    bootstrap sampler)."""
 
 
 def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig(), *,
                  symbols: Sequence[str] = (), seed: int = 0,
-                 device: torch.device | str = "cpu",
+                 device: torch.device | str = "cpu", ngram: Optional[NgramScorer] = None,
                  checkpoint: Optional[str | os.PathLike] = None, quiet: bool = False,
                  callback: Optional[Callable[[int, dict], None]] = None) -> ScorerResult:
-    """Fit an LSTM scorer to the training lattices (module docstring, step 1).
+    """Fit an LSTM scorer to the training lattices (module docstring).
 
-    ``symbols``: the MFST's input and output alphabets, for the bootstrap SWA sampler.
-    ``checkpoint``: a file to checkpoint to and resume from. ``callback(step, record)`` is
-    called after every step (e.g. to log or to stop)."""
+    ``symbols``: the MFST's input and output alphabets, for a bootstrap sampler. ``ngram``:
+    the fitted n-gram whose posterior proposes (fitted here by ``config.ngram`` if the
+    proposal needs one and none is given). ``checkpoint``: a file to checkpoint to and resume
+    from. ``callback(step, record)`` is called after every step (e.g. to log or to stop)."""
     if not train:
         raise ValueError("train_scorer needs training lattices")
+    if config.proposal not in PROPOSALS:
+        raise ValueError(f"unknown scorer proposal {config.proposal!r}; choose from "
+                         f"{', '.join(PROPOSALS)}")
     device = torch.device(device)
+    if config.proposal != "bootstrap" and ngram is None:
+        ngram = fit_ngram(train, config.ngram, device=device, quiet=quiet).scorer
     torch.manual_seed(seed)
     vocab = len(train[0].mark_vocab)
     scorer = LSTMScorer(vocab, config.hidden, config.layers, config.dropout).to(device)
-    boot = make_sampler(config.bootstrap_sampler, vocab, config.bootstrap, symbols).to(device)
+    boot = None if config.proposal == "ngram" else make_sampler(
+        config.bootstrap_sampler, vocab, config.bootstrap, symbols).to(device)
     opt_p = torch.optim.Adam(scorer.parameters(), lr=config.lr)
-    opt_q = torch.optim.Adam(boot.parameters(), lr=config.bootstrap_lr)
+    opt_q = None if boot is None else torch.optim.Adam(boot.parameters(),
+                                                       lr=config.bootstrap_lr)
     rank, world = rank_and_world()
     # Under torchrun, as for a sampler: each process takes its share of every minibatch and
-    # DDP averages the gradients of the scorer and the bootstrap sampler.
-    step_loss: torch.nn.Module = _StepLoss(scorer, boot, config)
-    if world > 1:  # every parameter of both gets a gradient
+    # DDP averages the gradients of the scorer and any bootstrap sampler.
+    step_loss: torch.nn.Module = _StepLoss(scorer, boot, ngram, config)
+    if world > 1:  # every parameter gets a gradient
         step_loss = torch.nn.parallel.DistributedDataParallel(step_loss)
     generator = torch.Generator(device=device).manual_seed(seed + 7919 * rank)
     history: list[dict] = []
@@ -87,19 +126,22 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
     state = load_checkpoint(checkpoint, config)
     if state is not None:
         scorer.load_state_dict(state["scorer"])
-        boot.load_state_dict(state["sampler"])
         opt_p.load_state_dict(state["opt_p"])
-        opt_q.load_state_dict(state["opt_q"])
+        if boot is not None:
+            boot.load_state_dict(state["sampler"])
+            opt_q.load_state_dict(state["opt_q"])
         restore_rng(state, generator)
         history, start = state["history"], state["step"]
 
     def save(step: int) -> None:
         save_checkpoint(checkpoint, config, step, {
-            "history": history, "scorer": scorer.state_dict(), "sampler": boot.state_dict(),
-            "opt_p": opt_p.state_dict(), "opt_q": opt_q.state_dict()}, generator)
+            "history": history, "scorer": scorer.state_dict(), "opt_p": opt_p.state_dict(),
+            **({} if boot is None else {"sampler": boot.state_dict(),
+                                        "opt_q": opt_q.state_dict()})}, generator)
 
-    scorer.train()
-    boot.train()
+    trained = [m for m in (scorer, boot) if m is not None]
+    for module in trained:
+        module.train()
     bar = tqdm(range(start, config.steps), desc="train scorer", disable=quiet,
                initial=start, total=config.steps)
     with checkpointed():
@@ -107,20 +149,22 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
             batch = LatticeBatch(minibatch(train, config.batch_size, seed, step)[rank::world],
                                  device)
             with cpu_threads(device):
-                loss_p, loss_q, log_p, log_q = step_loss(batch, generator)
+                loss_p, loss_q, log_p, log_r = step_loss(batch, generator)
                 check_finite(loss_p, "the scorer's IWAE loss", step, checkpoint)
                 check_finite(loss_q, "the bootstrap sampler's loss", step, checkpoint)
-                opt_p.zero_grad()
-                opt_q.zero_grad()
+                for opt in (opt_p, opt_q):
+                    if opt is not None:
+                        opt.zero_grad()
                 (loss_p + loss_q).backward()  # disjoint parameters: one backward serves both
-                for module in (scorer, boot):
+                for module in trained:
                     norm = torch.nn.utils.clip_grad_norm_(module.parameters(), config.grad_clip)
                     check_finite(norm, "a gradient norm", step, checkpoint)
-                opt_p.step()
-                opt_q.step()
+                for opt in (opt_p, opt_q):
+                    if opt is not None:
+                        opt.step()
             record = {"step": step + 1,
-                      "iwae": float(iwae_bound(log_p.detach(), log_q.detach()).mean()),
-                      "sampler_loss": float(loss_q.detach())}
+                      "iwae": float(iwae_bound(log_p.detach(), log_r).mean()),
+                      "sampler_loss": None if boot is None else float(loss_q.detach())}
             history.append(record)
             bar.set_postfix(iwae=f"{record['iwae']:.2f}")
             if (step + 1) % config.checkpoint_every == 0:
@@ -135,20 +179,41 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
 
 
 class _StepLoss(torch.nn.Module):
-    """One minibatch as a module's forward, for DDP: (scorer loss, bootstrap sampler loss,
-    log p̃ (B, K), log q (B, K))."""
+    """One minibatch as a module's forward, for DDP: (scorer loss, bootstrap sampler loss (0
+    without one), log p̃ (B, K), log r (B, K))."""
 
-    def __init__(self, scorer: LSTMScorer, boot: torch.nn.Module, config: ScorerConfig):
+    def __init__(self, scorer: LSTMScorer, boot: Optional[Sampler],
+                 ngram: Optional[NgramScorer], config: ScorerConfig):
         super().__init__()
         self.scorer, self.boot, self.config = scorer, boot, config
+        self.posterior = None if ngram is None else ngram.posterior()
+
+    def propose(self, batch: LatticeBatch, generator: torch.Generator):
+        """K paths per pair from r: their arcs (B, K, L), log q of the bootstrap sampler (with
+        gradient; None without one) and log r (no gradient)."""
+        K = self.config.K
+        if self.config.proposal == "bootstrap":
+            paths = self.boot.sample(batch, K, generator)
+            return paths.arcs, paths.log_q, paths.log_q.detach()
+        if self.config.proposal == "mixture":
+            share = self.config.ngram_share
+            draw = mixture_draw([self.boot, self.posterior], [1 - share, share], batch, K,
+                                generator, grad=[0])
+            return draw.arcs, draw.log_q[0], draw.log_r
+        with torch.no_grad():
+            paths = self.posterior.sample(batch, K, generator)
+        return paths.arcs, None, paths.log_q
 
     def forward(self, batch: LatticeBatch, generator: torch.Generator):
-        paths = self.boot.sample(batch, self.config.K, generator)
-        B, K, L = paths.marks.shape
-        log_p, smoothed = self.scorer.log_prob_smoothed(paths.marks.reshape(B * K, L),
-                                                        paths.lengths.reshape(-1),
+        arcs, log_q, log_r = self.propose(batch, generator)
+        B, K, L = arcs.shape
+        # A good proposal repeats paths: score each distinct mark string once.
+        marks, index = torch.unique(batch.marks_of(arcs).reshape(B * K, L), dim=0,
+                                    return_inverse=True)
+        log_p, smoothed = self.scorer.log_prob_smoothed(marks, (marks >= 0).sum(-1),
                                                         self.config.label_smoothing)
-        log_p, smoothed = log_p.view(B, K), smoothed.view(B, K)
-        loss_p = iwae_loss(log_p.detach(), paths.log_q, surrogate=smoothed)
-        loss_q = inclusive_kl_loss(log_p.detach(), paths.log_q)
-        return loss_p, loss_q, log_p, paths.log_q
+        log_p, smoothed = log_p[index].view(B, K), smoothed[index].view(B, K)
+        loss_p = iwae_loss(log_p.detach(), log_r, surrogate=smoothed)
+        loss_q = log_p.new_zeros(()) if log_q is None else \
+            inclusive_kl_loss(log_p.detach(), log_q, log_r)
+        return loss_p, loss_q, log_p, log_r

@@ -7,7 +7,8 @@ import torch
 
 from nfst import NfstError
 from nfst.dp.batch import LatticeBatch
-from nfst.train.defensive import defensive_loss, defensive_sample
+from nfst.models.samplers.mixture import mixture_draw
+from nfst.train.defensive import defensive_loss
 from nfst.train.sampler import train_sampler
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import (FreeWeightSampler, all_paths, exact_inclusive_kl,
@@ -25,9 +26,11 @@ def test_weights_against_the_mixture_estimate_posterior_expectations():
     teacher = FreeWeightSampler(batch, torch.randn(batch.num_arcs, dtype=torch.float64,
                                                    generator=torch.Generator().manual_seed(1)))
     k, share = 4000, 0.25
-    arcs, log_p, log_q, log_r = defensive_sample(sampler, teacher, scorer, batch, k, share,
-                                                 torch.Generator().manual_seed(0))
-    assert arcs.shape[:2] == log_p.shape == log_q.shape == log_r.shape == (len(lats), k)
+    draw = mixture_draw([sampler, teacher], [1 - share, share], batch, k,
+                        torch.Generator().manual_seed(0), grad=[0])
+    arcs, log_q, log_r = draw.arcs, draw.log_q[0], draw.log_r
+    log_p = scorer.score_arcs(batch, arcs).detach()
+    assert arcs.shape[:2] == log_q.shape == log_r.shape == (len(lats), k)
     with torch.no_grad():  # each path's densities, recomputed by teacher forcing
         q = sampler.score(batch, arcs)
         t = teacher.score(batch, arcs)

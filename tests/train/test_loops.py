@@ -160,17 +160,22 @@ def test_train_scorer_returns_a_frozen_scorer_and_resumes(tmp_path):
         assert torch.equal(value, resumed.scorer.state_dict()[key]), key
 
 
-def test_the_scorer_is_trained_with_the_bootstrap_sampler_it_names(monkeypatch):
+def test_the_scorer_is_trained_on_the_proposal_it_names(monkeypatch):
     import nfst.train.scorer as scorer_loop
     made = []
     make = scorer_loop.make_sampler
     monkeypatch.setattr(scorer_loop, "make_sampler",
                         lambda name, *a, **kw: made.append(name) or make(name, *a, **kw))
     lats = del_ins_lattices()
-    config = ScorerConfig(hidden=8, steps=1, batch_size=2, K=4, bootstrap=SamplerConfig(d=8),
-                          bootstrap_sampler="swp")
-    train_scorer(lats, config, symbols=symbols_of(lats), quiet=True)
-    assert made == ["swp"]
+    for proposal in ("bootstrap", "mixture", "ngram"):  # 003's recipe, and with the n-gram
+        config = ScorerConfig(hidden=8, steps=2, batch_size=2, K=4, bootstrap=SamplerConfig(d=8),
+                              bootstrap_sampler="swp", proposal=proposal)
+        result = train_scorer(lats, config, symbols=symbols_of(lats), quiet=True)
+        assert all(math.isfinite(r["iwae"]) for r in result.history)
+        assert all((r["sampler_loss"] is None) == (proposal == "ngram") for r in result.history)
+    assert made == ["swp", "swp"]
+    with pytest.raises(ValueError, match="proposal"):
+        train_scorer(lats, ScorerConfig(proposal="gold"), quiet=True)
 
 
 def particle_training_setup(sampler_name):

@@ -1,0 +1,59 @@
+"""Drawing from a mixture of samplers (nfst.models.samplers.mixture), against enumeration."""
+
+import math
+
+import pytest
+import torch
+
+from nfst.dp.batch import LatticeBatch
+from nfst.models.samplers.mixture import mixture_counts, mixture_draw
+from tests.helpers.lattices import small_batch
+from tests.helpers.samplers import FreeWeightSampler, all_paths, exact_log_p, exact_sampler
+from tests.helpers.scorers import random_scorer
+
+
+def test_counts_follow_the_shares():
+    assert mixture_counts([1, 1], 16) == (8, 8)
+    assert mixture_counts([0.25, 0.75], 10) == (3, 7) or mixture_counts([0.25, 0.75], 10) == (2, 8)
+    assert sum(mixture_counts([0.2, 0.3, 0.5], 7)) == 7
+    assert mixture_counts([0.01, 0.99], 2) == (1, 1)  # largest remainders
+    with pytest.raises(ValueError):
+        mixture_counts([1, 0], 4)
+
+
+def test_every_path_is_weighted_against_the_whole_mixture():
+    batch = small_batch()
+    g = torch.Generator().manual_seed(3)
+    a = FreeWeightSampler(batch, torch.randn(batch.num_arcs, dtype=torch.float64, generator=g))
+    b = FreeWeightSampler(batch, torch.randn(batch.num_arcs, dtype=torch.float64, generator=g))
+    drawn = mixture_draw([a, b], [1, 3], batch, 8, torch.Generator().manual_seed(0), grad=[0])
+    assert drawn.counts == (2, 6) and drawn.log_q.shape == (2, batch.batch_size, 8)
+    drawn.log_q.sum().backward()  # only the component named in grad gets gradients
+    assert a.log_w.grad is not None and b.log_w.grad is None
+    with torch.no_grad():
+        qa, qb = a.score(batch, drawn.arcs), b.score(batch, drawn.arcs)
+    assert torch.allclose(drawn.log_q[0].detach(), qa) and torch.allclose(drawn.log_q[1], qb)
+    expected = torch.logaddexp(qa + math.log(2 / 8), qb + math.log(6 / 8))
+    assert torch.allclose(drawn.log_r, expected, atol=1e-12)
+    assert (drawn.arcs[:, :2] >= 0).sum() > 0  # the first component's paths come first
+
+
+def test_the_mixture_estimate_of_z_is_unbiased():
+    """Ẑ = mean p̃/r over many draws against the exact Z, within 4 standard errors; a mixture
+    weighted by the drawing component alone (a wrong r) is far off."""
+    batch = small_batch()
+    scorer = random_scorer(len(batch.mark_vocab), seed=4)
+    arcs, mask = all_paths(batch)
+    log_z = torch.logsumexp(exact_log_p(scorer, batch, arcs).detach().masked_fill(~mask, -math.inf), 1)
+    g = torch.Generator().manual_seed(5)
+    narrow = FreeWeightSampler(batch, 3 * torch.randn(batch.num_arcs, dtype=torch.float64, generator=g))
+    good = exact_sampler(batch, scorer)
+    drawn = mixture_draw([narrow, good], [0.5, 0.5], batch, 4000, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        log_p = scorer.score_arcs(batch, drawn.arcs)
+    ratio = torch.exp(log_p - drawn.log_r - log_z[:, None])  # Ẑ/Z per path
+    mean, se = ratio.mean(1), ratio.std(1) / math.sqrt(4000)
+    assert torch.all((mean - 1).abs() < 4 * se + 1e-9), (mean, se)
+    own = torch.cat([drawn.log_q[0][:, :2000], drawn.log_q[1][:, 2000:]], 1)
+    wrong = torch.exp(log_p - own - log_z[:, None]).mean(1)
+    assert torch.any((wrong - 1).abs() > 10 * se)
