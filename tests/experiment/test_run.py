@@ -16,6 +16,7 @@ from nfst.experiment.run import Run, RunConfig
 from nfst.runtime import storage
 
 TINY = ["scorer.hidden=16", "scorer.bootstrap.d=16", "sampler.sampler.d=16", "scorer.steps=4",
+        "scorer.ngram.steps=10",
         "sampler.steps=12", "sampler.eval_every=4", "sampler.eval_k=4",
         "sampler.checkpoint_every=1", "train_pairs=16", "dev_pairs=4", "test_pairs=4"]
 TASK = {"train_size": 16, "eval_size": 4}
