@@ -39,7 +39,6 @@ from typing import Optional, Sequence
 
 import numpy as np
 import torch
-from torch import Tensor
 
 from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
