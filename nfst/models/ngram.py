@@ -59,8 +59,6 @@ class NgramScorer(Scorer):
     # -- the Scorer interface ---------------------------------------------------------------
     def log_prob(self, marks: Tensor, lengths: Tensor) -> Tensor:
         table, N, L = self.log_table(), len(marks), marks.shape[1]
-        marks = marks.to(self.logits.device)
-        lengths = lengths.to(self.logits.device)
         marks = nn.functional.pad(marks, (0, 1), value=-1).clamp(min=0)  # junk past each end
         h, total = self.start(N), table.new_zeros(N)
         for t in range(L + 1):

@@ -72,24 +72,17 @@ def mixture_draw(components: Sequence[Sampler], shares: Sequence[float], batch: 
     whose index is in ``grad`` sample and score in their current mode with gradients; the
     others in eval mode without."""
     counts = mixture_counts(shares, k)
-    drawn, own = [], []
+    drawn = []  # (component, its paths), in component order
     for c, (q, k_c) in enumerate(zip(components, counts)):
         if k_c:
             with _frozen(q, c in grad):
-                paths = q.sample(batch, k_c, generator)
-            drawn.append(paths.arcs)
-            own.append((c, paths.log_q))
-    arcs = _pad(drawn)
+                drawn.append((c, q.sample(batch, k_c, generator)))
+    arcs = _pad([paths.arcs for _, paths in drawn])
     log_q = []
     for c, q in enumerate(components):
-        parts = []
-        for (d, log_q_d), a in zip(own, drawn):
-            if d == c:
-                parts.append(log_q_d)
-            else:
-                with _frozen(q, c in grad):
-                    parts.append(q.score(batch, a))
-        log_q.append(torch.cat(parts, dim=1))
+        with _frozen(q, c in grad):
+            log_q.append(torch.cat([paths.log_q if d == c else q.score(batch, paths.arcs)
+                                    for d, paths in drawn], dim=1))
     log_q = torch.stack(log_q)
     log_shares = torch.log(torch.tensor(counts, dtype=log_q.dtype, device=log_q.device) / k)
     log_r = torch.logsumexp(log_q.detach() + log_shares[:, None, None], dim=0)
