@@ -79,6 +79,9 @@ BAD_INPUT = {
     "run: wrong bootstrap sampler": (
         lambda t: ["run", "cipher", "--option", "scorer.bootstrap_sampler=nope", "--out",
                    str(t / "r"), *SMALL], "unknown samplers"),
+    "run: wrong scorer proposal": (
+        lambda t: ["run", "cipher", "--option", "scorer.proposal=gold", "--out",
+                   str(t / "r"), *SMALL], "unknown scorer proposal 'gold'"),
     "stats: bad TOML": (lambda t: ["stats", "--config", str(bad_toml(t))], "cannot read config"),
     "evaluate: bad TOML": (lambda t: ["evaluate", "cipher", "--config", str(bad_toml(t))],
                            "cannot read config"),

@@ -46,7 +46,7 @@ from ..tasks import DataError, Task, get_task
 from ..runtime.distributed import rank_and_world
 from ..train.ngram import fit_ngram
 from ..train.sampler import train_sampler
-from ..train.scorer import train_scorer
+from ..train.scorer import PROPOSALS, train_scorer
 from .config import RunConfig, agrees, apply_overrides, json_default
 from .presets import preset
 
@@ -81,6 +81,9 @@ class Run:
         if unknown:
             raise NfstError(f"unknown samplers {sorted(unknown)}",
                             f"choose from {', '.join(SAMPLERS)}")
+        if self.preset.scorer.proposal not in PROPOSALS:
+            raise NfstError(f"unknown scorer proposal {self.preset.scorer.proposal!r}",
+                            f"--option scorer.proposal= one of {', '.join(PROPOSALS)}")
         # Under torchrun every process runs every stage, sharing its work; rank 0 writes.
         self.rank, self.world = rank_and_world()
         self._check_config()
