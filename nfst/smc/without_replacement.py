@@ -29,7 +29,7 @@ Shapes: B lattices, k paths each, L the longest path.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 from torch import Tensor
@@ -86,12 +86,16 @@ def _conditioned(parent: Tensor, children: Tensor) -> Tensor:
 @torch.no_grad()
 def sample_without_replacement(sampler: Sampler, batch: LatticeBatch, k: int,
                                generator: Optional[torch.Generator] = None,
-                               max_length: Optional[int] = None) -> DistinctPaths:
+                               max_length: Optional[int] = None, context: Any = None
+                               ) -> DistinctPaths:
     """k distinct paths per lattice from ``sampler`` (all of them when fewer exist), by
-    stochastic beam search with beam k + 1 (the extra one gives the threshold κ)."""
+    stochastic beam search with beam k + 1 (the extra one gives the threshold κ).
+    ``context``: the sampler's ``prepare`` context to walk under (None: prepared here)."""
     sampler.check_batch(batch)
     with cpu_threads(batch.device):
-        return _sbs(sampler, batch, k, generator, max_length)
+        if context is None:
+            context = sampler.prepare(batch)
+        return _sbs(sampler, batch, k, generator, max_length, context)
 
 
 def _gumbel(shape, generator, device) -> Tensor:
@@ -99,13 +103,12 @@ def _gumbel(shape, generator, device) -> Tensor:
     return -torch.log(-torch.log(u.clamp(min=1e-300)))
 
 
-def _sbs(sampler, batch, k, generator, max_length) -> DistinctPaths:
+def _sbs(sampler, batch, k, generator, max_length, context) -> DistinctPaths:
     B, K, dev, f64 = batch.batch_size, k + 1, batch.device, torch.float64
     N = B * K
     cap = sampler._cap(batch, max_length)
     C = batch.out_arcs.shape[1] + 1  # columns: out-arcs, then STOP
     group = torch.arange(B, device=dev)[:, None] * K
-    context = sampler.prepare(batch)
     walk = sampler.start(batch, context, torch.arange(B, device=dev).repeat_interleave(K))
     first = torch.arange(N, device=dev) % K == 0  # one root per lattice to begin with
     phi = torch.where(first, 0.0, float("-inf")).to(f64)
@@ -191,11 +194,12 @@ class DistinctParticles(Particles):
 
 @torch.no_grad()
 def distinct_particles(sampler: Sampler, scorer: Scorer, batch: LatticeBatch, k: int,
-                       generator: Optional[torch.Generator] = None) -> DistinctParticles:
+                       generator: Optional[torch.Generator] = None,
+                       context: Any = None) -> DistinctParticles:
     """k distinct paths per lattice from ``sampler``, scored by ``scorer`` (over each lattice's
     prefix tree: one call per distinct prefix, empty slots unscored) and weighted by priority
-    sampling."""
-    paths = sample_without_replacement(sampler, batch, k, generator)
+    sampling; ``context`` as in :func:`sample_without_replacement`."""
+    paths = sample_without_replacement(sampler, batch, k, generator, context=context)
     log_p = torch.full(paths.log_q.shape, float("-inf"), dtype=torch.float64, device=batch.device)
     valid = paths.valid
     lattice = torch.arange(batch.batch_size, device=batch.device)[:, None].expand_as(valid)
@@ -211,8 +215,10 @@ def inclusive_kl_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch, k: 
                       generator: Optional[torch.Generator] = None) -> Tensor:
     """−Σ_i w̄_i log q_φ(ω_i), averaged over pairs, from k distinct paths with w̄ the normalised
     priority weights (detached): the inclusive-KL gradient of 003 §4 without duplicates. log q
-    is re-scored with gradients; empty slots (fewer paths than k) weigh 0."""
-    p = distinct_particles(sampler, scorer, batch, k, generator)
+    is re-scored with gradients, under the context the paths were drawn with (the same
+    selection, for a randomized sampler); empty slots (fewer paths than k) weigh 0."""
+    context = sampler.prepare(batch)
+    p = distinct_particles(sampler, scorer, batch, k, generator, context)
     arcs = torch.where(p.sample.valid[..., None], p.arcs, p.arcs[:, :1])
-    log_q = sampler.score(batch, arcs)
+    log_q = sampler.score(batch, arcs, context)
     return -(p.weights.to(log_q.dtype) * log_q).sum(1).mean()

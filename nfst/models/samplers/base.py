@@ -122,6 +122,10 @@ class Paths:
     """(B, k): log q of the whole path, STOP included (differentiable in φ)."""
     step_log_q: Tensor
     """(B, k, L + 1): log q of each choice (0 after STOP), the last choice being STOP."""
+    context: Any = None
+    """The sampler's :meth:`Sampler.prepare` context the paths were drawn with: pass it to
+    :meth:`Sampler.score` to score other paths under the same proposal (a randomized sampler,
+    SWP at budget < 1, draws a new one on every ``prepare``)."""
 
 
 @torch.no_grad()
@@ -348,7 +352,7 @@ class Sampler(torch.nn.Module):
                 step_log_q = torch.stack(steps, dim=1)[:, :L + 1]
         return Paths(arcs=arcs_t.view(B, k, -1), marks=marks.view(B, k, -1),
                      lengths=walk.length.view(B, k), log_q=step_log_q.sum(1).view(B, k),
-                     step_log_q=step_log_q.view(B, k, -1))
+                     step_log_q=step_log_q.view(B, k, -1), context=context)
 
     def _route_log_q(self, batch: LatticeBatch, context: Any, route: Route) -> Tensor:
         """(N, T) log q of each choice of ``route``, 0 after STOP."""
@@ -356,16 +360,21 @@ class Sampler(torch.nn.Module):
         step = lp.gather(2, route.choice[..., None]).squeeze(2)
         return torch.where(route.valid, step, torch.zeros_like(step))
 
-    def score_steps(self, batch: LatticeBatch, arcs: Tensor) -> Tensor:
+    def score_steps(self, batch: LatticeBatch, arcs: Tensor, context: Any = None) -> Tensor:
         """(B, k, L + 1) log q of each choice of the given paths ``arcs`` (B, k, L), -1 padded,
-        by teacher forcing; the choice after a path's last arc is STOP."""
+        by teacher forcing; the choice after a path's last arc is STOP. ``context``: a
+        :meth:`prepare` context of this batch to score under (e.g. ``Paths.context``, so that
+        a randomized sampler scores with the selection it sampled with); None prepares anew."""
         self.check_batch(batch)
         B, k, L = arcs.shape
         lattice = torch.arange(B, device=batch.device).repeat_interleave(k)
         route = route_of_arcs(batch, lattice, arcs.reshape(B * k, L), per_lattice=k)
         with cpu_threads(batch.device), one_walk(self, B * k):
-            return self._route_log_q(batch, self.prepare(batch), route).view(B, k, L + 1)
+            if context is None:
+                context = self.prepare(batch)
+            return self._route_log_q(batch, context, route).view(B, k, L + 1)
 
-    def score(self, batch: LatticeBatch, arcs: Tensor) -> Tensor:
-        """(B, k) log q of the given paths ``arcs`` (B, k, L), -1 padded (differentiable)."""
-        return self.score_steps(batch, arcs).sum(-1)
+    def score(self, batch: LatticeBatch, arcs: Tensor, context: Any = None) -> Tensor:
+        """(B, k) log q of the given paths ``arcs`` (B, k, L), -1 padded (differentiable);
+        ``context`` as in :meth:`score_steps`."""
+        return self.score_steps(batch, arcs, context).sum(-1)

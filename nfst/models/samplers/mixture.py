@@ -9,7 +9,8 @@ whichever component drew it: multiple importance sampling with the balance heuri
 and Guibas 1995). Then (1/k) Σ_j p̃(z_j) / r(z_j) is an unbiased estimate of Z, and the
 self-normalised weights are consistent, as long as some component covers the posterior. It
 needs log q_c of every path under every component: each component scores the others' paths
-by teacher forcing (``Sampler.score``).
+by teacher forcing (``Sampler.score``), under the context it sampled with (the same
+selection, for a randomized sampler; no second backward pass, for the exact ones).
 
 Uses: the scorer's training paths (n-gram posterior and bootstrap sampler), a sampler's
 training paths with a teacher (``nfst.train.defensive``), and the log Ẑ of the evaluation.
@@ -81,7 +82,10 @@ def mixture_draw(components: Sequence[Sampler], shares: Sequence[float], batch: 
     log_q = []
     for c, q in enumerate(components):
         with _frozen(q, c in grad):
-            log_q.append(torch.cat([paths.log_q if d == c else q.score(batch, paths.arcs)
+            own = next((paths.context for d, paths in drawn if d == c), None)
+            if own is None:  # a component with no paths of its own
+                own = q.prepare(batch)
+            log_q.append(torch.cat([paths.log_q if d == c else q.score(batch, paths.arcs, own)
                                     for d, paths in drawn], dim=1))
     log_q = torch.stack(log_q)
     log_shares = torch.log(torch.tensor(counts, dtype=log_q.dtype, device=log_q.device) / k)

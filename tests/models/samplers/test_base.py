@@ -62,6 +62,18 @@ def test_reported_log_q_matches_recomputations(name, device):
 
 
 @pytest.mark.parametrize("name", SAMPLER_NAMES)
+def test_scoring_under_the_sampling_context_repeats_log_q(name):
+    """Sample, then score the same paths under ``paths.context``: the same log q to 1e-9,
+    with the global generator left alone in between."""
+    lats = del_ins_lattices()
+    batch = LatticeBatch(lats)
+    sampler = new_sampler(name, lats).eval()
+    paths = sampler.sample(batch, 6, torch.Generator().manual_seed(3))
+    torch.testing.assert_close(sampler.score(batch, paths.arcs, paths.context), paths.log_q,
+                               rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", SAMPLER_NAMES)
 def test_samples_are_legal_paths(name, device):
     lats = del_ins_lattices() + [del_ins_lattices()[0]]
     batch = LatticeBatch(lats, device)

@@ -105,15 +105,20 @@ def test_importance_weights_stay_unbiased_for_z():
     assert bool(((mean - 1).abs() <= 3 * se + 1e-9).all()), (mean, se)
 
 
-def test_sample_and_score_agree_under_the_same_selection():
-    lats = del_ins_lattices()
-    batch = LatticeBatch(lats * 3)
-    swp = new_sampler("swp-sws", lats)
-    swp.config.budget = 0.3
-    torch.manual_seed(4)
-    paths = swp.sample(batch, 5, torch.Generator().manual_seed(0))
-    torch.manual_seed(4)
-    torch.testing.assert_close(swp.score(batch, paths.arcs), paths.log_q)
+@pytest.mark.parametrize("name", ["swp", "swp-prefix", "swp-sws"])
+def test_paths_are_scored_with_the_selection_they_were_sampled_with(name):
+    """Scoring under ``Paths.context`` gives the log q each path was sampled with, exactly;
+    a fresh ``prepare`` draws another selection, so the same paths score differently."""
+    lats = [cipher_lattice()]
+    batch = LatticeBatch(lats * 4)
+    swp = new_sampler(name, lats).eval()
+    swp.config.budget = 0.1
+    with torch.no_grad():
+        paths = swp.sample(batch, 8, torch.Generator().manual_seed(0))
+        again = swp.score(batch, paths.arcs, paths.context)
+        fresh = swp.score(batch, paths.arcs)
+    torch.testing.assert_close(again, paths.log_q, rtol=0, atol=1e-9)
+    assert float((fresh - paths.log_q).abs().max()) > 1e-3
 
 
 def test_budget_option_reaches_swp():
