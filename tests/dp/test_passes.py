@@ -121,6 +121,58 @@ def test_minus_infinity_arcs_have_zero_gradient():
     assert (w.grad[::4] == 0).all()
 
 
+def test_viterbi_gradient_is_the_best_paths_indicator_with_minus_infinity_arcs():
+    """Max semiring with some arcs of weight -inf: ∂ best / ∂ w is exactly 1 on the arcs of the
+    best path (by enumeration) and 0 elsewhere, -inf arcs included, and ∂ best / ∂ final is 1
+    at its last state only; a lattice whose every path crosses a -inf arc (the start's arcs
+    are all -inf, the states after them still have finite paths) gets gradient 0 throughout."""
+    lats = small_lattices()
+    batch = LatticeBatch(lats)
+    w = random_weights(batch, 6)
+    g = torch.Generator().manual_seed(7)
+    for b, lat in enumerate(lats):  # -inf on about half the arcs off one path kept finite
+        paths = lattice_paths(lat)
+        keep = paths[int(torch.randint(len(paths), (), generator=g))]
+        off = int(batch.arc_offsets[b])
+        for a in range(lat.num_arcs):
+            if a not in keep and float(torch.rand((), generator=g)) < 0.5:
+                w[off + a] = -math.inf
+    dead = 3  # the cipher lattice: no finite path
+    off = int(batch.arc_offsets[dead])
+    w[off + int(lats[dead].arc_offsets[0]):off + int(lats[dead].arc_offsets[1])] = -math.inf
+    f = batch.final_weights(torch.float64)
+    w.requires_grad_()
+    f.requires_grad_()
+    best = log_partition(batch, w, f, semiring=MaxSemiring)
+    best.sum().backward()
+    assert bool(torch.isfinite(w.grad).all()) and bool(torch.isfinite(f.grad).all())
+    alive = 0
+    for b, lat in enumerate(lats):
+        a0, s0 = int(batch.arc_offsets[b]), int(batch.state_offsets[b])
+        wb = w.detach()[a0:a0 + lat.num_arcs]
+        paths = lattice_paths(lat)
+        scores = torch.stack([wb[p].sum() if p else torch.zeros((), dtype=w.dtype)
+                              for p in paths])
+        expected_w = torch.zeros(lat.num_arcs, dtype=torch.float64)
+        expected_f = torch.zeros(lat.num_states, dtype=torch.float64)
+        if torch.isfinite(scores.max()):
+            alive += int(bool(torch.isneginf(wb).any()))  # -inf arcs beside a finite best
+            top = torch.topk(scores, 2).values if len(paths) > 1 else scores
+            assert len(paths) == 1 or top[0] - top[1] > 1e-9  # one best path
+            path = paths[int(scores.argmax())]
+            expected_w[path] = 1.0
+            expected_f[int(lat.arc_dst[path[-1]]) if path else 0] = 1.0
+            assert (wb[path] > -math.inf).all()
+        else:
+            assert b == dead and best[b] == -math.inf
+        assert torch.equal(w.grad[a0:a0 + lat.num_arcs], expected_w), b
+        assert torch.equal(f.grad[s0:s0 + lat.num_states], expected_f), b
+    assert alive >= 2
+    assert bool((w.grad[torch.isneginf(w.detach())] == 0).all())
+    # the dead lattice has finite arcs past its start (a mask-free gradient would reach them)
+    assert bool(torch.isfinite(w.detach()[off:off + lats[dead].num_arcs]).any())
+
+
 def test_float32_agrees_with_float64():
     batch = LatticeBatch(small_lattices())
     w = random_weights(batch, 4)

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from nfst.dp import LatticeBatch, arc_posteriors, backward, forward, log_partition
-from nfst.dp.randomized import RDPConfig, randomized_backward, randomized_forward
+from nfst.dp.randomized import (LevelGroups, RDPConfig, level_groups, randomized_backward,
+                                randomized_forward, select_level)
 from nfst.fst.lattice import Lattice
 from nfst.bench.common import cipher_lattices
 from tests.helpers.brute import lattice_paths
@@ -95,12 +96,39 @@ def test_z_is_unbiased_on_cipher_test_lattices(budget):
 
 @pytest.mark.parametrize("proposal,sampling,top_share", [
     ("uniform", "replacement", 0.9), ("beta", "bernoulli", 0.9), ("alpha-beta", "replacement", 0.9),
-    ("beta", "bernoulli", 0.0)])  # the last with K₂ q > 1 for some states: p = min(1, K₂ q)
+    ("beta", "bernoulli", 0.0),  # K₂ q > 1 for some states: p = min(1, K₂ q)
+    # K₁ = 0: all K states of a level drawn, K₂ = K up to 4 on the 72-state cipher lattice's
+    # levels of 5 to 8 states (and 2 on the del/ins lattices'), so states are drawn twice
+    ("uniform", "replacement", 0.0), ("alpha-beta", "replacement", 0.0)])
 def test_z_is_unbiased_for_every_proposal_and_sampling(proposal, sampling, top_share):
     config = RDPConfig(budget=0.5, proposal=proposal, sampling=sampling, top_share=top_share)
+    if top_share == 0.0:  # some lattice level is sampled with more than one draw
+        groups = level_groups(LatticeBatch(small_lattices()), config).values()
+        assert any(bool(((g.k - g.k1 > 1) & (g.counts > g.k)).any()) for g in groups)
     ratio, _ = z_ratios(small_lattices(), copies=400, runs=3, config=config)
     mean, se = mean_se(ratio)
     assert abs(mean - 1) <= 3 * se, (mean, se)
+
+
+def test_a_state_drawn_twice_counts_twice():
+    """One level of 8 states (as wide as the cipher lattice's widest), K = K₂ = 4 draws with
+    replacement from a skewed q, N copies: each state's factor is c = times / (K₂ q) with
+    times its number of draws, some states are drawn twice or more, and E[c] = 1 for every
+    state (within 4 standard errors of the N-copy mean, per state)."""
+    n, k, copies = 8, 4, 20000
+    g = torch.Generator().manual_seed(0)
+    score = torch.randn(n, generator=g, dtype=torch.float64) * 1.5
+    groups = LevelGroups(seg=torch.arange(copies).repeat_interleave(n),
+                         counts=torch.full((copies,), n), start=torch.arange(copies) * n,
+                         k=torch.full((copies,), k), k1=torch.zeros(copies, dtype=torch.long))
+    config = RDPConfig(budget=k, top_share=0.0, sampling="replacement")
+    c = select_level(score.repeat(copies), groups, config, g).exp().view(copies, n)
+    times = c * k * torch.softmax(score, 0)
+    assert torch.allclose(times, times.round(), atol=1e-9)
+    assert bool((times.round().sum(1) == k).all())
+    assert int((times.round() >= 2).sum()) > copies // 10
+    mean, se = c.mean(0), c.std(0) / math.sqrt(copies)
+    assert bool(((mean - 1).abs() <= 4 * se).all()), (mean - 1) / se
 
 
 def test_forward_z_is_unbiased():

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from nfst.dp.passes import log_partition
-from nfst.evaluate.smc import evaluate_smc, format_table, merge_duplicates
+import nfst.evaluate.smc as smc_module
+from nfst.evaluate.smc import evaluate_smc, format_table, merge_duplicates, methods
 from nfst.experiment.report import plot_offset_kl
 from nfst.smc.engine import Particles
 from nfst.smc.lookahead import BetaLookahead
@@ -15,15 +16,35 @@ from tests.helpers.scorers import random_scorer
 
 
 @pytest.fixture(scope="module")
-def evaluated():
+def evaluated_and_drawn():
     """Every method at M = 4 and 32 on the small lattices (5 to 32 paths each), with the exact
-    posterior as the trained sampler and the exact lookahead."""
+    posterior as the trained sampler and the exact lookahead; and the particles each method's
+    draws returned, {name: {M: [Particles of each run]}} (recorded by wrapping the draws)."""
     batch = small_batch()
     scorer = random_scorer(len(batch.mark_vocab), seed=0, scale=0.5, normalised=True)
     log_z = log_partition(batch, scorer.arc_weights(batch), scorer.final_weights(batch)).detach()
-    result = evaluate_smc(exact_sampler(batch, scorer), scorer, batch.lattices, particles=(4, 32),
-                          runs=2, lookahead=BetaLookahead.exact(scorer), seed=0)
-    return result, log_z
+    drawn: dict = {}
+
+    def recording_methods(*args, **kwargs):
+        def record(name, draw):
+            def recorded(batch, M, generator):
+                particles = draw(batch, M, generator)
+                drawn.setdefault(name, {}).setdefault(M, []).append(particles)
+                return particles
+            return recorded
+        return {name: record(name, draw) for name, draw in methods(*args, **kwargs).items()}
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(smc_module, "methods", recording_methods)
+        result = evaluate_smc(exact_sampler(batch, scorer), scorer, batch.lattices,
+                              particles=(4, 32), runs=2, lookahead=BetaLookahead.exact(scorer),
+                              seed=0)
+    return result, log_z, drawn
+
+
+@pytest.fixture(scope="module")
+def evaluated(evaluated_and_drawn):
+    return evaluated_and_drawn[:2]
 
 
 def test_result_is_json_with_every_method_and_M(evaluated):
@@ -94,3 +115,36 @@ def test_distinct_methods_find_every_path_when_m_exceeds_their_number(evaluated)
         assert res["scorer_calls"][1] == pytest.approx(calls, abs=0.051)  # rounded to 0.1
     for res in result["methods"].values():
         assert all(c > 0 for c in res["scorer_calls"])
+
+
+def dedup_ess_of(particles, b: int) -> float:
+    """(Σ p̂)² / Σ p̂² of lattice b's particles, p̂(ω) the normalised weights of the particles
+    on path ω added up (computed here, apart from ``merge_duplicates``)."""
+    merged: dict[tuple, float] = {}
+    for row, n, w in zip(particles.arcs[b].tolist(), particles.lengths[b].tolist(),
+                         particles.weights[b].double().tolist()):
+        merged[tuple(row[:n])] = merged.get(tuple(row[:n]), 0.0) + w
+    return sum(merged.values()) ** 2 / sum(w * w for w in merged.values())
+
+
+def test_reported_dedup_ess_is_that_of_the_merged_particles(evaluated_and_drawn):
+    """Each method's reported dedup ESS at each M is the mean over runs and pairs of the ESS of
+    its own particles with identical paths merged. The exact-posterior proposal (IS) draws
+    equal weights, so its plain ESS is M, but at M = 32 it draws the few likely paths of each
+    lattice (5 to 32 of them) many times: its dedup ESS is far below M, and at most the mean
+    number of paths; the distinct methods never repeat a path (dedup ESS = ESS)."""
+    result, _, drawn = evaluated_and_drawn
+    n_paths = sum(len(lattice_paths(lat)) for lat in small_batch().lattices) / 4
+    for name, res in result["methods"].items():
+        for i, M in enumerate(result["M"]):
+            runs = drawn[name][M]
+            assert len(runs) == (1 if name == "BEAM" else 2)
+            expected = [dedup_ess_of(p, b) for p in runs for b in range(p.arcs.shape[0])]
+            assert res["dedup_ess"][i] == pytest.approx(sum(expected) / len(expected), rel=1e-9)
+            assert res["dedup_ess"][i] <= res["ess"][i] + 1e-9
+    plain = result["methods"]["IS[free-weights]"]
+    assert plain["ess"] == pytest.approx([4.0, 32.0])
+    assert plain["dedup_ess"][1] < min(n_paths, 32.0 / 2)
+    for name in ("IS-WOR[free-weights]", "ABSTRACT"):
+        res = result["methods"][name]
+        assert res["dedup_ess"] == pytest.approx(res["ess"], rel=1e-9)
