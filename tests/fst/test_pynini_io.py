@@ -9,8 +9,10 @@ from tests.helpers.strategies import small_mfsts
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(small_mfsts(grouped=True))
+@given(small_mfsts(grouped=True, wide=True))
 def test_round_trip_keeps_paths_and_marks(T):
+    """An arc with two symbols on a tape becomes two mark-less Pynini arcs in a row, whose
+    symbols ride back onto the marks that follow them."""
     U = MarkedFST.from_pynini(T.to_pynini(), marks=OutputMarks())
     assert path_triples(U, 4) == path_triples(T, 4)
 

@@ -101,7 +101,27 @@ def test_priority_estimators_are_unbiased(setup):
         for est, truth in ((z_hat[:, b0], Z), (kl_hat[:, b0], kl), (len_hat[:, b0], total_length)):
             se = float(est.std()) / math.sqrt(RUNS)
             assert abs(float(est.mean()) - truth) <= 3 * se + 1e-12 * abs(truth), (b0, truth)
-    assert torch.allclose(expected_length(paths, log_p), len_hat.view(-1) / z_hat.view(-1))
+
+
+def test_expected_length_is_exact_when_every_path_is_drawn():
+    """k ≥ #paths: the estimate Σ W_i |ω_i| / Σ W_i equals E_p|ω| = Σ_ω p̃(ω)|ω| / Σ_ω p̃(ω)
+    computed by enumeration, in every run (the inclusion probabilities are all 1)."""
+    base = small_batch()
+    sampler = noisy_sampler(base, seed=2)
+    scorer = random_scorer(len(base.mark_vocab), seed=3, normalised=True)
+    lat = base.lattices[3]  # 8 paths of different lengths
+    exact = enumerate_paths(lat, sampler, scorer)
+    truth = sum(math.exp(lp) * n for _, lp, n in exact.values()) / \
+        sum(math.exp(lp) for _, lp, _ in exact.values())
+    assert len({n for _, _, n in exact.values()}) > 1
+    batch = LatticeBatch([lat] * 3)
+    paths = sample_without_replacement(sampler, batch, 9, torch.Generator().manual_seed(0))
+    local = torch.where(paths.arcs >= 0, paths.arcs - batch.arc_offsets[:-1, None, None], -1)
+    log_p = torch.tensor([[exact[tuple(a for a in row if a >= 0)][1] if ok else -math.inf
+                           for row, ok in zip(local[b].tolist(), paths.valid[b].tolist())]
+                          for b in range(3)], dtype=torch.float64)
+    assert torch.allclose(expected_length(paths, log_p), torch.full((3,), truth, dtype=torch.float64),
+                          atol=1e-9)
 
 
 def test_all_paths_and_exact_estimates_when_the_lattice_has_at_most_k():
