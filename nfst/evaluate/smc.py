@@ -11,7 +11,11 @@ Per pair, in nats:
   offset KL is a "best effort" lower bound on KL(p̂ ‖ p); differences between methods are
   exact).
 - ESS (Σw)²/Σw² of the final particles, and deduplicated ESS (003 Table 7: merge identical
-  paths first); the mean and, over runs, the variance of log Ẑ.
+  paths first); the mean and, over runs, the variance of log Ẑ;
+- Pareto k̂ of the final weights (``nfst.evaluate.pareto``), the mean over runs and pairs
+  where it can be fitted (None for the beam, whose weights are not importance weights, or
+  where no pair has enough distinct weights, as after resampling); above 0.7 the method's
+  figures at that M are unreliable whatever their standard errors say.
 
 Methods (the names of the returned dict):
 
@@ -40,6 +44,7 @@ adaptive (ESS < M/2, 000 fn. 9), multinomial by default as in 000.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional, Sequence
@@ -61,6 +66,7 @@ from ..smc.resampling import ess
 from ..smc.without_replacement import distinct_particles
 from ..runtime.distributed import item_seed, shared_map
 from .metrics import mean_and_se
+from .pareto import pareto_k, pareto_summary
 from .tables import text_table
 
 PARTICLES = (8, 16, 32, 64, 128)
@@ -179,7 +185,7 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
     batches = [LatticeBatch(c, device) for c in chunks]
     n = len(lattices)
     seen: list[dict[tuple, float]] = [{} for _ in range(n)]  # 𝒴 per pair
-    # per method, M, run, pair: (partial KL, ESS, dedup ESS, log Ẑ)
+    # per method, M, run, pair: (partial KL, ESS, dedup ESS, log Ẑ, Pareto k̂)
     stats: dict[str, dict[int, list[list[tuple]]]] = {name: {} for name in draws}
     seconds: dict[str, dict[int, float]] = {name: {} for name in draws}
     calls: dict[str, dict[int, float]] = {name: {} for name in draws}
@@ -209,7 +215,8 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
             found.append(dict(zip(keys, log_p.tolist())))
             partial = float((w * (w.log() - log_p)).sum())
             dedup = float(ess(w.log()))
-            rows.append((partial, float(full_ess[b]), dedup, float(log_z[b])))
+            k_hat = math.nan if name == "BEAM" else pareto_k(p.log_weights[b])
+            rows.append((partial, float(full_ess[b]), dedup, float(log_z[b]), k_hat))
         bar.update()
         return rows, found, time.time() - started, counter.calls
 
@@ -238,9 +245,10 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
            "config": asdict(config) | {"particles": list(config.particles)}, "units": "nats"}
     for name in draws:
         res = {key: [] for key in ("offset_kl", "offset_kl_se", "partial_kl", "ess", "dedup_ess",
-                                   "log_z", "log_z_var", "seconds", "scorer_calls")}
+                                   "log_z", "log_z_var", "pareto_k", "seconds",
+                                   "scorer_calls")}
         for M in config.particles:
-            table = torch.tensor(stats[name][M], dtype=torch.float64)  # (runs, n, 4)
+            table = torch.tensor(stats[name][M], dtype=torch.float64)  # (runs, n, 5)
             offset_kl = table[..., 0] + torch.tensor(z, dtype=torch.float64)
             mean, se = mean_and_se(offset_kl.mean(0).tolist())
             res["offset_kl"].append(mean)
@@ -250,6 +258,7 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
             res["dedup_ess"].append(float(table[..., 2].mean()))
             res["log_z"].append(float(table[..., 3].mean()))
             res["log_z_var"].append(float(table[..., 3].var(0).mean()) if len(table) > 1 else 0.0)
+            res["pareto_k"].append(pareto_summary(table[..., 4].flatten().tolist())["mean"])
             res["seconds"].append(round(seconds[name][M], 3))
             res["scorer_calls"].append(round(calls[name][M], 1))
         out["methods"][name] = res

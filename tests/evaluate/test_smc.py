@@ -1,10 +1,12 @@
 import json
+import math
 
 import pytest
 import torch
 
 from nfst.dp.passes import log_partition
 import nfst.evaluate.smc as smc_module
+from nfst.evaluate.pareto import pareto_k
 from nfst.evaluate.smc import evaluate_smc, format_table, merge_duplicates, methods
 from nfst.experiment.report import plot_offset_kl
 from nfst.smc.engine import Particles
@@ -148,3 +150,21 @@ def test_reported_dedup_ess_is_that_of_the_merged_particles(evaluated_and_drawn)
     for name in ("IS-WOR[free-weights]", "ABSTRACT"):
         res = result["methods"][name]
         assert res["dedup_ess"] == pytest.approx(res["ess"], rel=1e-9)
+
+
+def test_reported_pareto_k_is_that_of_the_final_weights(evaluated_and_drawn):
+    """Each method's reported k̂ at each M is the mean over runs and pairs of the k̂ of its
+    final weights, pairs where it cannot be fitted left out; None for the beam (not importance
+    weights) and at M = 4 (too few weights to fit a tail); some method has one at M = 32."""
+    result, _, drawn = evaluated_and_drawn
+    fitted = 0
+    for name, res in result["methods"].items():
+        assert res["pareto_k"][0] is None
+        ks = [pareto_k(p.log_weights[b]) for p in drawn[name][32] for b in range(p.arcs.shape[0])]
+        ks = [k for k in ks if not math.isnan(k)]
+        if name == "BEAM" or not ks:
+            assert res["pareto_k"][1] is None, name
+        else:
+            assert res["pareto_k"][1] == pytest.approx(sum(ks) / len(ks), rel=1e-9), name
+            fitted += 1
+    assert fitted >= 2
