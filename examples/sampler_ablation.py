@@ -33,8 +33,8 @@ def main(base: str, out: str, samplers: str, *overrides: str) -> dict:
     started = time.time()
     run = Run(config, out_dir, **where, quiet=True)
     run.evaluation()
-    keys = ("untrained_partial_kl", "partial_kl", "partial_kl_se", "untrained_exclusive_kl",
-            "exclusive_kl", "training", "curve")
+    keys = ("untrained_partial_kl", "partial_kl", "partial_kl_se",
+            "untrained_exclusive_kl_lower_bound", "exclusive_kl_lower_bound", "training", "curve")
     return {"run": out, "overrides": list(overrides), "seconds": time.time() - started,
             "samplers": {name: {k: metrics.get(k) for k in keys}
                          for name, metrics in run.results()["samplers"].items()}}

@@ -100,7 +100,7 @@ def _add_bench(p):
     from .bench import BENCHMARKS
     p.add_argument("name", choices=sorted(BENCHMARKS),
                    help="; ".join(f"{k}: {v[0]}" for k, v in sorted(BENCHMARKS.items())))
-    p.add_argument("--lattices", type=int, help="number of lattices (backward, compile, step, rdp)")
+    p.add_argument("--lattices", type=int, help="number of lattices (backward, compile, step, rdp, estimates)")
     p.add_argument("--run-dir", help="trained cipher run to use (abstract; default "
                    "runs/cipher-small-0, trained there if missing)")
 

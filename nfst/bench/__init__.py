@@ -16,6 +16,8 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {  # name: (what, module, function
     "smc": ("particle smoothing over cipher test lattices", "nfst.bench.smc", "bench_smc"),
     "abstract": ("abstract particles and distinct samples vs beam and SMC on cipher",
                  "nfst.bench.abstract", "bench_abstract"),
+    "estimates": ("log Z and exclusive KL estimates vs exact values under a WFST scorer",
+                  "nfst.bench.estimates", "bench_estimates"),
     "rdp": ("randomized DP and randomized SWP vs exact on cipher test lattices", "nfst.bench.rdp",
             "bench_rdp"),
 }

@@ -9,7 +9,9 @@ With k samples z_1..z_k of one pair and log importance weights log w_k = log p̃
 - expected mark length under p (003 Fig. 4b): Σ_k w̄_k |z_k| with w̄ = softmax(log w);
 - log Z = log Σ_z p̃(z) by importance sampling: log Ẑ = log (1/k) Σ_k w_k, with the
   delta-method standard error sd(w) / (√k · mean(w)). E[Ẑ] = Z, so log Ẑ is biased low
-  (Jensen), by less as q nears p. Partial KL + log Z is the exclusive KL(q ‖ p) itself.
+  (Jensen), by less as q nears p. Partial KL + log Z is the exclusive KL(q ‖ p) itself;
+  partial KL + log Ẑ is only a lower bound on it in expectation (see ``evaluate.exact`` for
+  the exact value under a WFST scorer).
 
 Over pairs, :func:`mean_and_se` gives the mean and its standard error (std / √n).
 """

@@ -3,7 +3,9 @@
 For each pair (x, y) we draw k paths z_1..z_k ~ q_φ(· | x, y) and score them under both q_φ and
 p̃_θ, then average the metrics of ``nfst.evaluate.metrics`` over pairs, with standard errors:
 partial KL (003:7; nats, lower is better; samplers are only comparable on the same scorer),
-deduplicated ESS (003 Table 7) and the expected mark length under p (003 Fig. 4b); and a few
+deduplicated ESS (003 Table 7) and the expected mark length under p (003 Fig. 4b), both from
+the self-normalised importance weights p̃/q, whose Pareto k̂ is reported beside them
+(``nfst.evaluate.pareto``: nan below 21 samples per pair, unreliable above 0.7); and a few
 qualitative proposals (003 Tables 4–6): the highest-weight sample of the first pairs.
 Without replacement (:func:`summarize_distinct`): k *distinct* paths per pair by stochastic
 beam search (``nfst.smc.without_replacement``), weighted by priority sampling; their
@@ -34,6 +36,7 @@ from ..smc import without_replacement as wor
 from ..runtime.distributed import item_seed, shared_map
 from . import metrics
 from .metrics import mean_and_se
+from .pareto import pareto_k, pareto_summary
 from .tables import text_table
 
 
@@ -148,6 +151,7 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
     kl, kl_se = mean_and_se(per_pair)
     ess, ess_se = mean_and_se([dedup_ess(s) for s in samples])
     length, length_se = mean_and_se([expected_length(s) for s in samples])
+    reliability = pareto_summary([pareto_k(s.log_p - s.log_q) for s in samples])
     shown = []
     for s, lat in list(zip(samples, lattices))[:examples]:
         best = int(torch.argmax(s.log_p - s.log_q))
@@ -155,8 +159,10 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
                       "proposal": render(lat, s.arcs[best].tolist()),
                       "log_q": float(s.log_q[best]), "log_p": float(s.log_p[best])})
     out = {"partial_kl": kl, "partial_kl_se": kl_se, "ess": ess, "ess_se": ess_se,
-           "expected_length": length, "expected_length_se": length_se, "examples": shown,
-           "per_pair_partial_kl": per_pair}
+           "expected_length": length, "expected_length_se": length_se,
+           "pareto_k": reliability["mean"],
+           "pareto_k_over_threshold": reliability["over_threshold"],
+           "examples": shown, "per_pair_partial_kl": per_pair}
     if structure is not None:
         out[structure.name], out[f"{structure.name}_se"] = mean_and_se(
             [structure.share(lat, s.arcs, torch.full((len(s.arcs),), 1 / len(s.arcs),
@@ -201,6 +207,7 @@ def evaluate(samplers: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence
         {"pairs": P, "k": k, "seed": seed,
          "samplers": {name: {"partial_kl", "partial_kl_se", "ess", "ess_se",
                              "expected_length", "expected_length_se",
+                             "pareto_k", "pareto_k_over_threshold",
                              "examples": [{"x", "y", "proposal", "log_q", "log_p"}, ...],
                              "per_pair_partial_kl": [P values, for paired comparisons]}}}
 
@@ -230,57 +237,80 @@ def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
     """Per-pair IS estimates of log Z (``metrics.log_z_is``) with M samples per pair from an
     even mixture of ``proposals`` (by name), each path weighted against the whole mixture
     (``nfst.models.samplers.mixture``). Ẑ is unbiased, so E[log Ẑ] ≤ log Z: each log Ẑ is a
-    lower bound in expectation, tight only when the mixture is close to the posterior. With
-    ``structure``, also the posterior's share on it (self-normalised over the same samples).
-    Another seed than the evaluation's, so its samples are not reused; under torchrun the
-    ranks share the minibatches (a collective)."""
+    lower bound in expectation, tight only when the mixture is close to the posterior.
+
+    Diagnostics: the Pareto k̂ of each pair's M weights (``nfst.evaluate.pareto``; above 0.7
+    the estimate is unreliable whatever its standard error says), and, from the same draw,
+    each proposal's own IS estimate from just the paths it drew (``by_proposal``); ``spread``,
+    the mixture's mean log Ẑ minus the best single proposal's, says how much the mixture
+    tightened the bound. With ``structure``, also the posterior's share on it
+    (self-normalised over the same samples). Another seed than the evaluation's, so its
+    samples are not reused; under torchrun the ranks share the minibatches (a collective)."""
     device = torch.device(device)
     starts = list(range(0, len(lattices), batch_size))
     components = list(proposals.values())
 
     @torch.no_grad()
-    def one_batch(i: int) -> list[tuple[float, float, Optional[float]]]:
+    def one_batch(i: int) -> list[dict]:
         batch = LatticeBatch(lattices[starts[i]:starts[i] + batch_size], device)
         generator = torch.Generator(device=device).manual_seed(item_seed(seed + 1, i))
         drawn = mixture_draw(components, [1.0] * len(components), batch, M, generator)
         with cpu_threads(device):
-            log_w = (scorer.score_arcs(batch, drawn.arcs) - drawn.log_r).double().cpu()
+            log_p = scorer.score_arcs(batch, drawn.arcs).double().cpu()
+        log_w = log_p - drawn.log_r.double().cpu()
+        log_q = drawn.log_q.double().cpu()
         local = torch.where(drawn.arcs >= 0, drawn.arcs - batch.arc_offsets[:-1, None, None],
                             drawn.arcs).cpu()
+        bounds = torch.tensor((0,) + drawn.counts).cumsum(0).tolist()
         out = []
         for b, lat in enumerate(batch.lattices):
             value, se = metrics.log_z_is(log_w[b])
-            share = None if structure is None else \
-                structure.share(lat, local[b], torch.softmax(log_w[b], 0))
-            out.append((value, se, share))
+            own = {name: metrics.log_z_is(log_p[b, lo:hi] - log_q[c, b, lo:hi])[0]
+                   for c, (name, lo, hi) in enumerate(zip(proposals, bounds, bounds[1:]))
+                   if hi > lo}
+            out.append({"value": value, "se": se, "pareto_k": pareto_k(log_w[b]), "own": own,
+                        "share": None if structure is None else
+                        structure.share(lat, local[b], torch.softmax(log_w[b], 0))})
         return out
 
     with eval_mode(scorer, *components):
         per_pair = [v for part in shared_map(one_batch, range(len(starts))) for v in part]
+    by_proposal = {name: mean_and_se([p["own"][name] for p in per_pair])
+                   for name in per_pair[0]["own"]}
+    mean = sum(p["value"] for p in per_pair) / len(per_pair)
+    ks = [p["pareto_k"] for p in per_pair]
     names = " and ".join(proposals)
     result = {"method": f"importance sampling, {M} samples per pair from an even mixture of "
                         f"{names}; a lower bound in expectation (E[log Ẑ] ≤ log Z)",
               "proposals": list(proposals), "samples": M,
-              "mean_se": sum(se for _, se, _ in per_pair) / len(per_pair),
-              "per_pair": [v for v, _, _ in per_pair], "per_pair_se": [se for _, se, _ in per_pair]}
+              "mean_se": sum(p["se"] for p in per_pair) / len(per_pair),
+              "pareto_k": pareto_summary(ks),
+              "by_proposal": {name: {"log_z": v, "log_z_se": se, "samples": M // len(proposals)}
+                              for name, (v, se) in by_proposal.items()},
+              "spread": mean - max(v for v, _ in by_proposal.values()),
+              "per_pair": [p["value"] for p in per_pair],
+              "per_pair_se": [p["se"] for p in per_pair], "per_pair_pareto_k": ks}
     if structure is not None:
         result[structure.name], result[f"{structure.name}_se"] = mean_and_se(
-            [share for _, _, share in per_pair])
+            [p["share"] for p in per_pair])
     return result
 
 
 def add_exclusive_kl(result: dict) -> dict:
-    """Add the exclusive KL(q ‖ p) = partial KL + log Z (003:7), per pair with
-    ``result["log_z"]`` (:func:`estimate_log_z`), to every sampler of :func:`evaluate`'s
-    result: ``exclusive_kl`` ± ``exclusive_kl_se`` (over pairs) and, where the untrained
-    sampler was evaluated too, ``untrained_exclusive_kl``. Returns ``result``."""
+    """Add partial KL + log Ẑ (003:7), per pair with ``result["log_z"]``
+    (:func:`estimate_log_z`), to every sampler of :func:`evaluate`'s result:
+    ``exclusive_kl_lower_bound`` ± ``exclusive_kl_lower_bound_se`` (over pairs) and, where the
+    untrained sampler was evaluated too, ``untrained_exclusive_kl_lower_bound``. Since
+    E[log Ẑ] ≤ log Z, each is a lower bound in expectation on the exclusive KL(q ‖ p), low by
+    the same log Z − E[log Ẑ] for every sampler: differences between samplers are unbiased,
+    ratios are not. Returns ``result``."""
     log_z = result["log_z"]["per_pair"]
     for m in result["samplers"].values():
         for prefix in ("", "untrained_"):
             per_pair = m.get(f"{prefix}per_pair_partial_kl")
             if per_pair is not None:
-                m[f"{prefix}exclusive_kl"], m[f"{prefix}exclusive_kl_se"] = mean_and_se(
-                    [p + z for p, z in zip(per_pair, log_z)])
+                key = f"{prefix}exclusive_kl_lower_bound"
+                m[key], m[f"{key}_se"] = mean_and_se([p + z for p, z in zip(per_pair, log_z)])
     return result
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 from ..errors import ReportError
 from ..evaluate.metrics import mean_and_se
+from ..evaluate.pareto import PARETO_K_WARN
 from ..evaluate.tables import text_table
 
 SAMPLER_ORDER = ("swa", "sws", "swp", "swp-prefix", "nolookahead")
@@ -57,7 +58,8 @@ def _fmt(value, se=None, digits=1) -> str:
     return f"{text} ± {se:.{digits}f}" if se is not None else text
 
 
-def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, title: str) -> list[str]:
+def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, title: str,
+           digits: int = 1) -> list[str]:
     tasks = _ordered([r["task"] for r in runs], TASK_ORDER)
     samplers = _ordered({s for r in runs for s in r.get("samplers", {})}, SAMPLER_ORDER)
     by_task = {r["task"]: r for r in runs}
@@ -66,7 +68,7 @@ def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, t
         cells = []
         for t in tasks:
             res = by_task[t].get("samplers", {}).get(s)
-            ours = _fmt(res.get(key), res.get(se_key) if se_key else None) if res else "–"
+            ours = _fmt(res.get(key), res.get(se_key) if se_key else None, digits) if res else "–"
             ref = paper.get(s, {}).get(t) if paper else None
             cells.append(f"{ours} ({ref})" if ref is not None else ours)
         rows.append((s, *cells))
@@ -78,37 +80,45 @@ def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, t
 
 
 def _learning(runs: list[dict]) -> list[str]:
-    """Per run: each sampler's test partial KL untrained → trained, the drop, the estimated
-    exclusive KL before and after, and the samplers' ordering with paired standard errors."""
+    """Per run: each sampler's test partial KL untrained → trained, the drop, the lower bound on
+    the exclusive KL before and after (and, with a WFST scorer, the exact-log-Z exclusive KL
+    and the inclusive KL), and the samplers' ordering with paired standard errors."""
     lines = []
     for run in runs:
         samplers = run.get("samplers", {})
         if not any("untrained_partial_kl" in r for r in samplers.values()):
             continue
         log_z = run.get("log_z") or {}
+        exact = any("exclusive_kl" in r for r in samplers.values())
         lines += [f"### {run['task']}: what training changed (test pairs)", "",
-                  "| sampler | partial KL untrained → trained | drop | exclusive KL untrained "
-                  "→ trained | training ESS | steps |", "|---|---|---|---|---|---|"]
+                  "| sampler | partial KL untrained → trained | drop | exclusive KL lower bound "
+                  "untrained → trained |" + (" exclusive KL untrained → trained | inclusive KL |"
+                                              if exact else "") + " training ESS | steps |",
+                  "|---|---|---|---|---|---|" + ("---|---|" if exact else "")]
         for s in _ordered(samplers, SAMPLER_ORDER):
             r = samplers[s]
             if "untrained_partial_kl" not in r:
                 continue
-            excl = (f"{_fmt(r['untrained_exclusive_kl'], r['untrained_exclusive_kl_se'])} → "
-                    f"{_fmt(r['exclusive_kl'], r['exclusive_kl_se'])}"
-                    if "exclusive_kl" in r else "–")
+            cells = [_change(r, "exclusive_kl_lower_bound")]
+            if exact:
+                cells += [_change(r, "exclusive_kl"),
+                          _fmt(r.get("inclusive_kl"), r.get("inclusive_kl_se"))]
             training = r.get("training") or {}
             lines.append(
                 f"| {s} | {_fmt(r['untrained_partial_kl'])} → {_fmt(r['partial_kl'])} | "
-                f"{_fmt(r['untrained_partial_kl'] - r['partial_kl'])} | {excl} | "
+                f"{_fmt(r['untrained_partial_kl'] - r['partial_kl'])} | {' | '.join(cells)} | "
                 f"{_fmt(training.get('mean_ess'), digits=2)} | {training.get('steps', '–')} |")
         lines.append("")
         if log_z:
-            lines += [f"Exclusive KL(q ‖ p) = partial KL + log Z per pair, log Z estimated by "
-                      f"{log_z['method']} (mean delta-method standard error of log Ẑ "
-                      f"{log_z.get('mean_se', math.nan):.2f} nats; log Ẑ is biased low, so the "
-                      f"exclusive KL is too). "
-                      f"± is the standard error over pairs. Training ESS: mean over steps of "
-                      f"1/Σ w̄² of the k training weights.", ""]
+            lines += [f"Exclusive KL lower bound: partial KL + log Ẑ per pair, log Ẑ by "
+                      f"{log_z['method']}. The column is therefore low by the same "
+                      f"log Z − E[log Ẑ] for every sampler: compare differences between "
+                      f"samplers, not ratios."
+                      + (" Exclusive KL: partial KL + the exact log Z of the WFST scorer "
+                         "(unbiased); inclusive KL: from exact posterior samples (unbiased)."
+                         if exact else "")
+                      + " ± is the standard error over pairs. Training ESS: mean over steps "
+                        "of 1/Σ w̄² of the k training weights.", ""]
         ranked = sorted((s for s in samplers if "per_pair_partial_kl" in samplers[s]),
                         key=lambda s: samplers[s]["partial_kl"])
         if len(ranked) > 1:
@@ -122,6 +132,33 @@ def _learning(runs: list[dict]) -> list[str]:
     return lines
 
 
+def _change(r: dict, key: str) -> str:
+    """``untrained_KEY → KEY``, each ± its standard error, or – when absent."""
+    if key not in r:
+        return "–"
+    before = _fmt(r.get(f"untrained_{key}"), r.get(f"untrained_{key}_se"))
+    return f"{before} → {_fmt(r[key], r.get(f'{key}_se'))}"
+
+
+def _smc_table(smc: dict, key: str, digits: int) -> list[str]:
+    """One metric of an SMC evaluation as a markdown table: methods × M."""
+    lines = ["| method | " + " | ".join(f"M={m}" for m in smc["M"]) + " |",
+             "|---" * (len(smc["M"]) + 1) + "|"]
+    return lines + [f"| {method} | " + " | ".join(_fmt(v, digits=digits) for v in res[key])
+                    + " |" for method, res in smc["methods"].items() if key in res]
+
+
+def _reliability(name: str, pareto: Optional[dict]) -> list[str]:
+    """A warning line when an IS estimate's Pareto k̂ is above the threshold on some pairs."""
+    if not pareto or not pareto.get("over_threshold"):
+        return []
+    top = f"; max {pareto['max']:.2f}" if pareto.get("max") is not None else ""
+    return [f"**Warning: {name} is unreliable on {pareto['over_threshold']:.0%} of the pairs** "
+            f"(Pareto k̂ > {pareto['threshold']}{top}): the importance "
+            f"weights are so heavy-tailed that the estimate can be far off whatever its "
+            f"standard error says. More samples or a better proposal are needed.", ""]
+
+
 def _scorer(runs: list[dict]) -> list[str]:
     """Per run: how the scorer was trained and how well it explains the test pairs."""
     rows = [r for r in runs if r.get("scorer")]
@@ -129,27 +166,39 @@ def _scorer(runs: list[dict]) -> list[str]:
         return []
     structures = sorted({k for r in rows for k in r["scorer"]
                          if k.startswith("generating") and not k.endswith("_se")})
+    exact = any(r["scorer"].get("test_log_z_exact") is not None for r in rows)
     lines = ["## The scorer", "",
-             "| task | proposal | train IWAE bound | test log Ẑ (lower bound) | n-gram test "
-             "log-likelihood (exact) |" + "".join(f" posterior {k} |" for k in structures),
-             "|---|---|---|---|---|" + "---|" * len(structures)]
+             "| task | scorer | train IWAE bound | test log Ẑ (lower bound) | Pareto k̂ | spread |"
+             + (" exact log Z |" if exact else "")
+             + " n-gram test log-likelihood (exact) |"
+             + "".join(f" posterior {k} |" for k in structures),
+             "|---|---|---|---|---|---|---|" + "---|" * (len(structures) + exact)]
     for r in rows:
         sc = r["scorer"]
         ngram = sc.get("ngram_test_log_likelihood")
+        pareto = sc.get("test_log_z_pareto_k") or {}
+        kind = "n-gram (WFST)" if sc.get("kind") == "ngram" else f"LSTM, {sc.get('proposal')}"
         lines.append(
-            f"| {r['task']} | {sc.get('proposal')} | {_fmt(sc.get('train_iwae'))} | "
+            f"| {r['task']} | {kind} | {_fmt(sc.get('train_iwae'))} | "
             f"{_fmt(sc['test_log_z'], sc.get('test_log_z_se'))} | "
-            f"{_fmt(ngram)} ({sc.get('ngram_order')}-gram) |"
+            f"{_fmt(pareto.get('mean'), digits=2)} | {_fmt(sc.get('test_log_z_spread'))} |"
+            + (f" {_fmt(sc.get('test_log_z_exact'))} |" if exact else "")
+            + f" {_fmt(ngram)} ({sc.get('ngram_order')}-gram) |"
             + "".join(f" {_fmt(sc.get(k), sc.get(k + '_se'), digits=2)} |" for k in structures))
     lines += ["", "Nats per pair. Test log Ẑ: " + rows[0]["scorer"]["test_log_z_estimator"]
-              + "; ± is the standard error over pairs. The n-gram's log-likelihood is exact "
-                "(backward pass over its history lattice); the LSTM scorer should exceed it."
+              + "; ± is the standard error over pairs. Pareto k̂: mean over pairs of the PSIS "
+                "diagnostic of the importance weights (above 0.7 an estimate is unreliable). "
+                "Spread: the mixture's log Ẑ minus the best single proposal's, from the same "
+                "draw. The n-gram's log-likelihood is exact (backward pass over its history "
+                "lattice); an LSTM scorer should exceed it."
               + (" Posterior shares are self-normalised over the same samples." if structures
                  else ""), ""]
     for r in rows:
+        lines += _reliability(f"{r['task']}'s test log Ẑ", r["scorer"].get("test_log_z_pareto_k"))
+    for r in rows:
         sc, samplers = r["scorer"], r.get("samplers", {})
         ll = sc.get("ngram_test_log_likelihood")
-        if ll is not None and sc["test_log_z"] < ll:
+        if ll is not None and sc["test_log_z"] < ll and sc.get("kind") != "ngram":
             lines += [f"**{r['task']}: the LSTM's test log Ẑ is below the n-gram's exact "
                       f"log-likelihood** ({sc['test_log_z']:.1f} < {ll:.1f}): either the LSTM "
                       f"scorer is worse than the n-gram, or the bound is loose.", ""]
@@ -255,6 +304,15 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
     lines += _table(runs, "expected_length", "expected_length_se", None,
                     "Expected mark-string length under p, by self-normalised IS (003 Fig. 4b)")
     lines += _table(runs, "ess", None, PAPER_ESS, "Deduplicated ESS (003 Table 7)")
+    lines += _table(runs, "pareto_k", None, None,
+                    f"Pareto k̂ of the importance weights behind the two tables above (mean over "
+                    f"pairs; above {PARETO_K_WARN} unreliable; – where the evaluation's k samples "
+                    f"per pair are too few to fit a tail, k < 21)", digits=2)
+    for run in runs:
+        for s, res in run.get("samplers", {}).items():
+            lines += _reliability(f"{run['task']} / {s}'s expected length and ESS",
+                                  {"over_threshold": res.get("pareto_k_over_threshold"),
+                                   "threshold": PARETO_K_WARN})
     lines += _table(runs, "ess_wor", "ess_wor_se", None,
                     "Deduplicated ESS of k distinct samples (without replacement, priority weights)")
     for name in _plot_curves(runs, out):
@@ -266,16 +324,21 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
             smc = run.get("smc")
             if not smc:
                 continue
-            lines += [f"### {run['task']}", "", "| method | " + " | ".join(
-                f"M={m}" for m in smc["M"]) + " |", "|---" * (len(smc["M"]) + 1) + "|"]
-            for method, res in smc["methods"].items():
-                lines.append(f"| {method} | " + " | ".join(_fmt(v, digits=2)
-                                                           for v in res["offset_kl"]) + " |")
+            lines += [f"### {run['task']}", ""] + _smc_table(smc, "offset_kl", 2)
             if any("scorer_calls" in res for res in smc["methods"].values()):
-                lines += ["", "Scorer calls per pair:", "", "| method | " + " | ".join(
-                    f"M={m}" for m in smc["M"]) + " |", "|---" * (len(smc["M"]) + 1) + "|"]
-                lines += [f"| {method} | " + " | ".join(f"{v:.0f}" for v in res["scorer_calls"])
-                          + " |" for method, res in smc["methods"].items() if "scorer_calls" in res]
+                lines += ["", "Scorer calls per pair:", ""] + _smc_table(smc, "scorer_calls", 0)
+            if any("pareto_k" in res for res in smc["methods"].values()):
+                lines += ["", "Pareto k̂ of the final weights (mean over runs and pairs; – where "
+                          "it cannot be fitted: the beam, fewer than 21 particles, or too few "
+                          "distinct weights):", ""]
+                lines += _smc_table(smc, "pareto_k", 2)
+                high = [f"{method} at M={m}" for method, res in smc["methods"].items()
+                        for m, k in zip(smc["M"], res.get("pareto_k", []))
+                        if k is not None and k > PARETO_K_WARN]
+                if high:
+                    lines += ["", f"**Warning: Pareto k̂ > {PARETO_K_WARN} for "
+                              + ", ".join(high) + "**: the weights are so heavy-tailed that "
+                              "these offset KLs can be far off whatever their standard errors say."]
             lines.append("")
         lines += [f"![offset KL]({name})" for name in smc_plots] + [""]
     lines += ["## Qualitative proposals (003 Tables 4–6)", "",

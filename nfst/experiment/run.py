@@ -5,12 +5,15 @@ Stages, each skipped when its result is already in the run directory:
 1. ``compile``  – lattices of the train/dev/test pairs (through the on-disk cache);
 2. ``ngram``    – fit the mark n-gram scorer by exact maximum likelihood (``ngram.pt``): the
    proposal that teaches the LSTM scorer, and an exact reference beside it;
-   ``scorer``   – train the LSTM scorer p̃_θ (003 §4), then freeze it (``scorer.pt``);
+   ``scorer``   – train the LSTM scorer p̃_θ (003 §4), then freeze it (``scorer.pt``); with
+   ``--option scorer.kind=ngram`` the n-gram itself is the scorer (a WFST: exact log Z);
 3. ``sampler-NAME`` – train each proposal sampler against the frozen scorer
    (``samplers/NAME.pt``, its training curve in ``stages/sampler-NAME.json``);
 4. ``evaluate`` – partial KL, deduplicated ESS and expected length on test; the scorer's
-   test log Ẑ (a lower bound), the n-gram's exact test log-likelihood, and where the task
-   knows how its pairs were generated, the share of samples that agree with it
+   test log Ẑ (a lower bound, by importance sampling from the n-gram's posterior and every
+   sampler, with Pareto k̂), hence lower bounds on the exclusive KL; the n-gram's exact test
+   log-likelihood; where the task knows how its pairs were generated, the share of samples
+   that agree with it; with a WFST scorer, exact log Z and exclusive and inclusive KL
    (``stages/evaluate.json``);
 5. ``smc``      – particle smoothing with the best sampler: offset KL against M
    (``stages/smc.json``);
@@ -26,27 +29,27 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import statistics
 import time
 from pathlib import Path
 from typing import Optional
 
 import torch
 
-from ..dp.batch import LatticeBatch
 from ..errors import NfstError, RunConfigError
 from ..evaluate.metrics import mean_and_se
 from ..fst.dataset import compile_dataset
 from ..fst.lattice import Lattice
 from ..models.ngram import NgramScorer
 from ..models.samplers import SAMPLERS, Sampler, make_sampler
-from ..models.scorer import LSTMScorer
+from ..models.scorer import LSTMScorer, Scorer
 from ..runtime import storage
 from ..runtime.interrupt import graceful_interrupts
 from ..tasks import DataError, Task, get_task
 from ..runtime.distributed import rank_and_world
 from ..train.ngram import fit_ngram
 from ..train.sampler import train_sampler
-from ..train.scorer import PROPOSALS, train_scorer
+from ..train.scorer import KINDS, PROPOSALS, train_scorer
 from .config import RunConfig, agrees, apply_overrides, json_default
 from .presets import preset
 
@@ -84,6 +87,9 @@ class Run:
         if self.preset.scorer.proposal not in PROPOSALS:
             raise NfstError(f"unknown scorer proposal {self.preset.scorer.proposal!r}",
                             f"--option scorer.proposal= one of {', '.join(PROPOSALS)}")
+        if self.preset.scorer.kind not in KINDS:
+            raise NfstError(f"unknown scorer kind {self.preset.scorer.kind!r}",
+                            f"--option scorer.kind= one of {', '.join(KINDS)}")
         # Under torchrun every process runs every stage, sharing its work; rank 0 writes.
         self.rank, self.world = rank_and_world()
         self._check_config()
@@ -215,9 +221,12 @@ class Run:
         scorer.load_state_dict(storage.load(path)["state"])
         return scorer.to(self.device).freeze()
 
-    def scorer(self) -> LSTMScorer:
+    def scorer(self) -> Scorer:
+        """p̃_θ: the LSTM scorer, trained on first use, or the n-gram (``scorer.kind``)."""
         path = self.dir / "scorer.pt"
         cfg = self.preset.scorer
+        if cfg.kind == "ngram":
+            return self.ngram()
         vocab = len(self.lattices("train")[0].mark_vocab)
         if not path.exists():
             ngram = None if cfg.proposal == "bootstrap" else self.ngram()
@@ -283,6 +292,7 @@ class Run:
         if done is not None and list(done["samplers"]) == list(self.config.samplers):
             return done
         self._stage_file("smc").unlink(missing_ok=True)  # its proposal is the best of these
+        from ..evaluate.exact import add_exact, exact_log_z, is_exact
         from ..evaluate.samplers import add_exclusive_kl, estimate_log_z, evaluate
         self._say("evaluating samplers, trained and untrained")
         scorer, test = self.scorer(), self.lattices("test")
@@ -298,20 +308,23 @@ class Run:
                 "untrained_partial_kl": metrics["partial_kl"],
                 "untrained_partial_kl_se": metrics["partial_kl_se"],
                 "untrained_per_pair_partial_kl": metrics["per_pair_partial_kl"]})
-        best = min(samplers, key=lambda s: result["samplers"][s]["partial_kl"])
         ngram = self.ngram()
         order = self.preset.scorer.ngram.order
         proposals = {f"the {order}-gram's posterior": ngram.posterior(),
-                     f"the {best} sampler": samplers[best]}
+                     **{f"the {name} sampler": sampler for name, sampler in samplers.items()}}
         self._say(f"estimating log Z with {self.config.log_z_samples} samples per pair "
-                  f"from {' and '.join(proposals)}")
+                  f"from {', '.join(proposals)}")
         result["log_z"] = estimate_log_z(proposals, scorer, test, self.config.log_z_samples,
                                          seed=self.config.seed, device=self.device,
-                                         structure=structure) | {"sampler": best}
-        result["ngram"] = {"order": order, "test_log_likelihood": float(torch.cat([
-            ngram.log_partition(LatticeBatch(test[lo:lo + 16], self.device))
-            for lo in range(0, len(test), 16)]).mean())}
-        return self._finish("evaluate", add_exclusive_kl(result))
+                                         structure=structure)
+        result["ngram"] = {"order": order,
+                           "test_log_likelihood": statistics.mean(exact_log_z(ngram, test))}
+        add_exclusive_kl(result)
+        if is_exact(scorer):
+            self._say("exact log Z and KL: the scorer is a WFST")
+            add_exact(result, scorer, samplers, test, k=self.config.eval_k,
+                      seed=self.config.seed, device=self.device)
+        return self._finish("evaluate", result)
 
     def smoothing(self) -> dict:
         """Offset KL against M of the SMC methods, with the best sampler as proposal."""
@@ -343,13 +356,18 @@ class Run:
             }
         log_z = evaluation["log_z"]
         trained = self.done("scorer") or {}
+        kind = self.preset.scorer.kind
         scorer = {
-            "proposal": trained.get("proposal", "bootstrap"),  # runs before the n-gram
+            "kind": kind,
+            "proposal": trained.get("proposal", "bootstrap") if kind == "lstm" else None,
             "train_iwae": trained.get("train_iwae"),
             "test_log_z": sum(log_z["per_pair"]) / len(log_z["per_pair"]),
             "test_log_z_se": mean_and_se(log_z["per_pair"])[1],
             "test_log_z_estimator": log_z["method"],
             "test_log_z_is_lower_bound": True,
+            "test_log_z_pareto_k": log_z.get("pareto_k"),
+            "test_log_z_spread": log_z.get("spread"),
+            "test_log_z_exact": evaluation.get("exact_log_z", {}).get("mean"),
             "ngram_order": evaluation.get("ngram", {}).get("order"),
             "ngram_test_log_likelihood": evaluation.get("ngram", {}).get("test_log_likelihood"),
             **{k: v for k, v in log_z.items() if k.startswith("generating")}}
@@ -372,7 +390,8 @@ class Run:
             self._finish("compile", self.stage_compile())
         self._say(f"n-gram: {'reusing' if self.done('ngram') else 'fitting'}")
         self.ngram()
-        self._say(f"scorer: {'reusing' if (self.dir / 'scorer.pt').exists() else 'training'}")
+        if self.preset.scorer.kind == "lstm":
+            self._say(f"scorer: {'reusing' if (self.dir / 'scorer.pt').exists() else 'training'}")
         self.scorer()
         teacher = self.preset.sampler.teacher  # trained first: the others learn from it
         for name in sorted(self.config.samplers, key=lambda n: n != teacher):

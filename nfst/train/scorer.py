@@ -49,10 +49,15 @@ from .ngram import NgramConfig, fit_ngram
 from .objectives import inclusive_kl_loss, iwae_bound, iwae_loss
 
 PROPOSALS = ("ngram", "bootstrap", "mixture")
+KINDS = ("lstm", "ngram")
 
 
 @dataclass
 class ScorerConfig:
+    kind: str = "lstm"
+    """The scorer p̃_θ: "lstm" (003's, trained as the module docstring says) or "ngram": the
+    fitted ``ngram`` itself, a WFST, so that log Z and every KL are exact
+    (``nfst.evaluate.exact``) and the estimates an LSTM needs can be checked against them."""
     hidden: int = 256
     layers: int = 2
     dropout: float = 0.3

@@ -50,12 +50,23 @@ def test_stage_commands_and_a_full_run_share_one_directory(tmp_path):
 
 
 def test_run_writes_everything_and_skips_finished_stages(tmp_path):
-    run = Run(tiny_config(), tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True,
-              processes=1)
+    """A whole run with the n-gram as scorer (a WFST): the estimates a run reports are checked
+    against the exact values it reports beside them."""
+    config = tiny_config(overrides=tuple(TINY) + ("scorer.kind=ngram",))
+    run = Run(config, tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True, processes=1)
     report = run.run()
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert set(results["samplers"]) == {"swa", "swp"}
-    log_z = json.loads((tmp_path / "run" / "stages" / "evaluate.json").read_text())["log_z"]
+    assert not (tmp_path / "run" / "scorer.pt").exists()  # the n-gram is the scorer
+    evaluation = json.loads((tmp_path / "run" / "stages" / "evaluate.json").read_text())
+    log_z, exact = evaluation["log_z"], evaluation["exact_log_z"]["per_pair"]
+    for value, se, truth in zip(log_z["per_pair"], log_z["per_pair_se"], exact):
+        assert value <= truth + 3 * se + 1e-9  # a lower bound, as stated
+    scorer = results["scorer"]
+    assert scorer["kind"] == "ngram" and scorer["test_log_z_is_lower_bound"]
+    assert scorer["test_log_z_exact"] == pytest.approx(sum(exact) / len(exact))
+    # the trigram is the scorer: the exact log Z is its test log-likelihood
+    assert scorer["ngram_test_log_likelihood"] == pytest.approx(scorer["test_log_z_exact"])
     for name, metrics in results["samplers"].items():
         assert metrics["partial_kl"] > 0 and metrics["ess"] >= 1.0
         assert metrics["curve"]["step"] == [0, 4, 8, 12]  # from the untrained sampler on
@@ -64,23 +75,26 @@ def test_run_writes_everything_and_skips_finished_stages(tmp_path):
         assert validate(run.untrained_sampler(name), run.scorer(), run.lattices("dev"), 4, 16,
                         0, run.device) == pytest.approx(metrics["curve"]["val_partial_kl"][0])
         assert metrics["untrained_partial_kl"] != metrics["partial_kl"]
-        assert metrics["exclusive_kl"] == pytest.approx(
-            metrics["partial_kl"] + sum(log_z["per_pair"]) / len(log_z["per_pair"]))
+        assert metrics["exclusive_kl_lower_bound"] <= metrics["exclusive_kl"] + \
+            3 * metrics["exclusive_kl_lower_bound_se"]
+        assert metrics["exclusive_kl"] + 3 * metrics["exclusive_kl_se"] >= 0
+        assert metrics["inclusive_kl"] + 3 * metrics["inclusive_kl_se"] >= 0
         assert metrics["training"]["mean_ess"] >= 1.0
     assert len(log_z["per_pair"]) == 4 and results["log_z"]["samples"] == 8
     text = report.read_text()
     assert "Partial KL" in text and "untrained → trained" in text and "Ordering" in text
-    config = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert config["preset"]["sampler"]["steps"] == 12 and config["task_settings"]["seed"] == 0
+    assert "exclusive KL lower bound" in text and "Pareto k̂" in text and "exact log Z" in text
+    recorded = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert recorded["preset"]["sampler"]["steps"] == 12 and recorded["task_settings"]["seed"] == 0
 
     stamp = (tmp_path / "run" / "stages" / "evaluate.json").stat().st_mtime_ns
     t = time.time()
-    Run(tiny_config(), tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True).run()
+    Run(config, tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True).run()
     assert time.time() - t < 10  # nothing retrained
     assert (tmp_path / "run" / "stages" / "evaluate.json").stat().st_mtime_ns == stamp
 
     with pytest.raises(RunConfigError):
-        Run(tiny_config(seed=1), tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True)
+        Run(tiny_config(), tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True)
 
 
 def test_corrupt_model_file_is_reported(tmp_path, capsys):

@@ -1,0 +1,107 @@
+"""Ground truth for samplers evaluated against a WFST scorer.
+
+When p̃_θ is a weighted FST over marks (the mark n-gram, ``nfst.models.ngram``), its log
+partition function log Z = log Σ_z p̃(z) over a lattice's paths comes from the backward pass,
+and its posterior p = p̃ / Z can be sampled exactly (``NgramScorer.posterior``). So, per pair:
+
+- exclusive KL(q ‖ p) = E_q[log q − log p̃] + log Z: the pair's partial KL (003:7, k samples
+  from q) plus the exact log Z. An unbiased estimate, with the standard error of its samples;
+  no lower-bound bias, unlike partial KL + log Ẑ with an importance-sampled log Ẑ
+  (``samplers.add_exclusive_kl``);
+- inclusive KL(p ‖ q) = E_p[log p − log q] over k exact posterior samples scored by q
+  (teacher forcing): unbiased too.
+
+Over pairs, both are averaged with standard errors (``metrics.mean_and_se``). Beside the
+estimates an LSTM scorer must use (log Ẑ by importance sampling), these show how far those
+estimates are from the truth on the same pairs.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Protocol, Sequence
+
+import torch
+from torch import Tensor
+
+from ..dp.batch import LatticeBatch
+from ..fst.lattice import Lattice
+from ..models.samplers.base import Sampler
+from ..models.scorer import Scorer
+from ..runtime.distributed import shared_map
+from .metrics import mean_and_se
+from .samplers import draw, eval_mode
+
+
+class ExactScorer(Protocol):
+    """A scorer whose log partition function and posterior are exact (a WFST over marks)."""
+
+    def log_partition(self, batch: LatticeBatch) -> Tensor: ...
+
+    def posterior(self) -> Sampler: ...
+
+
+def is_exact(scorer: Scorer) -> bool:
+    """Whether ``scorer`` gives exact log Z and posterior samples (:class:`ExactScorer`)."""
+    return callable(getattr(scorer, "log_partition", None)) and \
+        callable(getattr(scorer, "posterior", None))
+
+
+@torch.no_grad()
+def exact_log_z(scorer: ExactScorer, lattices: Sequence[Lattice], *, batch_size: int = 16,
+                device: torch.device | str = "cpu") -> list[float]:
+    """log Z of each lattice (float64 backward pass of the WFST scorer)."""
+    device = torch.device(device)
+    return [float(v) for lo in range(0, len(lattices), batch_size)
+            for v in scorer.log_partition(LatticeBatch(lattices[lo:lo + batch_size], device))]
+
+
+@torch.no_grad()
+def inclusive_kl(sampler: Sampler, scorer: ExactScorer, lattices: Sequence[Lattice], k: int, *,
+                 batch_size: int = 16, seed: int = 0,
+                 device: torch.device | str = "cpu") -> list[float]:
+    """Per pair, (1/k) Σ_j log p(z_j) − log q(z_j) over k exact posterior samples z_j."""
+    device = torch.device(device)
+    samples = draw(scorer.posterior(), scorer, lattices, k, batch_size=batch_size, seed=seed,
+                   device=device, desc="posterior")
+    starts = range(0, len(lattices), batch_size)
+
+    def one_batch(lo: int) -> list[float]:
+        batch = LatticeBatch(lattices[lo:lo + batch_size], device)
+        chunk = samples[lo:lo + batch_size]
+        L = max(s.arcs.shape[1] for s in chunk)
+        local = torch.stack([torch.nn.functional.pad(s.arcs, (0, L - s.arcs.shape[1]), value=-1)
+                             for s in chunk]).to(device)
+        arcs = torch.where(local >= 0, local + batch.arc_offsets[:-1, None, None], local)
+        log_q = sampler.score(batch, arcs).double().cpu()
+        # the posterior sampler's log q is the exact log p of each path
+        return [float((s.log_q - lq).mean()) for s, lq in zip(chunk, log_q)]
+
+    with eval_mode(sampler):
+        return [v for part in shared_map(one_batch, starts) for v in part]
+
+
+def add_exact(result: dict, scorer: ExactScorer, samplers: Mapping[str, Sampler],
+              lattices: Sequence[Lattice], *, k: int, batch_size: int = 16, seed: int = 0,
+              device: torch.device | str = "cpu") -> dict:
+    """Add the module docstring's exact quantities to :func:`samplers.evaluate`'s ``result``
+    (on the same ``lattices``): ``result["exact_log_z"]`` (mean and per pair) and, for each
+    sampler, ``exclusive_kl`` ± ``exclusive_kl_se`` (and ``untrained_exclusive_kl`` where the
+    untrained sampler's partial KL is there) and ``inclusive_kl`` ± ``inclusive_kl_se`` (and
+    ``per_pair_inclusive_kl``), from k posterior samples per pair. Where ``result["log_z"]``
+    holds an importance-sampled estimate, its ``error`` (mean log Ẑ − log Z) is added.
+    Returns ``result``."""
+    log_z = exact_log_z(scorer, lattices, batch_size=batch_size, device=device)
+    result["exact_log_z"] = {"mean": sum(log_z) / len(log_z), "per_pair": log_z}
+    for name, m in result["samplers"].items():
+        for prefix in ("", "untrained_"):
+            per_pair = m.get(f"{prefix}per_pair_partial_kl")
+            if per_pair is not None:
+                m[f"{prefix}exclusive_kl"], m[f"{prefix}exclusive_kl_se"] = mean_and_se(
+                    [p + z for p, z in zip(per_pair, log_z)])
+        m["per_pair_inclusive_kl"] = inclusive_kl(samplers[name], scorer, lattices, k,
+                                                  batch_size=batch_size, seed=seed, device=device)
+        m["inclusive_kl"], m["inclusive_kl_se"] = mean_and_se(m["per_pair_inclusive_kl"])
+    estimate = result.get("log_z", {}).get("per_pair")
+    if estimate is not None:
+        result["log_z"]["error"] = sum(e - z for e, z in zip(estimate, log_z)) / len(log_z)
+    return result
