@@ -21,8 +21,8 @@ from typing import Iterable, Sequence
 
 import pynini
 
-from ..fst.mfst import MarkedFST
-from ..fst.pynini_io import OutputMarks
+from nfst.fst.from_openfst import OutputMarks, from_pynini
+from nfst.fst.mfst import MarkedFST
 
 SCRIPT_TAG = "<ur>"
 LETTER_RULES: Sequence[tuple[str, str]] = (
@@ -78,5 +78,4 @@ def transliteration_grammar(latin: Iterable[str], urdu: Iterable[str]) -> pynini
 def rule_transliteration(latin: Iterable[str], urdu: Iterable[str],
                          name: str = "tr-rules") -> MarkedFST:
     """The grammar as a marked FST (marks on the output tape)."""
-    return MarkedFST.from_pynini(transliteration_grammar(latin, urdu), marks=OutputMarks(),
-                                 name=name)
+    return from_pynini(transliteration_grammar(latin, urdu), marks=OutputMarks(), name=name)

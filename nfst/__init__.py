@@ -2,13 +2,12 @@
 
 from .errors import (AmbiguousMFSTError, CorruptCacheError, CyclicLatticeError, InvalidMFSTError,
                      LatticeTooLargeError, NfstError, NoPathError, UnknownSymbolError)
-from .fst.compile import CompileOptions, compile_lattice
-from .fst.lattice import Lattice
-from .fst.mfst import Arc, MarkedFST
-from .fst.pynini_io import OutputMarks
+from .fst import (Arc, CompileOptions, Lattice, MarkedFST, OutputMarks, compile_lattice,
+                  compose_openfst, from_pynini, to_pynini)
 
 __all__ = [
     "AmbiguousMFSTError", "Arc", "CompileOptions", "CorruptCacheError", "CyclicLatticeError",
     "InvalidMFSTError", "Lattice", "LatticeTooLargeError", "MarkedFST", "NfstError",
-    "NoPathError", "OutputMarks", "UnknownSymbolError", "compile_lattice",
+    "NoPathError", "OutputMarks", "UnknownSymbolError", "compile_lattice", "compose_openfst",
+    "from_pynini", "to_pynini",
 ]

@@ -3,7 +3,7 @@
 Compiles cipher training lattices, gives their arcs random log-weights, and times
   * nfst: one level-synchronous ``nfst.dp.backward`` over the whole batch (float64);
   * OpenFst: ``pynini.shortestdistance(reverse=True)`` per lattice in a Python loop (log64).
-Agreement is checked against OpenFst's exact float64 values (``nfst.fst.openfst``).
+Agreement is checked against OpenFst's exact float64 values (``nfst.fst.openfst_reference``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import torch
 
 from ..dp.batch import LatticeBatch
 from ..dp.passes import backward
-from ..fst.openfst import lattice_to_fst, reverse_shortest_distance
+from ..fst.openfst_reference import reverse_shortest_distance
+from ..fst.to_openfst import lattice_to_fst
 from .common import cipher_lattices, emit, median_seconds
 
 

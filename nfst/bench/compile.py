@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 
-from ..fst.compile import openfst_lattice
 from ..fst.dataset import compile_dataset
+from ..fst.openfst_reference import openfst_lattice
 from ..tasks import get_task
 from .common import emit
 

@@ -16,6 +16,9 @@ Recipe:
    plus the longest common prefix of every output still to come ("as soon as possible").
 6. Minimize the mark acceptor, merging only states at equal positions.
 
+Steps 1–2 write T and A_{x,y} for OpenFst (``nfst.fst.compile_to_openfst``); steps 4–6 read
+the determinized FST back into a :class:`Lattice` (``nfst.fst.compile_from_openfst``).
+
 Determinization silently merges generating paths that share a mark string, so where T itself
 lets two paths share one (checked once per MFST) the generating paths of each pair are
 counted and compared with the lattice's paths.
@@ -32,12 +35,13 @@ from dataclasses import dataclass
 import numpy as np
 import pynini
 
-from ..errors import (AmbiguousMFSTError, CyclicLatticeError, InvalidMFSTError,
-                      LatticeTooLargeError, NoPathError, UnknownSymbolError)
-from .export import LatticeExporter
+from ..errors import (AmbiguousMFSTError, CyclicLatticeError, LatticeTooLargeError, NoPathError,
+                      UnknownSymbolError)
+from .compile_from_openfst import LatticeReader
+from .compile_to_openfst import CompileEncoding
+from .from_openfst import read_fst
 from .lattice import Lattice
 from .mfst import MarkedFST, Symbols, as_symbols
-from .openfst import read_fst, states_of
 
 
 @dataclass(frozen=True)
@@ -48,89 +52,6 @@ class CompileOptions:
     """Return cyclic lattices (flagged by ``Lattice.acyclic``) instead of raising."""
 
 
-class _Encoding:
-    """T as a pynini transducer over one shared symbol table (built once per MFST)."""
-
-    def __init__(self, T: MarkedFST):
-        self.name = T.name
-        self.marks = T.mark_alphabet
-        self.inputs = frozenset(T.input_alphabet)
-        self.outputs = frozenset(T.output_alphabet)
-        # label 0 = ε; marks are 1..M so that lattice mark id = label - 1.
-        tagged = [f"x:{a}" for a in T.input_alphabet] + [f"y:{b}" for b in T.output_alphabet]
-        self.label = {m: i + 1 for i, m in enumerate(self.marks)}
-        self.shape = [(0, 0)] * (len(self.marks) + 1)
-        """(x symbols, y symbols) that output label l consumes."""
-        for t in tagged:
-            self.label[t] = len(self.shape)
-            self.shape.append((1, 0) if t[0] == "x" else (0, 1))
-        self.num_marks = len(self.marks)
-        self.groups: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}
-        """Labels for several symbols that ride on one mark: (x symbols, y symbols) -> label."""
-
-        fst, one = states_of(T)
-        for arc in T.arcs:
-            symbols = [self.label[f"x:{a}"] for a in arc.input] + \
-                      [self.label[f"y:{b}"] for b in arc.output]
-            k = len(arc.marks)
-            if symbols and k == 0:
-                raise InvalidMFSTError(
-                    f"{T.name}: arc {arc.src}->{arc.dst} has {len(symbols)} symbols but no "
-                    "marks; each symbol needs a mark to ride on",
-                    "add a mark to the arc (e.g. one naming its symbols)")
-            if len(symbols) > k:  # the last mark carries the rest
-                symbols[k - 1:] = [self.group(arc.input, arc.output, len(symbols) - k + 1)]
-            if k == 0:
-                fst.add_arc(arc.src, pynini.Arc(0, 0, one, arc.dst))
-                continue
-            prev = arc.src
-            for i, mark in enumerate(arc.marks):
-                nxt = arc.dst if i == k - 1 else fst.add_state()
-                fst.add_arc(prev, pynini.Arc(self.label[mark], symbols[i] if i < len(symbols) else 0,
-                                             one, nxt))
-                prev = nxt
-        self.emits = [()] + [(label,) for label in range(1, len(self.shape))]
-        """What an arc with output label l emits (a shared tuple per label)."""
-        fst.arcsort("olabel")
-        self.fst = fst
-        self.unambiguous = _marks_determine_paths(fst)
-        """No two paths of T share a mark string, so no T_{x,y} needs its paths counted."""
-
-    def group(self, xs: tuple[str, ...], ys: tuple[str, ...], n: int) -> int:
-        """The label of the last ``n`` symbols of the tagged stream ``xs ys``."""
-        skip = len(xs) + len(ys) - n
-        key = (xs[skip:], ys[max(skip - len(xs), 0):])
-        if key not in self.groups:
-            self.groups[key] = len(self.shape)
-            self.shape.append((len(key[0]), len(key[1])))
-        return self.groups[key]
-
-    def alignment_acceptor(self, x: tuple[str, ...], y: tuple[str, ...]) -> pynini.Fst:
-        """A_{x,y}: state i·(|y|+1)+j has read x[:i] and y[:j]; a group label moves by its
-        symbols at once."""
-        width = len(y) + 1
-        n = (len(x) + 1) * width
-        acc = pynini.Fst()
-        acc.add_states(n)
-        acc.set_start(0)
-        one = pynini.Weight.one(acc.weight_type())
-        acc.set_final(n - 1, one)
-        xl = [self.label[f"x:{a}"] for a in x]
-        yl = [self.label[f"y:{b}"] for b in y]
-        for i in range(len(x) + 1):
-            for j in range(width):
-                s = i * width + j
-                if i < len(x):
-                    acc.add_arc(s, pynini.Arc(xl[i], xl[i], one, s + width))
-                if j < len(y):
-                    acc.add_arc(s, pynini.Arc(yl[j], yl[j], one, s + 1))
-                for (xs, ys), label in self.groups.items():
-                    if x[i:i + len(xs)] == xs and y[j:j + len(ys)] == ys:
-                        acc.add_arc(s, pynini.Arc(label, label, one,
-                                                  s + len(xs) * width + len(ys)))
-        return acc
-
-
 def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
                     options: CompileOptions = CompileOptions()) -> Lattice:
     """Build the lattice T_{x,y} of every mark string of a generating path of (x, y).
@@ -138,7 +59,7 @@ def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
     Raises UnknownSymbolError, NoPathError, AmbiguousMFSTError, CyclicLatticeError (unless
     ``options.allow_cyclic``) or LatticeTooLargeError; see ``nfst.errors``.
     """
-    enc: _Encoding = T.derived("pynini-encoding", _Encoding)
+    enc: CompileEncoding = T.derived("pynini-encoding", CompileEncoding)
     x, y = as_symbols(x), as_symbols(y)
     where = f"{T.name} on x={' '.join(x)!r}, y={' '.join(y)!r}"
     for tape, string, alphabet in (("input", x, enc.inputs), ("output", y, enc.outputs)):
@@ -184,21 +105,12 @@ def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
         raise AmbiguousMFSTError(f"{where}: determinization failed (non-functional)")
     if acyclic:
         det.topsort()
-    lattice, distinct = LatticeExporter(det, enc, where).lattice(x, y, acyclic)
+    lattice, distinct = LatticeReader(det, enc, where).lattice(x, y, acyclic)
     if num_generating is not None and distinct is not None:
         if distinct != num_generating:
             raise AmbiguousMFSTError(f"{where}: {num_generating} generating paths but only "
                                      f"{distinct} distinct mark strings")
     return lattice
-
-
-def openfst_lattice(T: MarkedFST, x: Symbols, y: Symbols) -> pynini.Fst:
-    """x ∘ T ∘ y determinized and minimized by OpenFst alone (docs/design.md §3, steps 1-3), without
-    positions, contraction or checks: the reference that ``nfst bench compile`` times."""
-    enc: _Encoding = T.derived("pynini-encoding", _Encoding)
-    composed = pynini.compose(enc.fst, enc.alignment_acceptor(as_symbols(x), as_symbols(y)),
-                              connect=True)
-    return pynini.determinize(composed.rmepsilon()).minimize()
 
 
 _stderr_sink = None
@@ -223,34 +135,6 @@ def _openfst_messages():
         os.close(saved)
         _stderr_sink.seek(0)
         lines += _stderr_sink.read().decode(errors="replace").splitlines()
-
-
-def _marks_determine_paths(fst: pynini.Fst, max_pairs: int = 2_000_000) -> bool:
-    """Whether no two successful paths of ``fst`` share an input (mark) string.
-
-    Numbering the arcs, the self-product synchronised on marks pairs every two paths with
-    equal marks; two different paths meet off the pairs (a, a), so the FST is unambiguous iff
-    every arc of the trimmed product pairs an arc with itself. ε inputs (marks-less arcs of
-    T) would need ε-aware pairing, and a product that may exceed ``max_pairs`` arcs (Σ over
-    marks of (arcs with that mark)²) costs more than it saves: both answer False, which only
-    means that each T_{x,y} gets its paths counted.
-    """
-    arrays = read_fst(fst)
-    if (arrays.ilabel == 0).any() or (np.bincount(arrays.ilabel) ** 2).sum() > max_pairs:
-        return False
-    numbered = pynini.Fst()
-    numbered.add_states(len(arrays.final))
-    numbered.set_start(arrays.start)
-    one = pynini.Weight.one(numbered.weight_type())
-    for q in np.flatnonzero(np.isfinite(arrays.final)).tolist():
-        numbered.set_final(q, one)
-    for k, (q, mark, r) in enumerate(zip(arrays.src.tolist(), arrays.ilabel.tolist(),
-                                         arrays.dst.tolist())):
-        numbered.add_arc(q, pynini.Arc(mark, k + 1, one, r))
-    pairs = pynini.compose(numbered.copy().invert().arcsort("olabel"),
-                           numbered.arcsort("ilabel"), connect=True)
-    paired = read_fst(pairs)
-    return bool((paired.ilabel == paired.olabel).all())
 
 
 def _count_paths(fst: pynini.Fst) -> int:

@@ -7,6 +7,9 @@ output substring over Δ and a mark substring over Ω. A generating path z yield
 Symbols are plain strings. Where an API takes a substring, a Python ``str`` is split into its
 characters for the input and output tapes (``"ab"`` is ``a b``) and on whitespace for the mark
 tape (``"<del> a"`` is ``<del> a``); a list or tuple is taken symbol by symbol.
+
+Pynini transducers become marked FSTs with ``nfst.from_pynini`` and back with
+``nfst.to_pynini`` (``nfst.fst.from_openfst``, ``nfst.fst.to_openfst``).
 """
 
 from __future__ import annotations
@@ -74,20 +77,6 @@ class MarkedFST:
         for q in chain(T._finals, (q for a in T._arcs for q in (a.src, a.dst))):
             T._check_state(q)
         return T
-
-    @classmethod
-    def from_pynini(cls, fst, marks=None, *, token_type="utf8", name: str = "T") -> "MarkedFST":
-        """A Pynini transducer as a marked FST; ``marks`` is ``None`` (one mark ``a:b`` per arc),
-        a function ``(input, output) -> marks`` or ``OutputMarks(prefix)`` (marks on the output
-        tape). See ``nfst.fst.pynini_io``."""
-        from .pynini_io import from_pynini
-        return from_pynini(fst, marks, token_type=token_type, name=name)
-
-    def to_pynini(self, prefix: str = "@"):
-        """This MFST as a Pynini transducer with the marks on the output tape, written
-        ``prefix + mark`` (read back by ``from_pynini(..., marks=OutputMarks(prefix))``)."""
-        from .pynini_io import to_pynini
-        return to_pynini(self, prefix)
 
     def to_networkx(self):
         """A ``networkx.MultiDiGraph``: nodes are states (attributes ``start``, ``final``),
@@ -209,22 +198,19 @@ class MarkedFST:
             result.add_arc(q + offset, result.start)
         return result
 
-    def compose(self, other: "MarkedFST", *, openfst: bool = False) -> "MarkedFST":
+    def compose(self, other: "MarkedFST") -> "MarkedFST":
         """Mark-concatenating composition (003 App. A): arc ``a:b/ω1`` of ``self`` meeting arc
         ``b:c/ω2`` of ``other`` gives ``a:c/ω1ω2``.
 
         Arcs must carry at most one symbol per tape. An ε-output arc of ``self`` or an
         ε-input arc of ``other`` moves alone with its own marks. A filter state orders those
         lone moves (``other``'s before ``self``'s between two matched moves) so each pair of
-        paths is composed exactly once and no spurious ambiguity is created. ``openfst=True``
-        composes through OpenFst (the same paths, other state numbers; much faster on large
-        topologies, see ``nfst.fst.openfst_compose``).
+        paths is composed exactly once and no spurious ambiguity is created.
+        ``nfst.compose_openfst(self, other)`` composes through OpenFst (the same paths, other
+        state numbers; much faster on large topologies, see ``nfst.fst.openfst_compose``).
         """
         for t in (self, other):
             t.require_single_symbols("compose")
-        if openfst:
-            from .openfst_compose import compose_openfst
-            return compose_openfst(self, other)
         result = MarkedFST(f"({self.name} o {other.name})")
         index = {(self.start, other.start, 0): result.start}
         agenda = [(self.start, other.start, 0)]

@@ -1,4 +1,5 @@
-"""Mark-concatenating composition through OpenFst (the same paths as ``MarkedFST.compose``).
+"""Mark-concatenating composition through OpenFst: ``compose_openfst(A, B)`` has the same paths as
+``A.compose(B)`` in Python, and is much faster on large topologies (``nfst bench compose``).
 
 Each MFST becomes a Pynini transducer whose matched tape is the shared middle alphabet (A's
 output, B's input) and whose other tape carries one label per distinct (symbol, marks) pair of
@@ -14,7 +15,8 @@ import numpy as np
 import pynini
 
 from .mfst import Arc, MarkedFST
-from .openfst import read_fst, states_of
+from .from_openfst import read_fst
+from .to_openfst import states_of
 
 
 def compose_openfst(A: MarkedFST, B: MarkedFST) -> MarkedFST:

@@ -12,7 +12,7 @@ from nfst.dp.batch import LatticeBatch
 from nfst.dp.passes import (arc_posteriors, backward, forward, log_partition, log_path_count,
                             sample, transition_log_probs)
 from nfst.dp.semiring import MaxSemiring
-from nfst.fst.openfst import lattice_to_fst, reverse_shortest_distance
+from nfst.fst import lattice_to_fst, reverse_shortest_distance
 from tests.helpers.brute import chi_square_critical, lattice_paths
 from tests.helpers.lattices import small_lattices
 from tests.helpers.strategies import small_mfsts

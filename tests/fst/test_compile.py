@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 
 from nfst import (AmbiguousMFSTError, CompileOptions, CyclicLatticeError, InvalidMFSTError,
                   LatticeTooLargeError, MarkedFST, NoPathError, UnknownSymbolError, compile_lattice)
-from nfst.fst.compile import _Encoding, _marks_determine_paths
+from nfst.fst.compile_to_openfst import CompileEncoding, marks_determine_paths
 from tests.helpers.brute import asap_positions, generating_paths, path_marks, walk_marks
 from tests.helpers.strategies import small_mfsts
 
@@ -74,9 +74,9 @@ def test_unambiguity_matches_brute_force(T):
     marks, cut = path_marks(T, max_marks=6)
     repeated = len(set(marks)) < len(marks)
     if cut:  # a cycle: a repeat found among the short paths must still be reported
-        assert not (repeated and _Encoding(T).unambiguous)
+        assert not (repeated and CompileEncoding(T).unambiguous)
     else:
-        assert _Encoding(T).unambiguous == (not repeated)
+        assert CompileEncoding(T).unambiguous == (not repeated)
 
 
 def test_marks_that_do_not_fix_the_output_are_fine_pair_by_pair():
@@ -84,15 +84,15 @@ def test_marks_that_do_not_fix_the_output_are_fine_pair_by_pair():
     T.set_final(0)
     T.add_arc(0, 0, input="a", output="c", marks="sub sub")
     T.add_arc(0, 0, input="b", output="d", marks="sub sub")
-    assert not _Encoding(T).unambiguous  # two paths of T mark "sub sub" ...
+    assert not CompileEncoding(T).unambiguous  # two paths of T mark "sub sub" ...
     lat = compile_lattice(T, "ab", "cd")  # ... but one path of T_{x,y} marks each string
     assert list(lat.mark_strings()) == [("sub",) * 4]
 
 
 def test_unambiguity_check_gives_up_on_large_products():
-    fst = _Encoding(del_ins()).fst
-    assert _marks_determine_paths(fst)
-    assert not _marks_determine_paths(fst, max_pairs=1)  # then every pair is counted instead
+    fst = CompileEncoding(del_ins()).fst
+    assert marks_determine_paths(fst)
+    assert not marks_determine_paths(fst, max_pairs=1)  # then every pair is counted instead
 
 
 def del_ins(sigma="ab", delta="cd"):

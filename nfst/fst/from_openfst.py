@@ -1,7 +1,14 @@
-"""Marked FSTs to and from Pynini transducers.
+"""Reading OpenFst and Pynini FSTs into nfst: an FST's arcs as numpy arrays (:func:`read_fst`),
+and a Pynini transducer as a marked FST (:func:`from_pynini`). The other direction is
+``nfst.fst.to_openfst``.
 
-**Reading** (:func:`from_pynini`). A Pynini transducer has an input and an output tape; each of
-its arcs gets a mark substring from ``marks``:
+**Arrays** (:func:`read_fst`). pynini's Python-level weights go through decimal strings of ~9
+significant digits (e.g. the list ``pynini.shortestdistance`` returns), too coarse for 1e-9
+reference checks. Reading the FST's binary serialisation instead gives the exact float bits, and
+is also the fastest way to get many arcs out of an FST.
+
+**Marked FSTs** (:func:`from_pynini`). A Pynini transducer has an input and an output tape; each
+of its arcs gets a mark substring from ``marks``:
 
 - ``None`` (the default): one mark naming the arc's pair, ``"a:b"`` (``"a:ε"``, ``"ε:b"`` where a
   tape is ε); ε:ε arcs get no mark;
@@ -20,25 +27,64 @@ final when its final weight is not Zero.
 Labels are named by the FST's own symbol tables when it has them, else by ``token_type`` as
 Pynini compiles strings: ``"utf8"`` (a label is a Unicode code point), ``"byte"`` (ASCII only)
 or a ``pynini.SymbolTable``; bracketed symbols (``[name]``) come from Pynini's generated symbols.
-
-**Writing** (:func:`to_pynini`): the encoding ``OutputMarks`` reads back. One symbol table on both
-tapes; an MFST arc (a₁…aₙ, b₁…bₘ, ω₁…ω_k) becomes a chain of max(n, m) + k arcs: aₜ:bₜ (ε pads
-the shorter tape), then ε:``prefix + ωⱼ`` for each mark. ``from_pynini(to_pynini(T),
-marks=OutputMarks())`` has the paths of T, with their inputs, outputs and marks.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
 
 import networkx as nx
 import numpy as np
 import pynini
+import pywrapfst
 
 from ..errors import InvalidMFSTError
 from .mfst import Arc, MarkedFST, as_symbols
-from .openfst import read_fst, states_of
+
+
+@dataclass
+class FstArrays:
+    """An FST as arrays: per-state final costs (S,) (inf = not final), per-arc fields (A,)."""
+
+    start: int
+    final: np.ndarray
+    src: np.ndarray
+    ilabel: np.ndarray
+    olabel: np.ndarray
+    cost: np.ndarray
+    dst: np.ndarray
+
+
+def read_fst(fst: pynini.Fst) -> FstArrays:
+    """Parse the FST's binary form as a ConstFst: a header, then one C struct per state
+    (final weight, first arc, arc count, two ε counts), then one C struct per arc (int32
+    ilabel, int32 olabel, weight, int32 nextstate), so numpy reads both arrays in one go."""
+    data = pywrapfst.convert(fst, "const").write_to_string()
+    weight = {"standard": "<f4", "log": "<f4", "tropical": "<f4",
+              "log64": "<f8", "tropical64": "<f8"}[fst.arc_type()]
+    pos = 4
+    for _ in range(2):  # FST type and arc type strings
+        (n,) = struct.unpack_from("<i", data, pos)
+        pos += 4 + n
+    flags = struct.unpack_from("<i", data, pos + 4)[0]
+    if flags & 0b11:
+        raise ValueError("read_fst: FSTs with attached symbol tables are not supported")
+    start, num_states, num_arcs = struct.unpack_from("<qqq", data, pos + 16)
+    pos += 40
+    state_t = np.dtype([("final", weight), ("first", "<u4"), ("narcs", "<u4"),
+                        ("ieps", "<u4"), ("oeps", "<u4")], align=True)
+    arc_t = np.dtype([("i", "<i4"), ("o", "<i4"), ("w", weight), ("d", "<i4")], align=True)
+    if pos + num_states * state_t.itemsize + num_arcs * arc_t.itemsize != len(data):
+        raise ValueError("read_fst: unexpected ConstFst layout")
+    states = np.frombuffer(data, state_t, num_states, pos)
+    arcs = np.frombuffer(data, arc_t, num_arcs, pos + num_states * state_t.itemsize)
+    return FstArrays(start=int(start), final=states["final"].astype(np.float64),
+                     src=np.repeat(np.arange(num_states), states["narcs"].astype(np.int64)),
+                     ilabel=arcs["i"].astype(np.int64), olabel=arcs["o"].astype(np.int64),
+                     cost=arcs["w"].astype(np.float64), dst=arcs["d"].astype(np.int64))
+
 
 EPSILON = "ε"
 GENERATED = 0xF0000
@@ -166,30 +212,3 @@ def ride_on_marks(num_states: int, start: int, finals: Sequence[int],
                 arcs.append(Arc(new[q], new[s], i + ii, o + oo, m))
     return MarkedFST.from_arcs(num_states, result_finals, arcs, name).trimmed()
 
-
-def to_pynini(T: MarkedFST, prefix: str = "@") -> pynini.Fst:
-    """T as a Pynini transducer, marks on the output tape (see the module docstring)."""
-    table = pynini.SymbolTable()
-    table.add_symbol("<epsilon>", 0)
-    for s in sorted(set(T.input_alphabet) | set(T.output_alphabet)):
-        table.add_symbol(s)
-    for m in T.mark_alphabet:
-        if table.member(prefix + m):
-            raise InvalidMFSTError(f"{T.name}: the mark {m!r} written {prefix + m!r} is also a "
-                                   "symbol", "pass another prefix")
-        table.add_symbol(prefix + m)
-    fst, one = states_of(T)
-    label = lambda s: table.find(s) if s else 0
-    for arc in T.arcs:
-        width = max(len(arc.input), len(arc.output))
-        pairs = [(label(arc.input[t] if t < len(arc.input) else ""),
-                  label(arc.output[t] if t < len(arc.output) else "")) for t in range(width)]
-        pairs += [(0, table.find(prefix + m)) for m in arc.marks]
-        prev = arc.src
-        for t, (i, o) in enumerate(pairs or [(0, 0)]):
-            nxt = arc.dst if t == max(len(pairs), 1) - 1 else fst.add_state()
-            fst.add_arc(prev, pynini.Arc(i, o, one, nxt))
-            prev = nxt
-    fst.set_input_symbols(table)
-    fst.set_output_symbols(table)
-    return fst

@@ -2,8 +2,8 @@ import pynini
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from nfst import InvalidMFSTError, MarkedFST, NoPathError, compile_lattice
-from nfst.fst.pynini_io import OutputMarks
+from nfst import (InvalidMFSTError, MarkedFST, NoPathError, OutputMarks, compile_lattice,
+                  from_pynini, to_pynini)
 from tests.helpers.brute import path_triples, walk_marks
 from tests.helpers.strategies import small_mfsts
 
@@ -13,7 +13,7 @@ from tests.helpers.strategies import small_mfsts
 def test_round_trip_keeps_paths_and_marks(T):
     """An arc with two symbols on a tape becomes two mark-less Pynini arcs in a row, whose
     symbols ride back onto the marks that follow them."""
-    U = MarkedFST.from_pynini(T.to_pynini(), marks=OutputMarks())
+    U = from_pynini(to_pynini(T), marks=OutputMarks())
     assert path_triples(U, 4) == path_triples(T, 4)
 
 
@@ -23,7 +23,7 @@ def utf8(text):
 
 def test_default_marks_name_the_pair_and_epsilons_vanish():
     fst = (pynini.cross(utf8("س"), utf8("s")) + pynini.cross(utf8("ه"), utf8(""))).closure()
-    T = MarkedFST.from_pynini(fst.optimize())
+    T = from_pynini(fst.optimize())
     assert path_triples(T, 4) == [((), (), ()), (("س", "ه"), ("s",), ("س:s", "ه:ε")),
                                   (("س", "ه", "س", "ه"), ("s", "s"),
                                    ("س:s", "ه:ε", "س:s", "ه:ε"))]
@@ -42,23 +42,23 @@ def test_marks_from_a_function_and_symbol_tables():
     fst.add_arc(0, pynini.Arc(1, 2, pynini.Weight.one("tropical"), 1))
     fst.set_input_symbols(table)
     fst.set_output_symbols(table)
-    T = MarkedFST.from_pynini(fst, marks=lambda a, b: ["sub", a, b])
+    T = from_pynini(fst, marks=lambda a, b: ["sub", a, b])
     assert path_triples(T, 3) == [(("ab",), ("cd",), ("sub", "ab", "cd"))]
 
 
 def test_symbols_ride_on_the_next_mark():
     """cross aligns s:ش, h:[@sh]; the letters ride on the mark sh."""
-    T = MarkedFST.from_pynini(pynini.cross(utf8("sh"), utf8("ش[@sh]")), marks=OutputMarks())
+    T = from_pynini(pynini.cross(utf8("sh"), utf8("ش[@sh]")), marks=OutputMarks())
     assert [(a.input, a.output, a.marks) for a in T.arcs] == [(("s", "h"), ("ش",), ("sh",))]
 
 
 def test_bad_grammars():
     with pytest.raises(InvalidMFSTError, match="after the last mark"):
-        MarkedFST.from_pynini(pynini.cross(utf8("a"), utf8("[@m]b")), marks=OutputMarks())
+        from_pynini(pynini.cross(utf8("a"), utf8("[@m]b")), marks=OutputMarks())
     with pytest.raises(InvalidMFSTError, match="cycle of arcs without marks"):
-        MarkedFST.from_pynini(pynini.cross(utf8("a"), utf8("b")).closure(), marks=OutputMarks())
+        from_pynini(pynini.cross(utf8("a"), utf8("b")).closure(), marks=OutputMarks())
     with pytest.raises(InvalidMFSTError, match="multi-byte"):
-        MarkedFST.from_pynini(pynini.accep("ش"), token_type="byte")
+        from_pynini(pynini.accep("ش"), token_type="byte")
 
 
 def hand_written() -> MarkedFST:
@@ -81,7 +81,7 @@ def grammar() -> pynini.Fst:
 @pytest.mark.parametrize("x, y", [("shah", "شاہ"), ("sahsa", "سہس"), ("shash", "شاش"),
                                   ("sh", "سہ"), ("asa", "اصا")])
 def test_pynini_grammar_lattices_equal_hand_written(x, y):
-    T = MarkedFST.from_pynini(grammar().optimize(), marks=OutputMarks())
+    T = from_pynini(grammar().optimize(), marks=OutputMarks())
     built, hand = compile_lattice(T, x, y), compile_lattice(hand_written(), x, y)
     assert sorted(built.mark_strings()) == sorted(hand.mark_strings())
     assert (built.num_states, built.num_arcs) == (hand.num_states, hand.num_arcs)
@@ -101,7 +101,7 @@ def test_unnamed_label():
     table = pynini.SymbolTable()
     table.add_symbol("<epsilon>", 0)
     with pytest.raises(InvalidMFSTError, match="label 5 has no symbol"):
-        MarkedFST.from_pynini(fst, token_type=table)
+        from_pynini(fst, token_type=table)
 
 
 def context_grammar() -> pynini.Fst:
@@ -127,7 +127,7 @@ def context_hand_written() -> MarkedFST:
 @pytest.mark.parametrize("x, y", [("aba", "ابہ"), ("aba", "ابا"), ("aa", "اا"), ("a", "ہ"),
                                   ("ab", "اب"), ("ab", "ہب")])
 def test_cdrewrite_grammar_lattices_equal_hand_written(x, y):
-    T = MarkedFST.from_pynini(context_grammar(), marks=OutputMarks())
+    T = from_pynini(context_grammar(), marks=OutputMarks())
     built, hand = (summary(U, x, y) for U in (T, context_hand_written()))
     assert built == hand
 

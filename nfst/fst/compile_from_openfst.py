@@ -1,25 +1,23 @@
-"""Export a determinized OpenFst lattice to the flat arrays of :class:`Lattice` (steps 4–6 of the
-recipe in ``nfst.fst.compile``): contract ε-input chains, compute positions "as soon as
-possible", and minimize while numbering states topologically.
+"""Steps 4–6 of compiling T_{x,y} (``nfst.fst.compile``), read back from OpenFst: the
+determinized x ∘ T ∘ y becomes the flat arrays of :class:`Lattice`. Contract ε-input chains,
+compute positions "as soon as possible", and minimize while numbering states topologically.
+Steps 1–2 wrote T and A_{x,y} for OpenFst (``nfst.fst.compile_to_openfst``).
 """
 
 from __future__ import annotations
 
 from itertools import chain
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pynini
 
 from ..errors import AmbiguousMFSTError
+from .compile_to_openfst import CompileEncoding
+from .from_openfst import read_fst
 from .lattice import Lattice
-from .openfst import read_fst
-
-if TYPE_CHECKING:
-    from .compile import _Encoding
 
 
-class LatticeExporter:
+class LatticeReader:
     """Turn the determinized FST into a Lattice.
 
     1. Contract ε-input chains into the preceding mark arc, or into STOP at a final state.
@@ -32,7 +30,7 @@ class LatticeExporter:
     a single out-arc (most of them), whose position is their successor's.
     """
 
-    def __init__(self, det: pynini.Fst, enc: _Encoding, where: str):
+    def __init__(self, det: pynini.Fst, enc: CompileEncoding, where: str):
         self.shape, self.marks, self.emits, self.where = enc.shape, enc.marks, enc.emits, where
         self.fst = read_fst(det)
         self.start = self.fst.start
