@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-from ..fst.mfst import MarkedFST
+from nfst.fst.mfst import MarkedFST
 
 from .edit import deletion_insertion_copy
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..fst.mfst import MarkedFST
+from nfst.fst.mfst import MarkedFST
 
 
 def deletion_insertion(sigma: Iterable[str], delta: Iterable[str], *, delete: str = "<del>",

@@ -26,7 +26,7 @@ finds it; docs/tasks.md has a longer example. The built-in tasks, one module eac
 This package is the repository's top-level ``tasks/`` folder, installed as ``nfst.tasks``.
 """
 
-from ..errors import DataError, TaskError
+from nfst.errors import DataError, TaskError
 from .base import (DATA_ENV, MalformedLine, Pair, PaperStats, Task, TaskSettings, data_file,
                    read_records, resolve_data_dir)
 from .registry import TASKS_ENV, get_task, load_task_file, register_task, task_names

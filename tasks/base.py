@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ClassVar, Iterable, Optional, Sequence, TypeVar
 
-from ..errors import DataError, TaskError
-from ..evaluate.samplers import Structure
-from ..fst.dataset import Pair
-from ..fst.mfst import MarkedFST
+from nfst.errors import DataError, TaskError
+from nfst.evaluate.samplers import Structure
+from nfst.fst.dataset import Pair
+from nfst.fst.mfst import MarkedFST
 
 DATA_ENV = "NFST_DATA_DIR"
 Record = TypeVar("Record")

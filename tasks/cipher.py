@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..fsts import cipher_mfst, substitution_ciphers
-from ..fst.mfst import MarkedFST
-from ..errors import TaskError
-from ..evaluate.samplers import Structure
+from nfst.errors import TaskError
+from nfst.evaluate.samplers import Structure
+from nfst.fst.mfst import MarkedFST
+from nfst.fsts import cipher_mfst, substitution_ciphers
 from .base import Pair, PaperStats, Task, TaskSettings
 from .registry import register_task
 

@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import NfstError, TaskError
+from nfst.errors import NfstError, TaskError
 from .base import Task
 
 TASKS_ENV = "NFST_TASKS"

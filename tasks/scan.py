@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..fsts import deletion_insertion
-from ..fst.mfst import MarkedFST
+from nfst.fst.mfst import MarkedFST
+from nfst.fsts import deletion_insertion
 from .base import MalformedLine, Pair, PaperStats, Task, TaskSettings, read_records
 from .registry import register_task
 

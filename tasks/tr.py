@@ -22,9 +22,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ..fsts import deletion_insertion
-from ..fst.mfst import MarkedFST
-from ..errors import DataError
+from nfst.errors import DataError
+from nfst.fst.mfst import MarkedFST
+from nfst.fsts import deletion_insertion
 from .base import MalformedLine, Pair, PaperStats, Task, data_file, read_records
 from .registry import register_task
 
