@@ -1,8 +1,11 @@
-"""Imports never run upward: a module imports only from its own layer or lower ones
-(docs/design.md §1), at the top of a module or inside a function alike."""
+"""The import graph of nfst's modules (nfst/, and tasks/ and fsts/ as nfst.tasks and
+nfst.fsts), imports at the top of a module and inside a function alike: imports never run
+upward (docs/design.md §1), and no module imports itself through others."""
 
 import ast
 from pathlib import Path
+
+import networkx as nx
 
 ROOT = Path(__file__).parents[1]
 LAYERS = [("errors", "runtime"), ("fst",), ("dp",), ("models",), ("smc",), ("evaluate",),
@@ -16,17 +19,38 @@ def module_name(package: str, path: Path, folder: Path) -> str:
     return ".".join([package] + [p for p in parts if p != "__init__"])
 
 
-def imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
+def modules() -> dict[str, Path]:
+    """Every nfst module by name, with its file."""
+    return {module_name(package, path, folder): path
+            for package, folder in FOLDERS.items() for path in folder.rglob("*.py")}
+
+
+def imported(node: ast.AST, module: str, is_package: bool, known) -> list[str]:
+    """The modules an import statement loads: ``from p import x`` loads p, and p.x where x is
+    a module (``from . import cipher``)."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
-    if isinstance(node, ast.ImportFrom):
-        if node.level == 0:
-            return [node.module]
-        base = module.split(".")[:len(module.split(".")) - node.level + is_package]
-        target = ".".join(base + ([node.module] if node.module else []))
-        # `from . import x` imports submodules x of the package
-        return [f"{target}.{a.name}" for a in node.names] if not node.module else [target]
-    return []
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    if node.level == 0:
+        base = node.module
+    else:
+        parts = module.split(".")[:len(module.split(".")) - node.level + is_package]
+        base = ".".join(parts + ([node.module] if node.module else []))
+    return [base] + [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in known]
+
+
+def import_graph() -> nx.DiGraph:
+    """module -> module it imports, for every import statement anywhere in nfst's modules."""
+    known = modules()
+    graph = nx.DiGraph()
+    graph.add_nodes_from(known)
+    for module, path in known.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            for target in imported(node, module, path.name == "__init__.py", known):
+                if target != module:
+                    graph.add_edge(module, target)
+    return graph
 
 
 def layer(module: str):
@@ -35,17 +59,27 @@ def layer(module: str):
 
 
 def test_imports_never_run_upward():
-    upward = []
-    for package, folder in FOLDERS.items():
-        for path in folder.rglob("*.py"):
-            module = module_name(package, path, folder)
-            own = layer(module)
-            for node in ast.walk(ast.parse(path.read_text())):
-                for target in imported(node, module, path.name == "__init__.py"):
-                    other = layer(target or "")
-                    if own is not None and other is not None and other > own:
-                        upward.append(f"{module} imports {target}")
+    upward = [f"{module} imports {target}" for module, target in import_graph().edges
+              if layer(module) is not None and layer(target) is not None
+              and layer(target) > layer(module)]
     assert not upward, "\n".join(upward)
+
+
+def test_no_import_cycles():
+    graph = import_graph().subgraph(modules())  # nfst's own modules only
+    tangles = [sorted(group) for group in nx.strongly_connected_components(graph)
+               if len(group) > 1]
+    report = []
+    for group in tangles:  # one cycle of each group of modules that import each other
+        cycle = [a for a, _ in nx.find_cycle(graph.subgraph(group))]
+        report.append(" -> ".join(cycle + cycle[:1]) + f"  (group: {', '.join(group)})")
+    assert not report, "import cycles:\n" + "\n".join(report)
+
+
+def test_the_graph_sees_imports_inside_functions():
+    graph = import_graph()
+    assert graph.has_edge("nfst.cli", "nfst.fst.dataset")  # imported inside a function
+    assert graph.has_edge("nfst.tasks", "nfst.tasks.cipher")  # `from . import cipher`
 
 
 def test_every_package_has_a_layer():
