@@ -201,7 +201,8 @@ def ride_on_marks(num_states: int, start: int, finals: Sequence[int],
     new = {q: k for k, q in enumerate(order)}
     final_set, result_finals, arcs = set(finals), set(), []
     for q in range(num_states):
-        for r, i, o in reach.get(q, {(q, (), ())}):
+        # sorted: a set's order follows the string hash seed, and T's arc order its fingerprint
+        for r, i, o in sorted(reach.get(q, {(q, (), ())})):
             if r in final_set:
                 if i or o:
                     raise InvalidMFSTError(

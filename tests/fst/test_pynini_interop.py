@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import pynini
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -139,3 +143,16 @@ def summary(T, x, y):
     except NoPathError:  # ("ab", "ہب"): the rule fires only at the end
         return None
     return sorted(lat.mark_strings()), lat.num_states, lat.num_arcs, positions_along_paths(lat)
+
+
+def test_arc_order_does_not_depend_on_the_string_hash_seed():
+    """Mark-less paths ride onto the next marks in a fixed order, so the MFST, its fingerprint
+    and with it the lattice cache key are the same in every process."""
+    script = ("from nfst import OutputMarks, from_pynini, to_pynini;"
+              "from nfst.fsts import deletion_insertion;"
+              "T = to_pynini(deletion_insertion('abcdef', 'uvwxyz'));"
+              "print(from_pynini(T, marks=OutputMarks()).fingerprint())")
+    prints = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+              for seed in ("1", "2", "3")}
+    assert len(prints) == 1, prints
