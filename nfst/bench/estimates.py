@@ -30,7 +30,8 @@ import time
 from typing import Optional, Sequence
 
 from ..evaluate.exact import add_exact
-from ..evaluate.samplers import add_exclusive_kl, estimate_log_z, evaluate
+from ..evaluate.log_z import add_exclusive_kl, estimate_log_z
+from ..evaluate.samplers import evaluate
 from ..models.samplers import SAMPLERS, SamplerConfig, make_sampler
 from ..train.ngram import NgramConfig, fit_ngram
 from ..train.sampler import SamplerTrainConfig, train_sampler

@@ -24,7 +24,8 @@ import torch
 
 from ..dp.batch import LatticeBatch
 from ..dp.passes import backward, forward, log_partition
-from ..dp.randomized import RDPConfig, randomized_backward
+from ..dp.randomized import randomized_backward
+from ..dp.selection import RDPConfig
 from ..evaluate.samplers import draw, mean_and_se, partial_kl
 from ..models.samplers import SamplerConfig, make_sampler
 from ..models.scorer import LSTMScorer

@@ -1,2 +1,16 @@
-"""Evaluation: per-pair metrics, evaluating samplers and SMC methods on held-out pairs, and
-text tables of the results."""
+"""Evaluation on held-out pairs: samplers (``samplers``: partial KL, ESS, expected length),
+log Z by importance sampling and the bounds built on it (``log_z``), exact values under a WFST
+scorer (``exact``), SMC methods (``smc``: offset KL against M), the per-pair metrics
+(``metrics``), the Pareto k̂ diagnostic (``pareto``) and text tables (``tables``)."""
+
+from .exact import add_exact, exact_log_z, inclusive_kl, is_exact
+from .log_z import add_exclusive_kl, estimate_log_z
+from .metrics import mean_and_se
+from .pareto import PARETO_K_WARN, pareto_k
+from .samplers import PairSamples, Structure, draw, evaluate, paired_difference
+from .smc import SMCEvalConfig, evaluate_smc
+
+__all__ = ["PARETO_K_WARN", "PairSamples", "SMCEvalConfig", "Structure", "add_exact",
+           "add_exclusive_kl", "draw", "estimate_log_z", "evaluate", "evaluate_smc",
+           "exact_log_z", "inclusive_kl", "is_exact", "mean_and_se", "paired_difference",
+           "pareto_k"]

@@ -7,7 +7,7 @@ and its posterior p = p̃ / Z can be sampled exactly (``NgramScorer.posterior``)
 - exclusive KL(q ‖ p) = E_q[log q − log p̃] + log Z: the pair's partial KL (003:7, k samples
   from q) plus the exact log Z. An unbiased estimate, with the standard error of its samples;
   no lower-bound bias, unlike partial KL + log Ẑ with an importance-sampled log Ẑ
-  (``samplers.add_exclusive_kl``);
+  (``log_z.add_exclusive_kl``);
 - inclusive KL(p ‖ q) = E_p[log p − log q] over k exact posterior samples scored by q
   (teacher forcing): unbiased too.
 

@@ -157,22 +157,12 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
                               | ({"runs": runs} if runs is not None else {})))
     device = torch.device(device)
     sampler, scorer = sampler.to(device).eval(), scorer.to(device).eval()
-    look_info: dict = {"kind": type(lookahead).__name__ if lookahead is not None else None}
-    if lookahead is None:
-        torch.manual_seed(seed)
-        lookahead = LearnedLookahead(scorer.vocab_size).to(device)
-        started = time.time()
-        history = fit_lookahead(lookahead, sampler, scorer, list(train_lattices or lattices),
-                                steps=config.lookahead_steps, particles=config.lookahead_particles,
-                                seed=seed, device=device, quiet=quiet)
-        look_info = {"kind": "LearnedLookahead", "fit_steps": len(history),
-                     "fit_loss_first": history[0], "fit_loss_last": history[-1],
-                     "fit_seconds": round(time.time() - started, 2)}
-    lookahead = lookahead.eval()
+    fit_on = list(train_lattices or lattices)
+    lookahead, look_info = _lookahead(lookahead, sampler, scorer, fit_on, config, seed, device,
+                                      quiet)
     started = time.time()
     abstract = fit_abstract_proposal(
-        scorer, sampler, list(train_lattices or lattices),
-        AbstractConfig(config.abstract_regions, config.abstract_depth),
+        scorer, sampler, fit_on, AbstractConfig(config.abstract_regions, config.abstract_depth),
         config.abstract_fit_paths, config.batch_size, seed, device)
     look_info["abstract_fit_seconds"] = round(time.time() - started, 2)
     counter = CountingScorer(scorer)
@@ -180,15 +170,8 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
     # a method's seed is its place among all methods, so `only` does not change its samples
     seeds = {name: i for i, name in enumerate(every)}
     draws = {name: draw for name, draw in every.items() if only is None or name in only}
-    chunks = [list(lattices[i:i + config.batch_size])
-              for i in range(0, len(lattices), config.batch_size)]
-    batches = [LatticeBatch(c, device) for c in chunks]
-    n = len(lattices)
-    seen: list[dict[tuple, float]] = [{} for _ in range(n)]  # 𝒴 per pair
-    # per method, M, run, pair: (partial KL, ESS, dedup ESS, log Ẑ, Pareto k̂)
-    stats: dict[str, dict[int, list[list[tuple]]]] = {name: {} for name in draws}
-    seconds: dict[str, dict[int, float]] = {name: {} for name in draws}
-    calls: dict[str, dict[int, float]] = {name: {} for name in draws}
+    batches = [LatticeBatch(list(lattices[i:i + config.batch_size]), device)
+               for i in range(0, len(lattices), config.batch_size)]
     # One unit of work per (method, M, run, minibatch), with its own generator: under torchrun
     # the ranks share the units, with the results one process would get.
     units = [(name, M, r, i) for name in draws for M in config.particles
@@ -199,58 +182,89 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
         name, M, r, i = unit
         bar.set_postfix_str(f"{name} M={M}")
         started, counter.calls = time.time(), 0
-        batch = batches[i]
         generator = torch.Generator(device=device).manual_seed(
             item_seed(seed, seeds[name], M, r, i))
         with torch.no_grad():
-            p = draws[name](batch, M, generator)
-        log_z = getattr(p, "log_z", None)
-        if log_z is None:  # beam: the mass it found, a lower bound on log Z
-            log_z = torch.logsumexp(p.log_p.masked_fill(
-                ~torch.isfinite(p.log_weights), float("-inf")), -1)
-        full_ess = ess(p.log_weights.double())
-        rows, found = [], []
-        for b in range(batch.batch_size):
-            keys, w, log_p = merge_duplicates(p, b)
-            found.append(dict(zip(keys, log_p.tolist())))
-            partial = float((w * (w.log() - log_p)).sum())
-            dedup = float(ess(w.log()))
-            k_hat = math.nan if name == "BEAM" else pareto_k(p.log_weights[b])
-            rows.append((partial, float(full_ess[b]), dedup, float(log_z[b]), k_hat))
+            p = draws[name](batches[i], M, generator)
         bar.update()
-        return rows, found, time.time() - started, counter.calls
+        return (*_pair_stats(p, is_beam=name == "BEAM"), time.time() - started, counter.calls)
 
     done = shared_map(run_unit, units)
     bar.close()
-    offsets = [0]
-    for batch in batches:
-        offsets.append(offsets[-1] + batch.batch_size)
+    methods_out, z_paths = _summarise(units, done, [b.batch_size for b in batches],
+                                      config.particles)
+    return {"M": list(config.particles), "pairs": len(lattices), "runs": config.runs,
+            "methods": methods_out, "z_paths": z_paths, "lookahead": look_info,
+            "config": asdict(config) | {"particles": list(config.particles)}, "units": "nats"}
+
+
+def _lookahead(lookahead: Optional[Lookahead], sampler: Sampler, scorer: Scorer,
+               lattices: list[Lattice], config: SMCEvalConfig, seed: int,
+               device: torch.device, quiet: bool) -> tuple[Lookahead, dict]:
+    """The smoothing methods' C in eval mode, and what to report of it: ``lookahead`` itself,
+    or a LearnedLookahead fitted on ``lattices`` when none is given."""
+    if lookahead is not None:
+        return lookahead.eval(), {"kind": type(lookahead).__name__}
+    torch.manual_seed(seed)
+    lookahead = LearnedLookahead(scorer.vocab_size).to(device)
+    started = time.time()
+    history = fit_lookahead(lookahead, sampler, scorer, lattices, steps=config.lookahead_steps,
+                            particles=config.lookahead_particles, seed=seed, device=device,
+                            quiet=quiet)
+    return lookahead.eval(), {"kind": "LearnedLookahead", "fit_steps": len(history),
+                              "fit_loss_first": history[0], "fit_loss_last": history[-1],
+                              "fit_seconds": round(time.time() - started, 2)}
+
+
+def _pair_stats(p: Particles, is_beam: bool) -> tuple[list[tuple], list[dict]]:
+    """Per lattice of one SMC call: (partial KL, ESS, dedup ESS, log Ẑ, Pareto k̂) of its
+    final particles, and its distinct paths with their log p̃ (for 𝒴)."""
+    log_z = getattr(p, "log_z", None)
+    if log_z is None:  # beam: the mass it found, a lower bound on log Z
+        log_z = torch.logsumexp(p.log_p.masked_fill(
+            ~torch.isfinite(p.log_weights), float("-inf")), -1)
+    full_ess = ess(p.log_weights.double())
+    rows, found = [], []
+    for b in range(p.arcs.shape[0]):
+        keys, w, log_p = merge_duplicates(p, b)
+        found.append(dict(zip(keys, log_p.tolist())))
+        partial = float((w * (w.log() - log_p)).sum())
+        k_hat = math.nan if is_beam else pareto_k(p.log_weights[b])
+        rows.append((partial, float(full_ess[b]), float(ess(w.log())), float(log_z[b]), k_hat))
+    return rows, found
+
+
+def _summarise(units: list[tuple], done: list[tuple], batch_sizes: list[int],
+               particles: Sequence[int]) -> tuple[dict, float]:
+    """``methods`` and ``z_paths`` of :func:`evaluate_smc`'s result from each unit's
+    (rows, found, seconds, scorer calls): 𝒴 is every path any method found for a pair, and
+    offset KL = partial KL + log Σ_{z ∈ 𝒴} p̃(z) (module docstring)."""
+    n = sum(batch_sizes)
+    offsets = [sum(batch_sizes[:i]) for i in range(len(batch_sizes))]
+    seen: list[dict[tuple, float]] = [{} for _ in range(n)]  # 𝒴 per pair
+    # per method, M, run, pair: (partial KL, ESS, dedup ESS, log Ẑ, Pareto k̂)
+    stats: dict[str, dict[int, list[list[tuple]]]] = {}
+    seconds: dict[tuple, float] = {}
+    calls: dict[tuple, float] = {}
     for (name, M, r, i), (rows, found, spent, used) in zip(units, done):
-        per_run = stats[name].setdefault(M, [])
+        per_run = stats.setdefault(name, {}).setdefault(M, [])
         if i == 0:
             per_run.append([])
         per_run[r].extend(rows)
-        seconds[name][M] = seconds[name].get(M, 0.0) + spent
-        calls[name][M] = calls[name].get(M, 0.0) + used
+        seconds[name, M] = seconds.get((name, M), 0.0) + spent
+        calls[name, M] = calls.get((name, M), 0.0) + used
         for b, paths in enumerate(found):
             seen[offsets[i] + b].update(paths)
-    for name in draws:
-        for M in config.particles:
-            seconds[name][M] /= len(stats[name][M])
-            calls[name][M] /= len(stats[name][M]) * n
-    z = [torch.logsumexp(torch.tensor(list(s.values()), dtype=torch.float64), 0).item()
-         for s in seen]
-    out = {"M": list(config.particles), "pairs": n, "runs": config.runs, "methods": {},
-           "z_paths": sum(len(s) for s in seen) / n, "lookahead": look_info,
-           "config": asdict(config) | {"particles": list(config.particles)}, "units": "nats"}
-    for name in draws:
+    z = torch.tensor([torch.logsumexp(torch.tensor(list(s.values()), dtype=torch.float64),
+                                      0).item() for s in seen], dtype=torch.float64)
+    methods = {}
+    for name, by_m in stats.items():
         res = {key: [] for key in ("offset_kl", "offset_kl_se", "partial_kl", "ess", "dedup_ess",
                                    "log_z", "log_z_var", "pareto_k", "seconds",
                                    "scorer_calls")}
-        for M in config.particles:
-            table = torch.tensor(stats[name][M], dtype=torch.float64)  # (runs, n, 5)
-            offset_kl = table[..., 0] + torch.tensor(z, dtype=torch.float64)
-            mean, se = mean_and_se(offset_kl.mean(0).tolist())
+        for M in particles:
+            table = torch.tensor(by_m[M], dtype=torch.float64)  # (runs, n, 5)
+            mean, se = mean_and_se((table[..., 0] + z).mean(0).tolist())
             res["offset_kl"].append(mean)
             res["offset_kl_se"].append(se)
             res["partial_kl"].append(float(table[..., 0].mean()))
@@ -259,10 +273,10 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
             res["log_z"].append(float(table[..., 3].mean()))
             res["log_z_var"].append(float(table[..., 3].var(0).mean()) if len(table) > 1 else 0.0)
             res["pareto_k"].append(pareto_summary(table[..., 4].flatten().tolist())["mean"])
-            res["seconds"].append(round(seconds[name][M], 3))
-            res["scorer_calls"].append(round(calls[name][M], 1))
-        out["methods"][name] = res
-    return out
+            res["seconds"].append(round(seconds[name, M] / len(table), 3))
+            res["scorer_calls"].append(round(calls[name, M] / (len(table) * n), 1))
+        methods[name] = res
+    return methods, sum(len(s) for s in seen) / n
 
 
 def format_table(result: dict, metric: str = "offset_kl") -> str:

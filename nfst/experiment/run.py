@@ -293,7 +293,8 @@ class Run:
             return done
         self._stage_file("smc").unlink(missing_ok=True)  # its proposal is the best of these
         from ..evaluate.exact import add_exact, exact_log_z, is_exact
-        from ..evaluate.samplers import add_exclusive_kl, estimate_log_z, evaluate
+        from ..evaluate.log_z import add_exclusive_kl, estimate_log_z
+        from ..evaluate.samplers import evaluate
         self._say("evaluating samplers, trained and untrained")
         scorer, test = self.scorer(), self.lattices("test")
         samplers = {name: self.sampler(name) for name in self.config.samplers}

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from nfst.dp import LatticeBatch, arc_posteriors, backward, forward, log_partition
-from nfst.dp.randomized import (LevelGroups, RDPConfig, level_groups, randomized_backward,
-                                randomized_forward, select_level)
+from nfst.dp.randomized import randomized_backward, randomized_forward
+from nfst.dp.selection import RDPConfig, level_groups
 from nfst.fst.lattice import Lattice
 from nfst.bench.common import cipher_lattices
 from tests.helpers.brute import lattice_paths
@@ -110,27 +110,6 @@ def test_z_is_unbiased_for_every_proposal_and_sampling(proposal, sampling, top_s
     assert abs(mean - 1) <= 3 * se, (mean, se)
 
 
-def test_a_state_drawn_twice_counts_twice():
-    """One level of 8 states (as wide as the cipher lattice's widest), K = K₂ = 4 draws with
-    replacement from a skewed q, N copies: each state's factor is c = times / (K₂ q) with
-    times its number of draws, some states are drawn twice or more, and E[c] = 1 for every
-    state (within 4 standard errors of the N-copy mean, per state)."""
-    n, k, copies = 8, 4, 20000
-    g = torch.Generator().manual_seed(0)
-    score = torch.randn(n, generator=g, dtype=torch.float64) * 1.5
-    groups = LevelGroups(seg=torch.arange(copies).repeat_interleave(n),
-                         counts=torch.full((copies,), n), start=torch.arange(copies) * n,
-                         k=torch.full((copies,), k), k1=torch.zeros(copies, dtype=torch.long))
-    config = RDPConfig(budget=k, top_share=0.0, sampling="replacement")
-    c = select_level(score.repeat(copies), groups, config, g).exp().view(copies, n)
-    times = c * k * torch.softmax(score, 0)
-    assert torch.allclose(times, times.round(), atol=1e-9)
-    assert bool((times.round().sum(1) == k).all())
-    assert int((times.round() >= 2).sum()) > copies // 10
-    mean, se = c.mean(0), c.std(0) / math.sqrt(copies)
-    assert bool(((mean - 1).abs() <= 4 * se).all()), (mean - 1) / se
-
-
 def test_forward_z_is_unbiased():
     lats = cipher_test()
     batch = LatticeBatch(list(lats) * 100)
@@ -222,10 +201,3 @@ def test_log_z_bias_is_negative_and_shrinks_with_the_budget():
         assert b + 3 * se < 0, biases
     for (b_lo, se_lo), (b_hi, se_hi) in zip(biases, biases[1:]):
         assert b_lo + 3 * math.hypot(se_lo, se_hi) < b_hi, biases
-
-
-def test_bad_config_is_refused():
-    with pytest.raises(ValueError, match="proposal"):
-        RDPConfig(proposal="oracle")
-    with pytest.raises(ValueError, match="budget"):
-        RDPConfig(budget=0)

@@ -7,7 +7,8 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.evaluate.exact import add_exact, exact_log_z, is_exact
-from nfst.evaluate.samplers import add_exclusive_kl, estimate_log_z, evaluate
+from nfst.evaluate.log_z import add_exclusive_kl, estimate_log_z
+from nfst.evaluate.samplers import evaluate
 from nfst.models.ngram import NgramScorer
 from tests.helpers.lattices import del_ins_lattices
 from tests.helpers.samplers import all_paths, exact_log_p, new_sampler

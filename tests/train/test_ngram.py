@@ -6,7 +6,7 @@ import torch
 
 from nfst import compile_lattice
 from nfst.dp.batch import LatticeBatch
-from nfst.evaluate.samplers import estimate_log_z
+from nfst.evaluate.log_z import estimate_log_z
 from nfst.tasks import get_task
 from nfst.train.ngram import NgramConfig, fit_ngram
 from nfst.train.scorer import ScorerConfig, train_scorer

@@ -25,7 +25,7 @@ from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
 from ...dp.passes import transition_log_probs, transition_table
-from ...dp.randomized import RDPConfig
+from ...dp.selection import RDPConfig
 from ...dp.semiring import LogSemiring
 from ...runtime.threads import cpu_threads
 from .base import Sampler, SamplerConfig, Walk

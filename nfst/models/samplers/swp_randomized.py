@@ -31,7 +31,7 @@ from torch import Tensor
 
 from ...dp.batch import LatticeBatch
 from ...dp.passes import backward, forward, transition_log_probs
-from ...dp.randomized import RDPConfig, level_groups, proposal_score, select_level
+from ...dp.selection import RDPConfig, level_groups, proposal_score, select_level
 from ...dp.semiring import LogSemiring
 from ...runtime.threads import cpu_threads
 

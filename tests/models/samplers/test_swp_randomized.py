@@ -9,7 +9,7 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.dp.passes import forward
-from nfst.dp.randomized import RDPConfig
+from nfst.dp.selection import RDPConfig
 from nfst.experiment.config import apply_overrides
 from nfst.experiment.presets import preset
 from nfst.models.samplers import SamplerConfig, make_sampler
