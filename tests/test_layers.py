@@ -26,8 +26,10 @@ def modules() -> dict[str, Path]:
 
 
 def imported(node: ast.AST, module: str, is_package: bool, known) -> list[str]:
-    """The modules an import statement loads: ``from p import x`` loads p, and p.x where x is
-    a module (``from . import cipher``)."""
+    """The modules an import statement reads from: ``from p import x`` reads p.x where x is a
+    module (``from . import cipher``), else p. (Parent packages are not counted: every import
+    of p.x runs p's ``__init__`` first, so counting them would make each package that exports
+    its modules' names a cycle with them.)"""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     if not isinstance(node, ast.ImportFrom):
@@ -37,7 +39,7 @@ def imported(node: ast.AST, module: str, is_package: bool, known) -> list[str]:
     else:
         parts = module.split(".")[:len(module.split(".")) - node.level + is_package]
         base = ".".join(parts + ([node.module] if node.module else []))
-    return [base] + [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in known]
+    return [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
 
 
 def import_graph() -> nx.DiGraph:
