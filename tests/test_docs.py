@@ -1,4 +1,4 @@
-"""Every fenced code block of README.md and docs/**/*.md runs, so the documentation cannot drift
+"""Every fenced code block of README.md, CHANGELOG.md and docs/**/*.md runs, so the documentation cannot drift
 from the code.
 
 The rules, by the block's language (the word after the opening fence):
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["README.md"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))
+PAGES = ["README.md", "CHANGELOG.md"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))
 PYTHON = {"python", "py"}
 SHELL = {"bash", "sh", "shell", "console"}
 PAGE_TIMEOUT_S = 600
