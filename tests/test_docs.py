@@ -215,6 +215,28 @@ def test_markers_are_known_and_skips_say_why():
             assert block.runs, f"{block.id}: a marker on a block that never runs ({block.lang})"
 
 
+LINK = re.compile(r"\]\((?!https?:|mailto:|#)(?P<path>[^)#\s]+)(?:#(?P<anchor>[^)\s]+))?\)")
+
+
+def _anchors(path: Path) -> set[str]:
+    """The anchors MkDocs gives the headings of a markdown file (the toc extension's)."""
+    from markdown.extensions.toc import slugify
+    headings = re.findall(r"^#{1,6} +(.+?) *$", path.read_text(encoding="utf-8"), re.M)
+    return {slugify(re.sub(r"[`*]", "", h), "-") for h in headings}
+
+
+@pytest.mark.parametrize("page", ["README.md", "CHANGELOG.md"])
+def test_links_outside_the_site_resolve(page):
+    """The site's build checks its own links (mkdocs --strict); this checks the relative links
+    of the files it does not build, and their anchors where they point into markdown."""
+    text = re.sub(r"```.*?```", "", (ROOT / page).read_text(encoding="utf-8"), flags=re.S)
+    for m in LINK.finditer(text):
+        target = ROOT / m["path"]
+        assert target.exists(), f"{page}: link to {m['path']}, which does not exist"
+        if m["anchor"] and target.suffix == ".md":
+            assert m["anchor"] in _anchors(target), f"{page}: no heading #{m['anchor']} in {m['path']}"
+
+
 def test_blocks_are_found():
     """The parser sees fences of any length, languages, indented fences and markers."""
     text = ("x\n<!-- docs: skip long: 1 h -->\n```bash\nsleep 3600\n```\n"
