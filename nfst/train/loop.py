@@ -155,8 +155,10 @@ def train_loop(trainer: Trainer, *, checkpoint: Optional[str | os.PathLike] = No
                 callback(done, record)
             if any(from_every_rank(interrupt_requested(), world)):  # all ranks stop together
                 save(done)
-                kept = f"checkpoint {checkpoint}" if checkpoint else "no checkpoint was kept"
-                raise Interrupted(f"interrupted after step {done}; {kept}")
+                if checkpoint:
+                    raise Interrupted(f"interrupted after step {done}; checkpoint {checkpoint}")
+                raise Interrupted(f"interrupted after step {done}", "no checkpoint was kept: "
+                                  "run it again to start over (or pass a checkpoint)")
         save(done)
     return history
 
@@ -179,10 +181,11 @@ def _step(trainer: Trainer, loss: torch.nn.Module, step: int, generator: torch.G
             total = total + value
         total.backward()
         norms = []
-        for what, opt in trainer.optimizers.items() if clip is not None else ():
-            params = [p for group in opt.param_groups for p in group["params"]]
-            norms.append(torch.nn.utils.clip_grad_norm_(params, clip))
-            check_finite(norms[-1], f"{what}'s gradient norm", step, checkpoint)
+        if clip is not None:
+            for what, opt in trainer.optimizers.items():
+                params = [p for group in opt.param_groups for p in group["params"]]
+                norms.append(torch.nn.utils.clip_grad_norm_(params, clip))
+                check_finite(norms[-1], f"{what}'s gradient norm", step, checkpoint)
         for opt in trainer.optimizers.values():
             opt.step()
     return trainer.record(step + 1, losses, out, norms)

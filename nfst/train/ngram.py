@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -82,14 +82,15 @@ class _NgramTrainer(Trainer):
 
 def fit_ngram(train: Sequence[Lattice], config: NgramConfig = NgramConfig(), *,
               device: torch.device | str = "cpu", quiet: bool = False,
-              checkpoint: Optional[str | os.PathLike] = None) -> NgramResult:
+              checkpoint: Optional[str | os.PathLike] = None,
+              callback: Optional[Callable[[int, dict], None]] = None) -> NgramResult:
     """Fit an :class:`NgramScorer` to ``train`` by exact maximum likelihood (module docstring);
     θ starts at 0 (uniform next-mark distributions). ``checkpoint``: a file to checkpoint to
-    and resume from."""
+    and resume from; ``callback(step, record)`` is called after every step."""
     if not train:
         raise ValueError("fit_ngram needs training lattices")
     device = torch.device(device)
     scorer = NgramScorer(len(train[0].mark_vocab), config.order).to(device)
     trainer = _NgramTrainer(train, config, scorer, device)
-    history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet)
+    history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet, callback=callback)
     return NgramResult(scorer.freeze(), history)
