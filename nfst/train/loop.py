@@ -86,9 +86,11 @@ class Trainer:
         return False
 
     def batch(self, step: int) -> LatticeBatch:
-        """This rank's share of the minibatch of ``step`` (0-based)."""
+        """The minibatch of ``step`` (0-based), or this rank's share of it."""
         lattices = minibatch(self.lattices, self.config.batch_size, self.seed, step)
-        return LatticeBatch(lattices[self.rank::self.world], self.device)
+        if self.distributed:
+            lattices = lattices[self.rank::self.world]
+        return LatticeBatch(lattices, self.device)
 
     def first_records(self) -> list[dict]:
         """The history of a fresh run before its first step (e.g. a validation at step 0)."""
