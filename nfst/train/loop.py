@@ -13,6 +13,10 @@ the trainer's state, the history and every rank's RNG states), and a later call 
 checkpoint resumes exactly where it stopped. A SIGINT or SIGTERM (inside
 ``nfst.runtime.interrupt.graceful_interrupts``) stops every rank after the same step, with a
 checkpoint.
+
+The loop draws from one generator per rank, seeded with seed + 7919 · rank and handed to the
+loss; the global torch RNG (initialisation, dropout) is the trainer's to seed. Checkpoints keep
+both.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ class LoopConfig:
     """The settings every trainer's config shares (each sets its own defaults)."""
 
     steps: int
-    batch_size: Optional[int] = 16
+    batch_size: int = 16
     """Pairs per step, all ranks together."""
     lr: float = 1e-3
     """Adam's learning rate."""
