@@ -1,2 +1,17 @@
-"""Training: objectives, the scorer and sampler loops, training from particles, the teacher's
-defensive mixture, and checkpoints."""
+"""Training: objectives, the scorer and sampler trainers, training from particles, the n-gram
+fit, the teacher's defensive mixture, and the one loop they share with its checkpoints."""
+
+from .defensive import defensive_loss
+from .loop import LoopConfig, Trainer, train_loop
+from .nasmc import AdaptConfig, adapt, mixture_loss, nasmc_loss
+from .ngram import NgramConfig, NgramResult, fit_ngram
+from .objectives import (EMABaseline, exclusive_kl_loss, inclusive_kl_loss, iwae_bound,
+                         iwae_loss, sampler_loss)
+from .sampler import SamplerResult, SamplerTrainConfig, train_sampler
+from .scorer import ScorerConfig, ScorerResult, train_scorer
+
+__all__ = ["AdaptConfig", "EMABaseline", "LoopConfig", "NgramConfig", "NgramResult",
+           "SamplerResult", "SamplerTrainConfig", "ScorerConfig", "ScorerResult", "Trainer",
+           "adapt", "defensive_loss", "exclusive_kl_loss", "fit_ngram", "inclusive_kl_loss",
+           "iwae_bound", "iwae_loss", "mixture_loss", "nasmc_loss", "sampler_loss",
+           "train_loop", "train_sampler", "train_scorer"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 
@@ -49,16 +49,53 @@ def config_key(config) -> dict:
     return {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUMABLE_CHANGES}
 
 
+CHECKPOINT_KEYS = ("config", "step", "rng", "history")
+"""What every checkpoint holds, besides its trainer's state."""
+_FRESH_START = "delete it to train from the start"
+
+
 def load_checkpoint(path: Optional[str | os.PathLike], config) -> Optional[dict]:
     """The checkpoint at ``path`` if there is one; it must come from the same config (up to
-    RESUMABLE_CHANGES: a finished run can be resumed with more steps)."""
+    RESUMABLE_CHANGES: a finished run can be resumed with more steps). A file that is no
+    checkpoint, or one written by an nfst with other settings, is refused with a hint."""
     if path is None or not Path(path).exists():
         return None
-    state = storage.load(path)
-    if state["config"] != config_key(config):
+    state = storage.load(path)  # CorruptCacheError if truncated or overwritten
+    if not isinstance(state, dict) or not all(key in state for key in CHECKPOINT_KEYS):
+        raise NfstError(f"{path} is not a training checkpoint", _FRESH_START)
+    key = config_key(config)
+    missing = _missing_settings(state["config"], key)
+    if missing and not _missing_settings(key, state["config"]):
+        raise NfstError(f"checkpoint {path} was written by an older nfst, without the "
+                        f"settings {', '.join(missing)}",
+                        f"{_FRESH_START}, or finish the run with the nfst that wrote it")
+    if state["config"] != key:
         raise NfstError(f"checkpoint {path} was written with another configuration",
                         "delete it, or pass the configuration it was trained with")
     return state
+
+
+def _missing_settings(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """The dotted names of the settings in ``new`` that ``old`` lacks."""
+    missing = [prefix + k for k in new if k not in old]
+    return missing + [name for k, v in new.items() if isinstance(v, dict) and
+                      isinstance(old.get(k), dict)
+                      for name in _missing_settings(old[k], v, f"{prefix}{k}.")]
+
+
+def restore_state(path: Optional[str | os.PathLike], state: dict,
+                  restore: Callable[[dict], None], generator: torch.Generator) -> None:
+    """``restore(state)`` (the trainer's parameters, optimisers...) and this rank's RNG
+    state, or NfstError naming the checkpoint if they do not fit (other sizes, or a
+    checkpoint of another trainer)."""
+    try:
+        restore(state)
+    except (KeyError, RuntimeError, ValueError) as exc:
+        why = " ".join(line.strip() for line in str(exc).strip().splitlines()[:2])
+        raise NfstError(f"checkpoint {path} does not fit this model: "
+                        f"{why or type(exc).__name__}",
+                        _FRESH_START) from exc
+    restore_rng(state, generator)
 
 
 def save_checkpoint(path: Optional[str | os.PathLike], config, step: int, state: dict,

@@ -14,28 +14,29 @@ Losses, each a scalar to minimise (mean over the lattices of a batch), computed 
   inclusive term uses the final particles p̂ (000:39); the exclusive term is REINFORCE
   (000:43–45) and needs paths drawn from q, i.e. a run without resampling.
 
-:func:`adapt` is a small training loop over lattices for either loss, with any sampler — a
-neural sampler, or :class:`~nfst.smc.lookahead.LookaheadProposal`, whose only parameters are the
-lookahead's: that trains c_φ through the proposal it defines, as in 000 §5.
+:func:`adapt` trains with either loss on lattices (in the loop of ``nfst.train.loop``, with its
+checkpoints), with any sampler — a neural sampler, or
+:class:`~nfst.smc.lookahead.LookaheadProposal`, whose only parameters are the lookahead's: that
+trains c_φ through the proposal it defines, as in 000 §5.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 from torch import Tensor
 
 from ..dp.batch import LatticeBatch
 from ..errors import NfstError
-from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
-from ..runtime.threads import cpu_threads
 from ..smc.engine import SMCConfig, SMCResult, smc, trace
 from ..smc.lookahead import Lookahead, ZeroLookahead
+from .loop import LoopConfig, Trainer, train_loop
 from .objectives import EMABaseline, exclusive_kl_loss
 
 
@@ -80,6 +81,15 @@ def mixture_loss(result: SMCResult, lam: float = 0.5,
     return (1 - lam) * loss + lam * exclusive
 
 
+def particle_loss(batch: LatticeBatch, sampler: Sampler, scorer: Scorer,
+                  lookahead: Optional[Lookahead], config: SMCConfig, objective: str,
+                  lam: float, generator: Optional[torch.Generator]) -> Tensor:
+    """The loss of ``objective`` ("nasmc": :func:`nasmc_loss`, "mixture": :func:`mixture_loss`
+    with weight ``lam``) on the particles of one SMC run over ``batch``, with gradients."""
+    result = smc(batch, sampler, scorer, lookahead, config, generator)
+    return nasmc_loss(result) if objective == "nasmc" else mixture_loss(result, lam)
+
+
 def nasmc_lookahead(lookahead: Optional[Lookahead]) -> Lookahead:
     """``lookahead``, the C of NASMC's filtering targets, or NfstError if there is none
     (or C = 0): the targets would then ignore the rest of the lattice and the gradient be
@@ -96,27 +106,68 @@ def nasmc_lookahead(lookahead: Optional[Lookahead]) -> Lookahead:
 
 
 @dataclass
-class AdaptConfig:
-    """Training from particles (``adapt``); ``objective`` is "nasmc" or "mixture"."""
+class AdaptConfig(LoopConfig):
+    """Training from particles (``adapt``); steps, batch_size, lr, grad_clip and
+    checkpoint_every are :class:`~nfst.train.loop.LoopConfig`'s."""
 
+    steps: int = 200
     objective: str = "nasmc"
+    """"nasmc" or "mixture"."""
     lam: float = 0.5
     """λ of the mixture (000 §5: ½)."""
     smc: SMCConfig = field(default_factory=lambda: SMCConfig(particles=16))
     """The SMC runs that produce the particles (the mixture forces τ = 0)."""
-    steps: int = 200
-    batch_size: int = 16
-    lr: float = 1e-3
-    grad_clip: float = 5.0
+
+
+class _ParticleLoss(torch.nn.Module):
+    def __init__(self, sampler: Sampler, scorer: Scorer, lookahead: Optional[Lookahead],
+                 config: AdaptConfig):
+        super().__init__()
+        self.sampler, self.config = sampler, config
+        self.smc_config = config.smc
+        if config.objective == "mixture" and config.smc.resample_threshold > 0:
+            self.smc_config = replace(config.smc, resample_threshold=0.0)
+        # lists: the frozen scorer and the lookahead are no submodules DDP should see
+        self._scorer, self._lookahead = [scorer], [lookahead]
+
+    def forward(self, batch: LatticeBatch, generator: torch.Generator):
+        """((the loss of ``config.objective``,), None)."""
+        return (particle_loss(batch, self.sampler, self._scorer[0], self._lookahead[0],
+                              self.smc_config, self.config.objective, self.config.lam,
+                              generator),), None
+
+
+class _AdaptTrainer(Trainer):
+    """``adapt``'s part of the loop: the sampler's parameters that require a gradient."""
+
+    find_unused_parameters = True
+
+    def __init__(self, sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice],
+                 config: AdaptConfig, lookahead: Optional[Lookahead], seed: int,
+                 device: torch.device | str):
+        super().__init__(f"adapt ({config.objective})", config, lattices, seed, device)
+        opt = torch.optim.Adam([p for p in sampler.parameters() if p.requires_grad],
+                               lr=config.lr)
+        self.loss = _ParticleLoss(sampler, scorer, lookahead, config)
+        self.loss_names = (f"the {config.objective} loss",)
+        self.optimizers = {"the sampler": opt}
+        self.saved = {"sampler": sampler, "opt": opt}
+
+    def record(self, step, losses, out, norms) -> dict:
+        return {"loss": float(losses[0].detach())}
 
 
 def adapt(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice],
           config: Optional[AdaptConfig] = None, lookahead: Optional[Lookahead] = None,
-          seed: int = 0, device: str | torch.device = "cpu") -> list[float]:
+          seed: int = 0, device: str | torch.device = "cpu", *,
+          checkpoint: Optional[str | os.PathLike] = None, quiet: bool = True,
+          callback: Optional[Callable[[int, dict], None]] = None) -> list[float]:
     """Train ``sampler`` on its own SMC particles with ``config.objective``; returns the
     loss of each step. ``lookahead`` shapes the SMC targets (default C = 0 for the mixture;
     NASMC needs one, see :func:`nasmc_lookahead`). The sampler stays in the mode it is in
-    (train/eval); the scorer should be frozen.
+    (train/eval); the scorer should be frozen. ``checkpoint``: a file to checkpoint to and
+    resume from; ``quiet=False`` shows a progress bar; ``callback(step, record)`` is called
+    after every step.
 
     Do not give a LookaheadProposal its own learned C here: the SMC targets would then move
     with the parameters being trained (on small lattices this collapsed q); train it with the
@@ -126,22 +177,6 @@ def adapt(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice],
         raise ValueError(f"unknown objective {config.objective!r}: use 'nasmc' or 'mixture'")
     if config.objective == "nasmc":
         lookahead = nasmc_lookahead(lookahead)
-    smc_config = config.smc
-    if config.objective == "mixture" and smc_config.resample_threshold > 0:
-        smc_config = replace(smc_config, resample_threshold=0.0)
-    params = [p for p in sampler.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=config.lr)
-    generator = torch.Generator(device=device).manual_seed(seed)
-    history = []
-    for step in range(config.steps):
-        batch = LatticeBatch(minibatch(lattices, config.batch_size, seed, step), device)
-        with cpu_threads(batch.device):  # many small ops: see nfst.runtime.threads
-            result = smc(batch, sampler, scorer, lookahead, smc_config, generator)
-            loss = nasmc_loss(result) if config.objective == "nasmc" else \
-                mixture_loss(result, config.lam)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
-            opt.step()
-        history.append(float(loss.detach()))
-    return history
+    trainer = _AdaptTrainer(sampler, scorer, lattices, config, lookahead, seed, device)
+    history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet, callback=callback)
+    return [record["loss"] for record in history]

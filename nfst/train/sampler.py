@@ -1,8 +1,7 @@
 """Training a sampler q_φ against the frozen scorer (003 §4, App. C–D): inclusive KL with k
 proposals (003 §4), or the λ-mixture with the REINFORCE exclusive KL (000:32, 000:45), or
 training paths from SMC particles (002:1), with early stopping on the partial KL (003:7) of a
-validation set. Checkpoints and resumption: ``nfst.train.checkpoint``; under torchrun the
-minibatch is split across ranks (``nfst.runtime.distributed``).
+validation set. The loop, its checkpoints and its ranks: ``nfst.train.loop``.
 """
 
 from __future__ import annotations
@@ -13,34 +12,31 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import torch
-from tqdm.auto import tqdm
 
 from ..dp.batch import LatticeBatch
-from ..errors import Interrupted, NfstError
+from ..errors import NfstError
 from ..evaluate.samplers import draw, partial_kl
-from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
 from ..models.samplers import Sampler, SamplerConfig
 from ..models.scorer import Scorer
-from ..runtime.distributed import from_every_rank, rank_and_world
-from ..runtime.interrupt import checkpointed, interrupt_requested
-from ..runtime.threads import cpu_threads
-from ..smc.engine import SMCConfig, smc
+from ..smc.engine import SMCConfig
 from ..smc.resampling import ess
 from ..smc.lookahead import Lookahead
 from ..smc.without_replacement import inclusive_kl_loss as distinct_inclusive_kl_loss
-from .checkpoint import check_finite, load_checkpoint, restore_rng, save_checkpoint
 from .defensive import defensive_loss
-from .nasmc import mixture_loss, nasmc_lookahead, nasmc_loss
+from .loop import LoopConfig, Trainer, train_loop
+from .nasmc import nasmc_lookahead, particle_loss
 from .objectives import EMABaseline, sampler_loss
 
 
 @dataclass
-class SamplerTrainConfig:
-    sampler: SamplerConfig = field(default_factory=SamplerConfig)
-    lr: float = 1e-5
+class SamplerTrainConfig(LoopConfig):
+    """``train_sampler``'s settings; steps, batch_size, lr, grad_clip and checkpoint_every
+    are :class:`~nfst.train.loop.LoopConfig`'s."""
+
     steps: int = 20_000
-    batch_size: int = 16
+    lr: float = 1e-5
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
     k: int = 16
     """Proposals per pair."""
     lam: float = 0.0
@@ -59,13 +55,11 @@ class SamplerTrainConfig:
     paths (``nfst.train.defensive``; objective ``is`` only); "" = none (003)."""
     teacher_share: float = 0.5
     """The teacher's share of the k training paths."""
-    grad_clip: float = 5.0
     eval_every: int = 200
     """Validate (partial KL) every this many steps."""
     eval_k: int = 8
     patience: int = 5
     """Stop after this many validations without improvement."""
-    checkpoint_every: int = 100
 
 
 @dataclass
@@ -95,35 +89,6 @@ def weight_ess(log_w: torch.Tensor) -> float:
     return float(ess(log_w.detach().double()).mean())
 
 
-def _sampler_step_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch,
-                       config: SamplerTrainConfig, generator: torch.Generator,
-                       baseline: EMABaseline, teacher: Optional[Sampler] = None,
-                       lookahead: Optional[Lookahead] = None
-                       ) -> tuple[torch.Tensor, Optional[float]]:
-    """The minibatch loss of ``config.objective`` (see SamplerTrainConfig) and the ESS of its
-    training weights (None for the SMC objectives and for paths without replacement);
-    ``lookahead`` shapes the SMC targets of the particle objectives."""
-    if config.objective == "is" and config.without_replacement:
-        return distinct_inclusive_kl_loss(sampler, scorer, batch, config.k, generator), None
-    if config.objective == "is":
-        if teacher is not None:
-            loss, log_w = defensive_loss(sampler, teacher, scorer, batch, config.k,
-                                         config.teacher_share, generator)
-            return loss, weight_ess(log_w)
-        paths = sampler.sample(batch, config.k, generator)
-        with torch.no_grad():
-            log_p = scorer.score_paths(paths)
-        return (sampler_loss(log_p, paths.log_q, config.lam, baseline),
-                weight_ess(log_p - paths.log_q))
-    # the mixture's REINFORCE term needs paths drawn from q itself: no resampling then
-    threshold = 0.0 if config.objective == "mixture" and config.lam > 0 else 0.5
-    result = smc(batch, sampler, scorer, lookahead,
-                 SMCConfig(particles=config.k, resample_threshold=threshold), generator)
-    if config.objective == "nasmc":
-        return nasmc_loss(result), None
-    return mixture_loss(result, config.lam), None  # objectives are checked in train_sampler
-
-
 class _StepLoss(torch.nn.Module):
     """One minibatch's loss as a module's forward, so DistributedDataParallel can wrap it
     (the frozen scorer has no trainable parameters, so only the sampler's are reduced)."""
@@ -134,11 +99,123 @@ class _StepLoss(torch.nn.Module):
         self.sampler, self.scorer, self.config = sampler, scorer, config
         # lists: the frozen teacher and the lookahead are no submodules DDP should see
         self._teacher, self._lookahead = [teacher], [lookahead]
+        self.baseline = EMABaseline()
 
-    def forward(self, batch: LatticeBatch, generator: torch.Generator,
-                baseline: EMABaseline) -> tuple[torch.Tensor, Optional[float]]:
-        return _sampler_step_loss(self.sampler, self.scorer, batch, self.config, generator,
-                                  baseline, self._teacher[0], self._lookahead[0])
+    def forward(self, batch: LatticeBatch, generator: torch.Generator
+                ) -> tuple[tuple[torch.Tensor], Optional[float]]:
+        """((the minibatch loss of ``config.objective``,), the ESS of its training weights)
+        (see SamplerTrainConfig; the ESS is None for the SMC objectives and for paths
+        without replacement); the lookahead shapes the SMC targets of the particle
+        objectives."""
+        sampler, scorer, config, teacher = self.sampler, self.scorer, self.config, \
+            self._teacher[0]
+        if config.objective == "is" and config.without_replacement:
+            return (distinct_inclusive_kl_loss(sampler, scorer, batch, config.k, generator),), \
+                None
+        if config.objective == "is" and teacher is not None:
+            loss, log_w = defensive_loss(sampler, teacher, scorer, batch, config.k,
+                                         config.teacher_share, generator)
+            return (loss,), weight_ess(log_w)
+        if config.objective == "is":
+            paths = sampler.sample(batch, config.k, generator)
+            with torch.no_grad():
+                log_p = scorer.score_paths(paths)
+            return ((sampler_loss(log_p, paths.log_q, config.lam, self.baseline),),
+                    weight_ess(log_p - paths.log_q))
+        # the mixture's REINFORCE term needs paths drawn from q itself: no resampling then
+        threshold = 0.0 if config.objective == "mixture" and config.lam > 0 else 0.5
+        smc_config = SMCConfig(particles=config.k, resample_threshold=threshold)
+        return (particle_loss(batch, sampler, scorer, self._lookahead[0], smc_config,
+                              config.objective, config.lam, generator),), None
+
+
+@dataclass
+class EarlyStopping:
+    """Stop after ``patience`` validations without improvement, keeping the best parameters
+    (lower validation values are better)."""
+
+    patience: int
+    best_params: dict
+    best: float = math.inf
+    best_step: int = 0
+    since_best: int = 0
+    stopped: bool = False
+
+    def update(self, step: int, value: float, module: torch.nn.Module) -> None:
+        if value < self.best:
+            self.best, self.best_step, self.since_best = value, step, 0
+            self.best_params = _copy_params(module)
+        else:
+            self.since_best += 1
+            self.stopped = self.since_best >= self.patience
+
+    def state(self) -> dict:
+        return {"best": self.best, "best_step": self.best_step, "since_best": self.since_best,
+                "stopped": self.stopped, "best_params": self.best_params}
+
+    def restore(self, state: dict) -> None:
+        self.best, self.best_step, self.since_best, self.stopped, self.best_params = (
+            state[key] for key in ("best", "best_step", "since_best", "stopped", "best_params"))
+
+
+def _copy_params(module: torch.nn.Module) -> dict:
+    return {key: v.detach().clone() for key, v in module.state_dict().items()}
+
+
+class _SamplerTrainer(Trainer):
+    """``train_sampler``'s part of the loop: its loss, validation and early stopping."""
+
+    find_unused_parameters = True
+
+    def __init__(self, sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
+                 dev: Sequence[Lattice], config: SamplerTrainConfig, seed: int,
+                 device: torch.device, teacher: Optional[Sampler],
+                 lookahead: Optional[Lookahead]):
+        super().__init__(f"train {sampler.name}", config, train, seed, device)
+        self.sampler, self.scorer, self.dev = sampler, scorer, dev
+        opt = torch.optim.Adam(sampler.parameters(), lr=config.lr)
+        # Under torchrun each process takes its share of every minibatch and DDP averages the
+        # gradients; parameters stay identical, so validation and early stopping agree.
+        self.loss = _StepLoss(sampler, scorer, config, teacher, lookahead)
+        self.loss_names = (f"the {sampler.name} sampler's loss",)
+        self.optimizers = {f"the {sampler.name} sampler": opt}
+        self.saved = {"sampler": sampler, "opt": opt}
+        self.train_modules = (sampler,)
+        self.early = EarlyStopping(config.patience, _copy_params(sampler))
+
+    @property
+    def stopped(self) -> bool:
+        return self.early.stopped
+
+    def validate(self) -> float:
+        config = self.config
+        return validate(self.sampler, self.scorer, self.dev, config.eval_k, config.batch_size,
+                        self.seed, self.device)
+
+    def first_records(self) -> list[dict]:  # step 0: the untrained sampler
+        self.early.best = self.validate()
+        return [{"step": 0, "dev_partial_kl": self.early.best}]
+
+    def record(self, step, losses, ess, norms) -> dict:
+        record = {"loss": float(losses[0].detach()),
+                  "grad_norm": float(norms[0]) if norms else None, "ess": ess}
+        if step % self.config.eval_every == 0 or step == self.config.steps:
+            record["dev_partial_kl"] = self.validate()
+            self.early.update(step, record["dev_partial_kl"], self.sampler)
+        return record
+
+    def progress(self, record: dict) -> dict:
+        if "dev_partial_kl" not in record:
+            return {}
+        return {"dev_kl": f"{record['dev_partial_kl']:.2f}", "best": f"{self.early.best:.2f}"}
+
+    def state(self) -> dict:
+        return {**super().state(), "baseline": self.loss.baseline.value, **self.early.state()}
+
+    def restore(self, state: dict) -> None:
+        super().restore(state)
+        self.loss.baseline.value = state["baseline"]
+        self.early.restore(state)
 
 
 def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
@@ -160,6 +237,28 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     ``checkpoint``: a file to checkpoint to and resume from. ``callback(step, record)`` is
     called after every step. ``lookahead``: the SMC targets' C, required by the ``nasmc``
     objective (see ``nasmc_lookahead``)."""
+    _check(train, dev, config, teacher)
+    if config.objective == "nasmc":  # refuse before any work rather than train on C = 0
+        lookahead = nasmc_lookahead(lookahead)
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    sampler.to(device)
+    scorer.to(device).freeze()
+    if lookahead is not None:
+        lookahead.to(device)
+    if teacher is not None:
+        teacher.to(device).eval().requires_grad_(False)
+    trainer = _SamplerTrainer(sampler, scorer, train, dev, config, seed, device, teacher,
+                              lookahead)
+    history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet, callback=callback)
+    sampler.load_state_dict(trainer.early.best_params)
+    sampler.eval()
+    return SamplerResult(sampler, history, trainer.early.best_step, trainer.early.best,
+                         trainer.early.stopped)
+
+
+def _check(train: Sequence[Lattice], dev: Sequence[Lattice], config: SamplerTrainConfig,
+           teacher: Optional[Sampler]) -> None:
     if not train or not dev:
         raise ValueError("train_sampler needs training and validation lattices")
     if config.objective not in ("is", "nasmc", "mixture"):
@@ -172,88 +271,3 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
         raise NfstError(f"the config names teacher {config.teacher!r} but "
                         f"{'one was' if teacher is not None else 'none was'} passed",
                         "pass the trained teacher sampler, or set SamplerTrainConfig.teacher")
-    if config.objective == "nasmc":  # refuse before any work rather than train on C = 0
-        lookahead = nasmc_lookahead(lookahead)
-    device = torch.device(device)
-    torch.manual_seed(seed)
-    sampler.to(device)
-    scorer.to(device).freeze()
-    if lookahead is not None:
-        lookahead.to(device)
-    opt = torch.optim.Adam(sampler.parameters(), lr=config.lr)
-    rank, world = rank_and_world()
-    if teacher is not None:
-        teacher.to(device).eval().requires_grad_(False)
-    step_loss: torch.nn.Module = _StepLoss(sampler, scorer, config, teacher, lookahead)
-    # Under torchrun each process takes its share of every minibatch and DDP averages the
-    # gradients; parameters stay identical, so validation and early stopping agree.
-    if world > 1:
-        step_loss = torch.nn.parallel.DistributedDataParallel(step_loss,
-                                                              find_unused_parameters=True)
-    generator = torch.Generator(device=device).manual_seed(seed + 7919 * rank)
-    baseline = EMABaseline()
-    history: list[dict] = []
-    start, best, best_step, since_best, stopped = 0, math.inf, 0, 0, False
-    best_params = {key: v.detach().clone() for key, v in sampler.state_dict().items()}
-    state = load_checkpoint(checkpoint, config)
-    if state is not None:
-        sampler.load_state_dict(state["sampler"])
-        opt.load_state_dict(state["opt"])
-        restore_rng(state, generator)
-        baseline.value = state["baseline"]
-        history, start = state["history"], state["step"]
-        best, best_step, since_best, stopped = state["best"], state["best_step"], \
-            state["since_best"], state["stopped"]
-        best_params = state["best_params"]
-
-    def save(step: int) -> None:
-        save_checkpoint(checkpoint, config, step, {
-            "history": history, "sampler": sampler.state_dict(), "opt": opt.state_dict(),
-            "baseline": baseline.value, "best": best, "best_step": best_step,
-            "since_best": since_best, "stopped": stopped, "best_params": best_params},
-            generator)
-
-    if not history:  # step 0: the untrained sampler
-        best = validate(sampler, scorer, dev, config.eval_k, config.batch_size, seed, device)
-        history.append({"step": 0, "dev_partial_kl": best})
-    bar = tqdm(range(start, config.steps), desc=f"train {sampler.name}", disable=quiet,
-               initial=start, total=config.steps)
-    with checkpointed():
-        for step in bar:
-            if stopped:
-                break
-            sampler.train()
-            batch = LatticeBatch(minibatch(train, config.batch_size, seed, step)[rank::world],
-                                 device)
-            with cpu_threads(device):
-                loss, ess = step_loss(batch, generator, baseline)
-                check_finite(loss, f"the {sampler.name} sampler's loss", step, checkpoint)
-                opt.zero_grad()
-                loss.backward()
-                norm = torch.nn.utils.clip_grad_norm_(sampler.parameters(), config.grad_clip)
-                check_finite(norm, f"the {sampler.name} sampler's gradient norm", step, checkpoint)
-                opt.step()
-            record = {"step": step + 1, "loss": float(loss.detach()), "grad_norm": float(norm),
-                      "ess": ess}
-            if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
-                kl = validate(sampler, scorer, dev, config.eval_k, config.batch_size, seed, device)
-                record["dev_partial_kl"] = kl
-                if kl < best:
-                    best, best_step, since_best = kl, step + 1, 0
-                    best_params = {key: v.detach().clone() for key, v in sampler.state_dict().items()}
-                else:
-                    since_best += 1
-                    stopped = since_best >= config.patience
-                bar.set_postfix(dev_kl=f"{kl:.2f}", best=f"{best:.2f}")
-            history.append(record)
-            if (step + 1) % config.checkpoint_every == 0 or stopped:
-                save(step + 1)
-            if callback is not None:
-                callback(step + 1, record)
-            if any(from_every_rank(interrupt_requested(), world)):  # all ranks stop together
-                save(step + 1)
-                raise Interrupted(f"interrupted after step {step + 1}; checkpoint {checkpoint}")
-        save(history[-1]["step"] if history else 0)
-    sampler.load_state_dict(best_params)
-    sampler.eval()
-    return SamplerResult(sampler, history, best_step, best, stopped)

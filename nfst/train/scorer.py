@@ -20,8 +20,7 @@ chooses r:
   (``nfst.train.defensive``).
 
 Label smoothing and gradient clipping as in 003 Table 3. The scorer is returned frozen and any
-bootstrap sampler is discarded. Checkpoints and resumption: ``nfst.train.checkpoint``; under
-torchrun the ranks share every minibatch (DDP), as in ``nfst.train.sampler``.
+bootstrap sampler is discarded. The loop, its checkpoints and its ranks: ``nfst.train.loop``.
 """
 
 from __future__ import annotations
@@ -31,20 +30,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import torch
-from tqdm.auto import tqdm
 
 from ..dp.batch import LatticeBatch
-from ..errors import Interrupted
-from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
 from ..models.ngram import NgramScorer
 from ..models.samplers import Sampler, SamplerConfig, make_sampler
 from ..models.samplers.mixture import mixture_draw
 from ..models.scorer import LSTMScorer
-from ..runtime.distributed import from_every_rank, rank_and_world
-from ..runtime.interrupt import checkpointed, interrupt_requested
-from ..runtime.threads import cpu_threads
-from .checkpoint import check_finite, load_checkpoint, restore_rng, save_checkpoint
+from .loop import LoopConfig, Trainer, train_loop
 from .ngram import NgramConfig, fit_ngram
 from .objectives import inclusive_kl_loss, iwae_bound, iwae_loss
 
@@ -53,7 +46,11 @@ KINDS = ("lstm", "ngram")
 
 
 @dataclass
-class ScorerConfig:
+class ScorerConfig(LoopConfig):
+    """``train_scorer``'s settings; steps, batch_size, lr, grad_clip and checkpoint_every
+    are :class:`~nfst.train.loop.LoopConfig`'s."""
+
+    steps: int = 2_000
     kind: str = "lstm"
     """The scorer p̃_θ: "lstm" (003's, trained as the module docstring says) or "ngram": the
     fitted ``ngram`` itself, a WFST, so that log Z and every KL are exact
@@ -61,13 +58,9 @@ class ScorerConfig:
     hidden: int = 256
     layers: int = 2
     dropout: float = 0.3
-    lr: float = 1e-3
-    steps: int = 2_000
-    batch_size: int = 16
     K: int = 32
     """Paths per pair for the IWAE bound (003:14)."""
     label_smoothing: float = 0.1
-    grad_clip: float = 5.0
     proposal: str = "ngram"
     """Where the K paths come from: "ngram", "bootstrap" (003's recipe) or "mixture" (module
     docstring)."""
@@ -80,7 +73,6 @@ class ScorerConfig:
     bootstrap_sampler: str = "swa"
     """Which sampler is co-trained to propose (003 §4: SWA)."""
     bootstrap_lr: float = 1e-3
-    checkpoint_every: int = 100
 
 
 @dataclass
@@ -116,76 +108,44 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
     scorer = LSTMScorer(vocab, config.hidden, config.layers, config.dropout).to(device)
     boot = None if config.proposal == "ngram" else make_sampler(
         config.bootstrap_sampler, vocab, config.bootstrap, symbols).to(device)
-    opt_p = torch.optim.Adam(scorer.parameters(), lr=config.lr)
-    opt_q = None if boot is None else torch.optim.Adam(boot.parameters(),
-                                                       lr=config.bootstrap_lr)
-    rank, world = rank_and_world()
-    # Under torchrun, as for a sampler: each process takes its share of every minibatch and
-    # DDP averages the gradients of the scorer and any bootstrap sampler.
-    step_loss: torch.nn.Module = _StepLoss(scorer, boot, ngram, config)
-    if world > 1:  # every parameter gets a gradient
-        step_loss = torch.nn.parallel.DistributedDataParallel(step_loss)
-    generator = torch.Generator(device=device).manual_seed(seed + 7919 * rank)
-    history: list[dict] = []
-    start = 0
-    state = load_checkpoint(checkpoint, config)
-    if state is not None:
-        scorer.load_state_dict(state["scorer"])
-        opt_p.load_state_dict(state["opt_p"])
-        if boot is not None:
-            boot.load_state_dict(state["sampler"])
-            opt_q.load_state_dict(state["opt_q"])
-        restore_rng(state, generator)
-        history, start = state["history"], state["step"]
-
-    def save(step: int) -> None:
-        save_checkpoint(checkpoint, config, step, {
-            "history": history, "scorer": scorer.state_dict(), "opt_p": opt_p.state_dict(),
-            **({} if boot is None else {"sampler": boot.state_dict(),
-                                        "opt_q": opt_q.state_dict()})}, generator)
-
-    trained = [m for m in (scorer, boot) if m is not None]
-    for module in trained:
-        module.train()
-    bar = tqdm(range(start, config.steps), desc="train scorer", disable=quiet,
-               initial=start, total=config.steps)
-    with checkpointed():
-        for step in bar:
-            batch = LatticeBatch(minibatch(train, config.batch_size, seed, step)[rank::world],
-                                 device)
-            with cpu_threads(device):
-                loss_p, loss_q, log_p, log_r = step_loss(batch, generator)
-                check_finite(loss_p, "the scorer's IWAE loss", step, checkpoint)
-                check_finite(loss_q, "the bootstrap sampler's loss", step, checkpoint)
-                for opt in (opt_p, opt_q):
-                    if opt is not None:
-                        opt.zero_grad()
-                (loss_p + loss_q).backward()  # disjoint parameters: one backward serves both
-                for module in trained:
-                    norm = torch.nn.utils.clip_grad_norm_(module.parameters(), config.grad_clip)
-                    check_finite(norm, "a gradient norm", step, checkpoint)
-                for opt in (opt_p, opt_q):
-                    if opt is not None:
-                        opt.step()
-            record = {"step": step + 1,
-                      "iwae": float(iwae_bound(log_p.detach(), log_r).mean()),
-                      "sampler_loss": None if boot is None else float(loss_q.detach())}
-            history.append(record)
-            bar.set_postfix(iwae=f"{record['iwae']:.2f}")
-            if (step + 1) % config.checkpoint_every == 0:
-                save(step + 1)
-            if callback is not None:
-                callback(step + 1, record)
-            if any(from_every_rank(interrupt_requested(), world)):  # all ranks stop together
-                save(step + 1)
-                raise Interrupted(f"interrupted after step {step + 1}; checkpoint {checkpoint}")
-        save(config.steps)
+    trainer = _ScorerTrainer(train, config, scorer, boot, ngram, seed, device)
+    history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet, callback=callback)
     return ScorerResult(scorer.freeze(), history)
 
 
+class _ScorerTrainer(Trainer):
+    """``train_scorer``'s part of the loop: the scorer and any bootstrap sampler, each with
+    its optimiser. Under torchrun, as for a sampler, each process takes its share of every
+    minibatch and DDP averages the gradients of both."""
+
+    def __init__(self, train: Sequence[Lattice], config: ScorerConfig, scorer: LSTMScorer,
+                 boot: Optional[Sampler], ngram: Optional[NgramScorer], seed: int,
+                 device: torch.device):
+        super().__init__("train scorer", config, train, seed, device)
+        opt_p = torch.optim.Adam(scorer.parameters(), lr=config.lr)
+        # every parameter gets a gradient: DDP needs no search for unused ones
+        self.loss = _StepLoss(scorer, boot, ngram, config)
+        self.loss_names = ("the scorer's IWAE loss", "the bootstrap sampler's loss")
+        self.optimizers = {"the scorer": opt_p}
+        self.saved = {"scorer": scorer, "opt_p": opt_p}
+        self.train_modules = (scorer,)
+        if boot is not None:
+            opt_q = torch.optim.Adam(boot.parameters(), lr=config.bootstrap_lr)
+            self.optimizers["the bootstrap sampler"] = opt_q
+            self.saved |= {"sampler": boot, "opt_q": opt_q}
+            self.train_modules += (boot,)
+
+    def record(self, step, losses, out, norms) -> dict:
+        log_p, log_r = out
+        return {"iwae": float(iwae_bound(log_p.detach(), log_r).mean()),
+                "sampler_loss": None if len(self.optimizers) < 2 else float(losses[1].detach())}
+
+    def progress(self, record: dict) -> dict:
+        return {"iwae": f"{record['iwae']:.2f}"}
+
+
 class _StepLoss(torch.nn.Module):
-    """One minibatch as a module's forward, for DDP: (scorer loss, bootstrap sampler loss (0
-    without one), log p̃ (B, K), log r (B, K))."""
+    """One minibatch as a module's forward, for DDP."""
 
     def __init__(self, scorer: LSTMScorer, boot: Optional[Sampler],
                  ngram: Optional[NgramScorer], config: ScorerConfig):
@@ -210,6 +170,8 @@ class _StepLoss(torch.nn.Module):
         return paths.arcs, None, paths.log_q
 
     def forward(self, batch: LatticeBatch, generator: torch.Generator):
+        """((scorer loss, bootstrap sampler loss (0 without one)), (log p̃ (B, K), log r
+        (B, K)))."""
         arcs, log_q, log_r = self.propose(batch, generator)
         B, K, L = arcs.shape
         # A good proposal repeats paths: score each distinct mark string once.
@@ -221,4 +183,4 @@ class _StepLoss(torch.nn.Module):
         loss_p = iwae_loss(log_p.detach(), log_r, surrogate=smoothed)
         loss_q = log_p.new_zeros(()) if log_q is None else \
             inclusive_kl_loss(log_p.detach(), log_q, log_r)
-        return loss_p, loss_q, log_p, log_r
+        return (loss_p, loss_q), (log_p, log_r)

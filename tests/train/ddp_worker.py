@@ -1,5 +1,5 @@
-"""Run by tests/train/test_distributed.py under torchrun: DDP sampler and scorer training on 2
-CPU ranks."""
+"""Run by tests/train/test_distributed.py under torchrun: DDP sampler and scorer training, and
+training from particles, on 2 CPU ranks."""
 
 import dataclasses
 import os
@@ -16,6 +16,9 @@ from nfst.fsts import deletion_insertion
 from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.scorer import ArcFactoredScorer
 from nfst.runtime.interrupt import graceful_interrupts
+from nfst.smc.engine import SMCConfig
+from nfst.smc.lookahead import BetaLookahead
+from nfst.train.nasmc import AdaptConfig, adapt
 from nfst.train.sampler import SamplerTrainConfig, train_sampler
 from nfst.train.scorer import ScorerConfig, train_scorer
 
@@ -84,6 +87,15 @@ assert all(torch.equal(out[0], o) for o in out), "scorer parameters differ acros
 checkpoint = Path(sys.argv[1]) / "scorer.ckpt"
 train_p(2, checkpoint)
 assert torch.equal(train_p(4, checkpoint), flat_p), "a resumed scorer run differs"
+# Training from particles: each rank runs SMC on its share of the minibatch, DDP averages.
+torch.manual_seed(2)
+particles = make_sampler("swa", len(lats[0].mark_vocab), SamplerConfig(d=8, dropout=0.0), "abcd")
+adapt(particles, scorer, lats, AdaptConfig(steps=3, batch_size=4, smc=SMCConfig(particles=4)),
+      BetaLookahead.exact(scorer), seed=1)
+flat_a = torch.cat([p.detach().flatten() for p in particles.parameters()])
+out = [torch.zeros_like(flat_a) for _ in range(dist.get_world_size())]
+dist.all_gather(out, flat_a)
+assert all(torch.equal(out[0], o) for o in out), "adapt's parameters differ across ranks"
 sys.stdout.write(f"rank {dist.get_rank()} ok\n")  # one write: ranks share the pipe
 sys.stdout.flush()
 dist.destroy_process_group()

@@ -199,7 +199,7 @@ def test_training_from_particles_runs_and_improves(objective, monkeypatch):
     SMC runs get the lookahead given to the trainer (checked on every call: with C = 0 this
     sampler's partial KL rose from 1.40 to 2.4 nats); both improve the validation partial KL
     (measured 1.40 -> 1.30 for NASMC)."""
-    import nfst.train.sampler as trainer
+    import nfst.train.nasmc as particles
     from nfst.smc.engine import smc
     from nfst.smc.lookahead import BetaLookahead
     from nfst.train.sampler import validate
@@ -212,7 +212,7 @@ def test_training_from_particles_runs_and_improves(objective, monkeypatch):
         seen.append(lookahead)
         return smc(batch, sampler_, scorer_, lookahead, *args)
 
-    monkeypatch.setattr(trainer, "smc", spy)
+    monkeypatch.setattr(particles, "smc", spy)
     before = validate(sampler, scorer, lats, 16, 4, 0, torch.device("cpu"))
     cfg = SamplerTrainConfig(sampler=SamplerConfig(d=16, dropout=0.0), lr=3e-3, steps=60,
                              batch_size=3, k=16, eval_every=20, patience=10, objective=objective,
