@@ -45,13 +45,13 @@ SMALL = ["--set", "train_size=4", "--set", "eval_size=4", "--quiet", "--processe
 
 
 def make_run_dir(tmp_path, corrupt=()):
-    """A cipher run directory with no stage done, and garbage in the given model files."""
+    """A claimed cipher run directory with no stage done, and garbage in the given model files."""
     from nfst.experiment.config import RunConfig
     from nfst.experiment.run import Run
     out = tmp_path / "run"
     Run(RunConfig(task="cipher", preset="small", seed=0, samplers=("swa",),
                   task_settings={"train_size": 4, "eval_size": 4}), out, quiet=True,
-        cache_dir=tmp_path / "cache")
+        cache_dir=tmp_path / "cache").run_dir.claim()  # as a stage does before it writes
     for name in corrupt:
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_bytes(b"not a checkpoint")

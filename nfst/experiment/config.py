@@ -4,12 +4,15 @@ task (``--set``) or a preset (``--option``), parsed in one way for both."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import RunConfigError
+from ..models.samplers import SAMPLERS
+from ..train.scorer import KINDS, PROPOSALS
 from .presets import Preset
 
 DEFAULT_SAMPLERS = ("nolookahead", "swa", "sws", "swp", "swp-prefix")
@@ -88,7 +91,39 @@ class RunConfig:
     def default_dir(self) -> Path:
         return Path("runs") / f"{self.task}-{self.preset}-{self.seed}"
 
+    @classmethod
+    def recorded(cls, run_dir: str | Path) -> "RunConfig":
+        """The configuration recorded in ``run_dir/config.json``."""
+        path = Path(run_dir) / "config.json"
+        if not path.exists():
+            raise RunConfigError(f"{run_dir}: no config.json, so no run to open",
+                                 "start one with `nfst run TASK --run-dir DIR`")
+        saved = json.loads(path.read_text())["run"]
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v
+                      for k, v in saved.items() if k in fields})
 
+
+def check_samplers(names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` if every one is a registered sampler, else an error listing the samplers."""
+    unknown = set(names) - set(SAMPLERS)
+    if unknown:
+        raise RunConfigError(f"unknown samplers {sorted(unknown)}; the samplers are "
+                             f"{', '.join(SAMPLERS)}",
+                             "give a comma-separated list, e.g. --samplers swa,swp-prefix")
+    return tuple(names)
+
+
+def check_names(p: Preset, samplers: Sequence[str]) -> None:
+    """An error for an unknown sampler (to compare, to bootstrap the scorer or to teach),
+    scorer proposal or scorer kind: before any work starts."""
+    check_samplers({*samplers, p.scorer.bootstrap_sampler, p.sampler.teacher} - {""})
+    if p.scorer.proposal not in PROPOSALS:
+        raise RunConfigError(f"unknown scorer proposal {p.scorer.proposal!r}",
+                             f"--option scorer.proposal= one of {', '.join(PROPOSALS)}")
+    if p.scorer.kind not in KINDS:
+        raise RunConfigError(f"unknown scorer kind {p.scorer.kind!r}",
+                             f"--option scorer.kind= one of {', '.join(KINDS)}")
 
 
 def json_default(obj):

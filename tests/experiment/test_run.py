@@ -41,8 +41,8 @@ def test_stage_commands_and_a_full_run_share_one_directory(tmp_path):
     """What `nfst train-scorer` records (the default samplers) or `nfst train-sampler` records
     (one sampler) does not lock the directory against `nfst run` with other samplers; other
     settings still do."""
-    Run(tiny_config(samplers=("swp",)), tmp_path / "run", quiet=True)
-    Run(tiny_config(), tmp_path / "run", quiet=True)
+    Run(tiny_config(samplers=("swp",)), tmp_path / "run", quiet=True).run_dir.claim()
+    Run(tiny_config(), tmp_path / "run", quiet=True).run_dir.claim()  # as a stage does
     recorded = json.loads((tmp_path / "run" / "config.json").read_text())
     assert recorded["run"]["samplers"] == ["swa", "swp"]
     with pytest.raises(RunConfigError):
