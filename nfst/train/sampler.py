@@ -38,9 +38,13 @@ from .objectives import EMABaseline, sampler_loss
 @dataclass
 class SamplerTrainConfig:
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    """The sampler's sizes."""
     lr: float = 1e-5
+    """Adam learning rate (003 Table 3: 1e-5)."""
     steps: int = 20_000
+    """Most training steps, one minibatch each (``patience`` may stop training sooner)."""
     batch_size: int = 16
+    """Training pairs per step (003 Table 3: 16); also the batch size of validation."""
     k: int = 16
     """Proposals per pair."""
     lam: float = 0.0
@@ -60,12 +64,15 @@ class SamplerTrainConfig:
     teacher_share: float = 0.5
     """The teacher's share of the k training paths."""
     grad_clip: float = 5.0
+    """Largest gradient norm; larger ones are scaled down (003 Table 3: 5.0)."""
     eval_every: int = 200
     """Validate (partial KL) every this many steps."""
     eval_k: int = 8
+    """Samples per dev pair for the validation partial KL."""
     patience: int = 5
     """Stop after this many validations without improvement."""
     checkpoint_every: int = 100
+    """Write a checkpoint every this many steps (training resumes from the last one)."""
 
 
 @dataclass
