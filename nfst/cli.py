@@ -174,7 +174,7 @@ COMMANDS: dict[str, Command] = {
                              "nfst train-sampler cipher --sampler swp-prefix --run-dir runs/c"),
     "evaluate": Command("partial KL, ESS and expected length of a run's samplers", _run,
                         commands.evaluate, "nfst evaluate cipher --run-dir runs/c\n"
-                        "nfst evaluate cipher --samplers swa,swp --run-dir runs/c"),
+                        "nfst evaluate cipher --samplers swa,swp --run-dir runs/new"),
     "smc": Command("particle smoothing with a run's best sampler: offset KL against M", _run,
                    commands.smc, "nfst smc cipher --run-dir runs/c"),
     "report": Command("merge runs into report.md with tables and plots", _report,
@@ -183,7 +183,7 @@ COMMANDS: dict[str, Command] = {
                       "--out report"),
     "sample": Command("sample alignments of one pair; draw its lattice", _sample,
                       commands.sample, "nfst sample cipher --run-dir runs/c --sampler swa "
-                      "--x 'a b c' --y 'd e f' --png lattice.png"),
+                      "--x 'n l c i u' --y 'h o s' --png lattice.png"),
 }
 
 

@@ -79,8 +79,8 @@ def open_run(o, samplers: Optional[tuple[str, ...]] = None) -> Run:
     ``nfst run`` always makes a new one (refused if the directory holds other settings)."""
     where = dict(data_dir=o.data_dir, cache_dir=o.cache_dir, device=o.device,
                  processes=o.processes, quiet=o.quiet)
-    if o.command != "run" and o.run_dir and os.path.exists(os.path.join(o.run_dir,
-                                                                          "config.json")):
+    recorded = o.run_dir and os.path.exists(os.path.join(o.run_dir, "config.json"))
+    if recorded and o.command != "run":
         return Run.open(o.run_dir, **where)
     if samplers is None:
         samplers = getattr(o, "samplers", DEFAULT_SAMPLERS)
