@@ -1,251 +1,189 @@
-"""The ``nfst`` command line. Each subcommand is a thin layer over a library function.
+"""The ``nfst`` command line: it parses the command line and calls the command's function
+(``nfst.experiment.commands``; ``nfst bench``: ``nfst.bench``).
 
 Settings come, in increasing priority, from the defaults, a TOML file (``--config FILE``, with a
 table per subcommand, e.g. ``[stats]``, and shared keys at the top level) and the command line.
-Errors on bad input print one line and a hint; ``--debug`` shows the traceback.
+Errors on bad input print one line and a hint; ``--debug`` shows the traceback. Old spellings
+(:data:`RENAMED`) still work for one release, with a warning on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
 import tomllib
+from dataclasses import dataclass
+from importlib import metadata
 from typing import Callable, Optional
 
+from .bench import BENCHMARKS, bench_command
 from .errors import NfstError
+from .experiment import commands
+from .experiment.config import DEFAULT_SAMPLERS, check_samplers
+from .experiment.presets import PRESETS
+from .models.samplers import SAMPLERS
 
 DEFAULT_CACHE = os.environ.get("NFST_CACHE_DIR", ".nfst-cache")
+RENAMED = {"--out": "--run-dir", "--task": "the task as the first argument"}
+"""Old spellings (until the next release) and what replaces them."""
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _add(p, *flags, help: str, **kw) -> None:
+    """``p.add_argument`` with the default, where there is one, at the end of the help."""
+    default = kw.get("default")
+    if default is not None and default is not False and default != []:
+        help += " (default: %(default)s)"
+    p.add_argument(*flags, help=help, **kw)
+
+
+class _Renamed(argparse.Action):
+    """An old spelling of an option, hidden from the help. It sets the new one's value and is
+    recorded in ``renamed``, to warn once parsing is over."""
+
+    def __init__(self, option_strings, dest, **kw):
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.renamed = [*getattr(namespace, "renamed", []), option_string]
+
+
+def _common(p) -> None:
     g = p.add_argument_group("common options")
-    g.add_argument("--config", metavar="FILE", help="TOML file of settings (CLI flags override it)")
-    g.add_argument("--data-dir", help="folder with the task data (default: $NFST_DATA_DIR)")
-    g.add_argument("--cache-dir", default=DEFAULT_CACHE,
-                   help="on-disk lattice cache (default: $NFST_CACHE_DIR or .nfst-cache)")
-    g.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (GPU if present)")
-    g.add_argument("--threads", type=int, default=1,
-                   help="torch intra-op threads on CPU (default 1: the small per-step ops of "
-                        "lattice passes run fastest single-threaded)")
-    g.add_argument("--quiet", action="store_true", help="no progress bars")
-    g.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    _add(g, "--config", metavar="FILE", help="TOML file of settings (CLI flags override it)")
+    _add(g, "--data-dir", metavar="DIR", help="folder with the task data (default: "
+                                                "$NFST_DATA_DIR)")
+    _add(g, "--cache-dir", metavar="DIR", default=DEFAULT_CACHE,
+         help="on-disk lattice cache ($NFST_CACHE_DIR, else .nfst-cache)")
+    _add(g, "--device", default="auto", help="cpu, cuda, cuda:N or auto (GPU if present)")
+    _add(g, "--threads", type=int, default=1, help="torch intra-op threads on CPU (the small "
+         "per-step ops of lattice passes run fastest single-threaded)")
+    _add(g, "--quiet", action="store_true", help="no progress bars")
+    _add(g, "--debug", action="store_true", help="show tracebacks on errors")
 
 
-def _task_args(p: argparse.ArgumentParser, split: str = "train") -> None:
-    p.add_argument("--task", default="cipher", help="task name (see `nfst tasks`)")
-    p.add_argument("--split", default=split, help="data split")
-    p.add_argument("--limit", type=int, help="use at most this many pairs (seeded sample)")
-    _data_args(p)
+def _task(p, renamed: bool = False) -> None:
+    p.add_argument("task", nargs="?", metavar="TASK", help="task name, required (`nfst tasks`)")
+    if renamed:  # compile and stats took --task before
+        p.add_argument("--task", dest="task_option", action=_Renamed)
 
 
-def _data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--processes", type=int, default=2, help="parallel compile processes")
-    p.add_argument("--set", dest="task_settings", metavar="KEY=VALUE", action="append",
-                   default=[], help="a task setting, e.g. --set train_size=500 (repeatable)")
+def _data(p) -> None:
+    _add(p, "--processes", type=int, default=2, help="parallel compile processes")
+    _add(p, "--set", dest="task_settings", metavar="KEY=VALUE", action="append", default=[],
+         help="a task setting, e.g. --set train_size=500 (repeatable; docs/tasks.md)")
 
 
-def _get_task(args):
-    from .experiment.config import parse_settings
-    from .tasks import get_task
-    return get_task(args.task, **parse_settings(args.task_settings))
+def _split(p) -> None:
+    _task(p, renamed=True)
+    _add(p, "--split", default="train", help="data split")
+    _add(p, "--limit", type=int, help="use at most this many pairs (seeded sample)")
+    _data(p)
 
 
-# -- subcommands ------------------------------------------------------------------------------
-def _add_tasks(p):
-    pass
+def _sampler_list(text: str) -> tuple[str, ...]:
+    return check_samplers([n.strip() for n in text.split(",") if n.strip()])
 
 
-def _run_tasks(args):
-    from .tasks import get_task, task_names
-    for name in task_names():
-        task = get_task(name)
-        print(f"{name:10s} splits: {', '.join(task.splits)}")
+def _run(p, samplers: bool = True) -> None:
+    _task(p)
+    _add(p, "--preset", default="small", choices=list(PRESETS),
+         help="training sizes and hyperparameters (paper: 003 Table 3)")
+    _add(p, "--seed", type=int, default=0, help="seeds data subsets, models and sampling")
+    _add(p, "--run-dir", metavar="DIR", help="run directory (default: runs/TASK-PRESET-SEED)")
+    p.add_argument("--out", dest="run_dir", action=_Renamed)
+    if samplers:
+        _add(p, "--samplers", default=",".join(DEFAULT_SAMPLERS), type=_sampler_list,
+             help=f"comma-separated samplers to train and compare, from: {', '.join(SAMPLERS)}")
+    _data(p)
+    _add(p, "--option", dest="overrides", metavar="KEY=VALUE", action="append", default=[],
+         help="a preset setting, dotted, e.g. --option sampler.steps=100 (repeatable; "
+              "`nfst options` lists every key with its value and meaning)")
 
 
-def _add_compile(p):
-    _task_args(p)
+def _sampler(p, **kw) -> None:
+    _run(p, samplers=False)
+    _add(p, "--sampler", choices=list(SAMPLERS), metavar="NAME",
+         help=f"which sampler: {', '.join(SAMPLERS)}", **kw)
 
 
-def _run_compile(args):
-    from .fst.dataset import compile_dataset
-    task = _get_task(args)
-    pairs = task.subset(task.pairs(args.split, args.data_dir), args.limit, f"cli:{args.split}")
-    data = compile_dataset(task.mfst(args.data_dir), pairs, cache_dir=args.cache_dir,
-                           processes=args.processes, progress=not args.quiet)
-    n = len(data.lattices)
-    states = sum(lat.num_states for lat in data.lattices) / max(n, 1)
-    print(f"{args.task}/{args.split}: {n} lattices compiled ({data.cache_hits} from the cache "
-          f"{args.cache_dir}), {len(data.skipped)} pairs skipped, {states:.1f} states on average")
+def _stats(p) -> None:
+    _split(p)
+    _add(p, "--json", action="store_true", help="also print the figures as JSON")
 
 
-def _add_stats(p):
-    _task_args(p)
-    p.add_argument("--json", action="store_true", help="also print the figures as JSON")
-
-
-def _run_stats(args):
-    from .experiment.stats import format_stats_table, task_stats
-    stats = task_stats(_get_task(args), args.split, args.limit, data_dir=args.data_dir,
-                       cache_dir=args.cache_dir, processes=args.processes,
-                       progress=not args.quiet)
-    print(format_stats_table(stats))
-    if args.json:
-        print(json.dumps(stats))
-
-
-def _add_bench(p):
-    from .bench import BENCHMARKS
+def _bench(p) -> None:
     p.add_argument("name", choices=sorted(BENCHMARKS),
                    help="; ".join(f"{k}: {v[0]}" for k, v in sorted(BENCHMARKS.items())))
-    p.add_argument("--lattices", type=int, help="number of lattices (backward, compile, step, rdp, estimates)")
-    p.add_argument("--run-dir", help="trained cipher run to use (abstract; default "
-                   "runs/cipher-small-0, trained there if missing)")
+    _add(p, "--lattices", type=int,
+         help="number of lattices (backward, compile, step, rdp, estimates)")
+    _add(p, "--run-dir", metavar="DIR", help="trained cipher run to use (abstract; default "
+         "runs/cipher-small-0, trained there if missing)")
 
 
-def _run_bench(args):
-    from .bench import run_benchmark
-    run_benchmark(args.name, lattices=args.lattices, device=args.device, run_dir=args.run_dir,
-                  cache_dir=args.cache_dir)
+def _report(p) -> None:
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                   help="run directories (e.g. one per task) to merge")
+    _add(p, "--out", metavar="DIR", default="report", help="output folder")
 
 
-def _run_args(p: argparse.ArgumentParser, samplers: bool = True) -> None:
-    from .experiment.config import DEFAULT_SAMPLERS
-    from .experiment.presets import PRESETS
-    p.add_argument("task", help="task name (see `nfst tasks`)")
-    p.add_argument("--preset", default="small", choices=list(PRESETS),
-                   help="training sizes and hyperparameters (paper: 003 Table 3)")
-    p.add_argument("--seed", type=int, default=0, help="seeds data subsets, models and sampling")
-    p.add_argument("--out", help="run directory (default runs/TASK-PRESET-SEED)")
-    if samplers:
-        p.add_argument("--samplers", default=",".join(DEFAULT_SAMPLERS),
-                       help="comma-separated samplers to train and compare")
-    _data_args(p)
-    p.add_argument("--option", dest="overrides", metavar="KEY=VALUE", action="append",
-                   default=[], help="a preset setting, dotted, e.g. --option sampler.steps=100 "
-                                    "or --option scorer.hidden=128 (repeatable)")
+def _sample(p) -> None:
+    _sampler(p, default="swp-prefix")
+    _add(p, "--x", required=True, help="input string, symbols separated by spaces")
+    _add(p, "--y", required=True, help="output string, symbols separated by spaces")
+    _add(p, "-k", type=int, default=8, help="number of samples")
+    _add(p, "--dot", metavar="FILE", help="write the lattice as Graphviz DOT to this file")
+    _add(p, "--png", metavar="FILE", help="also render it to PNG (Graphviz's `dot` if "
+                                           "installed, else networkx and matplotlib)")
 
 
-def _make_run(args, samplers=None):
-    """The run in ``--out`` if it exists (its recorded settings win), else a new one."""
-    from .experiment.config import DEFAULT_SAMPLERS, RunConfig, parse_settings
-    from .experiment.run import Run
-    if args.command != "run" and args.out and os.path.exists(os.path.join(args.out, "config.json")):
-        return Run.open(args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                        device=args.device, processes=args.processes, quiet=args.quiet)
-    if samplers is None:
-        samplers = tuple(n.strip() for n in args.samplers.split(",") if n.strip()) \
-            if hasattr(args, "samplers") else DEFAULT_SAMPLERS
-    config = RunConfig(task=args.task, preset=args.preset, seed=args.seed, samplers=samplers,
-                       task_settings=parse_settings(args.task_settings),
-                       overrides=tuple(args.overrides))
-    return Run(config, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
-               device=args.device, processes=args.processes, quiet=args.quiet)
+@dataclass(frozen=True)
+class Command:
+    help: str
+    arguments: Callable  # adds the command's arguments to its parser
+    function: Callable  # does it, given the parsed options
+    examples: str
 
 
-def _run_run(args):
-    run = _make_run(args)
-    report = run.run()
-    print(f"report: {report}")
-
-
-def _add_train_scorer(p):
-    _run_args(p, samplers=False)
-
-
-def _run_train_scorer(args):
-    run = _make_run(args)
-    run.scorer()
-    print(f"scorer: {run.dir / 'scorer.pt'}")
-
-
-def _add_train_sampler(p):
-    _run_args(p, samplers=False)
-    from .models.samplers import SAMPLERS
-    p.add_argument("--sampler", required=True, choices=list(SAMPLERS), help="which sampler")
-
-
-def _run_train_sampler(args):
-    run = _make_run(args, samplers=(args.sampler,))
-    run.sampler(args.sampler)
-    print(f"sampler: {run.dir / 'samplers' / (args.sampler + '.pt')}")
-
-
-def _add_evaluate(p):
-    _run_args(p)
-
-
-def _run_evaluate(args):
-    from .evaluate.samplers import format_table
-    run = _make_run(args)
-    print(format_table(run.evaluation()))
-    print(f"written: {run.dir / 'stages' / 'evaluate.json'}")
-
-
-def _add_smc(p):
-    _run_args(p)
-
-
-def _run_smc(args):
-    from .evaluate.smc import format_table
-    run = _make_run(args)
-    result = run.smoothing()
-    print(f"{result['pairs']} test pairs, proposal {result['sampler']}")
-    for metric in ("offset_kl", "dedup_ess", "log_z_var"):
-        print(format_table(result, metric))
-    print(f"written: {run.dir / 'stages' / 'smc.json'}")
-
-
-def _add_report(p):
-    p.add_argument("runs", nargs="+", help="run directories (e.g. one per task) to merge")
-    p.add_argument("--out", default="report", help="output folder (default ./report)")
-
-
-def _run_report(args):
-    from .experiment.report import write_report
-    print(f"report: {write_report(args.runs, args.out)}")
-
-
-def _add_sample(p):
-    _run_args(p, samplers=False)
-    p.add_argument("--sampler", default="swp-prefix", help="which trained sampler to use")
-    p.add_argument("--x", required=True, help="input string, symbols separated by spaces")
-    p.add_argument("--y", required=True, help="output string, symbols separated by spaces")
-    p.add_argument("-k", type=int, default=8, help="number of samples")
-    p.add_argument("--dot", help="write the lattice as Graphviz DOT to this file")
-    p.add_argument("--png", help="also render it to PNG (Graphviz's `dot` if installed, "
-                                   "else networkx and matplotlib)")
-
-
-def _run_sample(args):
-    from .experiment.sample import sample_pair
-    for flag, text in (("--x", args.x), ("--y", args.y)):
-        if not text.split():
-            raise NfstError(f"{flag} is empty", f"give the string as symbols separated by "
-                                                f"spaces, e.g. {flag} 'a b c'")
-    print(sample_pair(_make_run(args, samplers=(args.sampler,)), args.sampler, args.x.split(),
-                      args.y.split(), args.k, dot=args.dot, png=args.png))
-
-
-COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
-    "tasks": ("list the registered tasks", _add_tasks, _run_tasks),
-    "compile": ("compile (and cache) the lattices of a task split", _add_compile, _run_compile),
-    "stats": ("lattice statistics of a task split beside the paper's", _add_stats, _run_stats),
-    "bench": ("run a benchmark; prints one JSON object as its last line", _add_bench, _run_bench),
-    "run": ("the whole pipeline for a task: compile, train, evaluate, SMC, report",
-            _run_args, _run_run),
-    "train-scorer": ("train (or reuse) the frozen LSTM scorer of a run", _add_train_scorer,
-                     _run_train_scorer),
-    "train-sampler": ("train (or reuse) one sampler of a run", _add_train_sampler,
-                      _run_train_sampler),
-    "evaluate": ("partial KL, ESS and expected length of a run's samplers", _add_evaluate,
-                 _run_evaluate),
-    "smc": ("particle smoothing with a run's best sampler: offset KL against M", _add_smc,
-            _run_smc),
-    "report": ("merge runs into report.md with tables and plots", _add_report, _run_report),
-    "sample": ("sample alignments of one pair; draw its lattice", _add_sample, _run_sample),
+COMMANDS: dict[str, Command] = {
+    "tasks": Command("list the registered tasks", lambda p: None, commands.tasks, "nfst tasks"),
+    "compile": Command("compile (and cache) the lattices of a task split", _split,
+                       commands.compile_split, "nfst compile cipher\n"
+                       "nfst compile tr --split dev --data-dir DATA --processes 4"),
+    "stats": Command("lattice statistics of a task split beside the paper's", _stats,
+                     commands.stats, "nfst stats cipher --limit 200\n"
+                     "nfst stats tr --split dev --limit 500 --json"),
+    "options": Command("list the --option keys of a preset with their values and meanings",
+                       lambda p: _add(p, "--preset", default="small", choices=list(PRESETS),
+                                      help="whose values to list"),
+                       commands.options, "nfst options\nnfst options --preset paper"),
+    "bench": Command("run a benchmark; prints one JSON object as its last line", _bench,
+                     bench_command, "nfst bench backward --lattices 64\n"
+                     "nfst bench abstract --run-dir runs/cipher-small-0"),
+    "run": Command("the whole pipeline for a task: compile, train, evaluate, SMC, report", _run,
+                   commands.run, "nfst run cipher --preset small\n"
+                   "nfst run tr --data-dir DATA --samplers swa,swp-prefix --run-dir runs/tr\n"
+                   "nfst run cipher --option sampler.steps=100 --option scorer.kind=ngram"),
+    "train-scorer": Command("train (or reuse) the frozen LSTM scorer of a run",
+                            lambda p: _run(p, samplers=False), commands.train_scorer,
+                            "nfst train-scorer cipher --run-dir runs/c"),
+    "train-sampler": Command("train (or reuse) one sampler of a run",
+                             lambda p: _sampler(p, required=True), commands.train_sampler,
+                             "nfst train-sampler cipher --sampler swp-prefix --run-dir runs/c"),
+    "evaluate": Command("partial KL, ESS and expected length of a run's samplers", _run,
+                        commands.evaluate, "nfst evaluate cipher --run-dir runs/c\n"
+                        "nfst evaluate cipher --samplers swa,swp --run-dir runs/new"),
+    "smc": Command("particle smoothing with a run's best sampler: offset KL against M", _run,
+                   commands.smc, "nfst smc cipher --run-dir runs/c"),
+    "report": Command("merge runs into report.md with tables and plots", _report,
+                      commands.report, "nfst report runs/cipher-small-0\n"
+                      "nfst report runs/tr-small-0 runs/scan-small-0 runs/cipher-small-0 "
+                      "--out report"),
+    "sample": Command("sample alignments of one pair; draw its lattice", _sample,
+                      commands.sample, "nfst sample cipher --run-dir runs/c --sampler swa "
+                      "--x 'n l c i u' --y 'h o s' --png lattice.png"),
 }
 
 
@@ -258,41 +196,75 @@ class _Parser(argparse.ArgumentParser):
                         f"see `{self.prog} --help`")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="nfst", description="Path inference in neural finite-state transducers.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, (help_text, add, _) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        add(p)
-        _common(p)
-    return parser
-
-
-def _config_defaults(path: str, command: str) -> dict:
+def _version() -> str:
     try:
-        with open(path, "rb") as f:
+        return metadata.version("nfst")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown (not installed)"
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser, and each command's own."""
+    parser = _Parser(prog="nfst", description="Path inference in neural finite-state "
+                     "transducers.", epilog="`nfst COMMAND --help` describes a command.")
+    parser.add_argument("--version", action="version", version=f"nfst {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    parsers = {}
+    for name, command in COMMANDS.items():
+        p = parsers[name] = sub.add_parser(
+            name, help=command.help, description=command.help,
+            epilog="examples:\n" + "\n".join(f"  {line}" for line in command.examples.split("\n")),
+            formatter_class=argparse.RawDescriptionHelpFormatter)
+        command.arguments(p)
+        _common(p)
+    return parser, parsers
+
+
+def _apply_config(args, parsers) -> list[str]:
+    """Make the settings of ``args.config`` (shared keys, then the command's table) the
+    defaults of the command's parser; returns the old spellings among them."""
+    try:
+        with open(args.config, "rb") as f:
             data = tomllib.load(f)
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise NfstError(f"cannot read config {path}: {exc}", "check the path and TOML syntax")
-    shared = {k.replace("-", "_"): v for k, v in data.items() if not isinstance(v, dict)}
-    own = {k.replace("-", "_"): v for k, v in data.get(command, {}).items()}
-    return {**shared, **own}
+        raise NfstError(f"cannot read config {args.config}: {exc}",
+                        "check the path and TOML syntax")
+    shared = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    defaults = {k.replace("-", "_"): v for k, v in (shared | data.get(args.command, {})).items()}
+    known = set(vars(args)) - {"command", "task_option", "renamed"}
+    renamed = []
+    if "out" in defaults and "out" not in known and "run_dir" in known:
+        defaults["run_dir"] = defaults.pop("out")
+        renamed.append("--out")
+    unknown = sorted(set(defaults) - known)
+    if unknown:
+        raise NfstError(f"{args.config}: unknown settings for `nfst {args.command}`: "
+                        f"{', '.join(unknown)}", f"see `nfst {args.command} --help`")
+    parsers[args.command].set_defaults(**defaults)
+    return renamed
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
-    parser = build_parser()
+    """The parsed command line, with the settings of ``--config`` and old spellings applied;
+    warns (stderr) of each old spelling used."""
+    parser, parsers = build_parser()
     args = parser.parse_args(argv)
+    renamed = []
     if args.config:
-        sub = parser._subparsers._group_actions[0].choices[args.command]  # noqa: SLF001
-        defaults = _config_defaults(args.config, args.command)
-        known = {a.dest for a in sub._actions}  # noqa: SLF001
-        unknown = sorted(set(defaults) - known)
-        if unknown:
-            raise NfstError(f"{args.config}: unknown settings for `nfst {args.command}`: "
-                            f"{', '.join(unknown)}", f"see `nfst {args.command} --help`")
-        sub.set_defaults(**defaults)
+        renamed = _apply_config(args, parsers)
         args = parser.parse_args(argv)
+    renamed += getattr(args, "renamed", [])
+    if getattr(args, "task_option", None):
+        if args.task:
+            raise NfstError(f"{args.command}: the task is given twice ({args.task} and "
+                            f"--task {args.task_option})", "give it once, first")
+        args.task = args.task_option
+    if "task" in args and args.task is None:
+        raise NfstError(f"{args.command}: the following arguments are required: TASK",
+                        f"see `nfst {args.command} --help`")
+    for old in dict.fromkeys(renamed):
+        print(f"nfst: warning: {old} is deprecated (until the next release); use "
+              f"{RENAMED[old]}", file=sys.stderr)
     return args
 
 
@@ -302,16 +274,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         args = parse_args(argv)
         logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                             format="%(levelname)s %(name)s: %(message)s")
-        from .runtime.threads import set_threads
-        set_threads(args.threads)
-        from .runtime.devices import init_distributed, resolve_device
-        args.device = str(resolve_device(args.device))
-        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun
-            args.device = init_distributed(args.device)
-        from .runtime.interrupt import graceful_interrupts
-        with graceful_interrupts():
-            COMMANDS[args.command][2](args)
+        commands.execute(COMMANDS[args.command].function, args)
         return 0
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0
     except NfstError as exc:
         if debug:
             raise

@@ -59,7 +59,7 @@ class CorruptCacheError(NfstError):
 class DataError(NfstError):
     """A data file is missing, empty or malformed."""
 
-    hint = "pass data_dir=... (--data-dir) or set NFST_DATA_DIR to the folder holding the data"
+    hint = "give --data-dir DIR, or set NFST_DATA_DIR, to the folder holding the data"
 
 
 class TaskError(NfstError):
@@ -71,8 +71,8 @@ class TaskError(NfstError):
 class PathTooLongError(NfstError):
     """A walker was still going after the length cap."""
 
-    hint = ("raise max_length (SamplerConfig.max_length, or the max_length argument), or drop "
-            "pairs with very long lattices; a cyclic lattice has paths of every length")
+    hint = ("raise the cap (--option sampler.sampler.max_length=N), or drop pairs with very "
+            "long lattices; a cyclic lattice has paths of every length")
 
 
 class TrainingDivergedError(NfstError):
@@ -91,10 +91,10 @@ class Interrupted(NfstError):
 class RunConfigError(NfstError):
     """A run directory holds a run made with other settings, or a setting is malformed."""
 
-    hint = "use another --out directory, or delete the old run"
+    hint = "use another --run-dir, or delete the old run"
 
 
 class ReportError(NfstError):
     """A run directory has no results to report."""
 
-    hint = "pass run directories written by `nfst run` (each holds results.json)"
+    hint = "give run directories that `nfst run` or `nfst evaluate` wrote"

@@ -148,13 +148,16 @@ def resolve_data_dir(data_dir: Optional[str | os.PathLike] = None) -> Optional[P
     return Path(env) if env else None
 
 
-def data_file(task: str, relative: str, data_dir: Optional[Path]) -> Path:
-    """``data_dir / relative``, or a DataError saying which file is missing and how to fix it."""
+def data_file(task: str, relative: str, data_dir: Optional[Path], source: str = "") -> Path:
+    """``data_dir / relative``, or a DataError saying which file is missing and how to fix it;
+    ``source`` says where the data comes from."""
     if data_dir is None:
-        raise DataError(f"task {task!r} reads {relative} from a data directory, and none is set")
+        raise DataError(f"task {task!r} reads {relative} from a data directory, and none is set",
+                        source)
     path = data_dir / relative
     if not path.is_file():
-        raise DataError(f"task {task!r}: {path} does not exist")
+        raise DataError(f"task {task!r}: {path} does not exist",
+                        source or f"the data directory {data_dir} must hold {relative}")
     return path
 
 

@@ -30,6 +30,10 @@ from .registry import register_task
 
 SCRIPT_TAG = "<ur>"
 FILE = "dakshina-ur/ur.translit.sampled.{split}.tsv"
+SOURCE = ("the files come from the public Dakshina dataset v1.0 (Roark et al. 2020, CC BY-SA 4.0): "
+          "download dakshina_dataset_v1.0.tar from Google Research and copy its "
+          "ur/lexicons/ur.translit.sampled.{train,dev,test}.tsv into DATA/dakshina-ur/ and give "
+          "--data-dir DATA (or set NFST_DATA_DIR)")
 
 
 def parse_entry(line: str) -> Pair:
@@ -70,7 +74,7 @@ class Transliteration(Task):
             raise DataError(f"task 'tr' has no test split here: {data_dir / relative} is absent",
                             "the shared data ships train and dev only; evaluate on dev, or add "
                             "the Dakshina test file")
-        return data_file(self.name, relative, data_dir)
+        return data_file(self.name, relative, data_dir, SOURCE)
 
     def build_mfst(self, data_dir: Optional[Path]) -> MarkedFST:
         train = read_lexicon(self.path("train", data_dir), self.settings.strict)

@@ -6,7 +6,7 @@ from nfst.cli import main
 
 
 def test_bad_task_is_one_line_and_a_hint(capsys):
-    assert main(["stats", "--task", "nope", "--quiet"]) == 2
+    assert main(["stats", "nope", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("nfst: error: no task named 'nope'")
     assert "hint:" in err and "Traceback" not in err
@@ -45,13 +45,13 @@ SMALL = ["--set", "train_size=4", "--set", "eval_size=4", "--quiet", "--processe
 
 
 def make_run_dir(tmp_path, corrupt=()):
-    """A cipher run directory with no stage done, and garbage in the given model files."""
+    """A claimed cipher run directory with no stage done, and garbage in the given model files."""
     from nfst.experiment.config import RunConfig
     from nfst.experiment.run import Run
     out = tmp_path / "run"
     Run(RunConfig(task="cipher", preset="small", seed=0, samplers=("swa",),
                   task_settings={"train_size": 4, "eval_size": 4}), out, quiet=True,
-        cache_dir=tmp_path / "cache")
+        cache_dir=tmp_path / "cache").run_dir.claim()  # as a stage does before it writes
     for name in corrupt:
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_bytes(b"not a checkpoint")
@@ -68,52 +68,52 @@ BAD_INPUT = {
     # case: (argv given tmp_path, what the error line says[, what the hint says])
     "report: missing run dir": (lambda t: ["report", str(t / "missing")], "missing"),
     "sample: run dir without the sampler": (
-        lambda t: ["sample", "cipher", "--out", str(t / "new"), "--sampler", "swa", "--x", "a b",
+        lambda t: ["sample", "cipher", "--run-dir", str(t / "new"), "--sampler", "swa", "--x", "a b",
                    "--y", "c d", *SMALL], "no trained swa sampler"),
     "train-sampler: wrong sampler": (
-        lambda t: ["train-sampler", "cipher", "--sampler", "nope", "--out", str(t / "r"), *SMALL],
+        lambda t: ["train-sampler", "cipher", "--sampler", "nope", "--run-dir", str(t / "r"), *SMALL],
         "train-sampler: argument --sampler: invalid choice: 'nope'"),
     "run: wrong sampler in the list": (
-        lambda t: ["run", "cipher", "--samplers", "swa,nope", "--out", str(t / "r"), *SMALL],
+        lambda t: ["run", "cipher", "--samplers", "swa,nope", "--run-dir", str(t / "r"), *SMALL],
         "unknown samplers"),
     "run: wrong bootstrap sampler": (
-        lambda t: ["run", "cipher", "--option", "scorer.bootstrap_sampler=nope", "--out",
+        lambda t: ["run", "cipher", "--option", "scorer.bootstrap_sampler=nope", "--run-dir",
                    str(t / "r"), *SMALL], "unknown samplers"),
     "run: wrong scorer proposal": (
-        lambda t: ["run", "cipher", "--option", "scorer.proposal=gold", "--out",
+        lambda t: ["run", "cipher", "--option", "scorer.proposal=gold", "--run-dir",
                    str(t / "r"), *SMALL], "unknown scorer proposal 'gold'"),
     "stats: bad TOML": (lambda t: ["stats", "--config", str(bad_toml(t))], "cannot read config"),
     "evaluate: bad TOML": (lambda t: ["evaluate", "cipher", "--config", str(bad_toml(t))],
                            "cannot read config"),
     "run: --option of no setting": (
-        lambda t: ["run", "cipher", "--option", "sampler.nope=1", "--out", str(t / "r"), *SMALL],
+        lambda t: ["run", "cipher", "--option", "sampler.nope=1", "--run-dir", str(t / "r"), *SMALL],
         "no setting 'sampler.nope'"),
     "smc: --option without =": (
-        lambda t: ["smc", "cipher", "--option", "sampler.steps", "--out", str(t / "r"), *SMALL],
+        lambda t: ["smc", "cipher", "--option", "sampler.steps", "--run-dir", str(t / "r"), *SMALL],
         "expected KEY=VALUE"),
     "train-scorer: --option of the wrong type": (
-        lambda t: ["train-scorer", "cipher", "--option", "scorer.hidden=big", "--out",
+        lambda t: ["train-scorer", "cipher", "--option", "scorer.hidden=big", "--run-dir",
                    str(t / "r"), *SMALL], "expected a int"),
-    "stats: unknown device": (lambda t: ["stats", "--device", "tpu", "--limit", "1"], "tpu"),
-    "compile: absent GPU": (lambda t: ["compile", "--device", "cuda:7", "--limit", "1"], "cuda:7"),
-    "compile: --set without =": (lambda t: ["compile", "--set", "train_size"], "KEY=VALUE"),
-    "stats: unknown task setting": (lambda t: ["stats", "--set", "bogus=1"], "bogus"),
-    "compile: unknown split": (lambda t: ["compile", "--split", "nope", "--limit", "1"], "nope"),
+    "stats: unknown device": (lambda t: ["stats", "cipher", "--device", "tpu", "--limit", "1"], "tpu"),
+    "compile: absent GPU": (lambda t: ["compile", "cipher", "--device", "cuda:7", "--limit", "1"], "cuda:7"),
+    "compile: --set without =": (lambda t: ["compile", "cipher", "--set", "train_size"], "KEY=VALUE"),
+    "stats: unknown task setting": (lambda t: ["stats", "cipher", "--set", "bogus=1"], "bogus"),
+    "compile: unknown split": (lambda t: ["compile", "cipher", "--split", "nope", "--limit", "1"], "nope"),
     "sample: empty x": (
-        lambda t: ["sample", "cipher", "--out", str(t / "r"), "--x", "", "--y", "a b", *SMALL],
+        lambda t: ["sample", "cipher", "--run-dir", str(t / "r"), "--x", "", "--y", "a b", *SMALL],
         "empty"),
     "sample: empty y": (
-        lambda t: ["sample", "cipher", "--out", str(t / "r"), "--x", "a b", "--y", " ", *SMALL],
+        lambda t: ["sample", "cipher", "--run-dir", str(t / "r"), "--x", "a b", "--y", " ", *SMALL],
         "empty"),
     "sample: symbols outside the alphabet": (
-        lambda t: ["sample", "cipher", "--out", str(t / "r"), "--x", "a 7", "--y", "b c", *SMALL],
+        lambda t: ["sample", "cipher", "--run-dir", str(t / "r"), "--x", "a 7", "--y", "b c", *SMALL],
         "'7'", "cipher reads x over a b c"),
     "sample: corrupt sampler checkpoint": (
-        lambda t: ["sample", "--out", str(make_run_dir(t, ["samplers/swa.pt", "scorer.pt"])),
+        lambda t: ["sample", "--run-dir", str(make_run_dir(t, ["samplers/swa.pt", "scorer.pt"])),
                    "--sampler", "swa", "--x", "a b", "--y", "c d", "cipher", *SMALL],
         "integrity check"),
     "train-scorer: corrupt scorer": (
-        lambda t: ["train-scorer", "cipher", "--out", str(make_run_dir(t, ["scorer.pt"])), *SMALL],
+        lambda t: ["train-scorer", "cipher", "--run-dir", str(make_run_dir(t, ["scorer.pt"])), *SMALL],
         "integrity check"),
     "bench: unknown benchmark": (lambda t: ["bench", "nope"], "bench: argument name: invalid choice"),
     "sample: missing --x": (lambda t: ["sample", "cipher", "--y", "a"], "required: --x"),

@@ -33,3 +33,9 @@ def run_benchmark(name: str, **options) -> dict:
     result = fn(**{k: v for k, v in options.items() if v is not None and k in accepted})
     emit(result)
     return result
+
+
+def bench_command(options) -> None:
+    """``nfst bench NAME``, given the parsed command line."""
+    run_benchmark(options.name, lattices=options.lattices, device=options.device,
+                  run_dir=options.run_dir, cache_dir=options.cache_dir)

@@ -1,2 +1,26 @@
 """Experiments: presets, run configuration, the `nfst run` pipeline, reports, lattice
-statistics, `nfst sample` and lattice pictures."""
+statistics, `nfst sample` and lattice pictures.
+
+- ``presets``  – every training size and hyperparameter of a run, by name;
+- ``config``   – :class:`RunConfig` and the ``--set``/``--option`` settings, described by
+  :func:`describe_options`;
+- ``rundir``   – a run directory's bookkeeping: recorded settings, stage files, barriers;
+- ``run``      – :class:`Run`: the pipeline's stages;
+- ``results``  – the schema of ``results.json``, built from the stage files;
+- ``report``   – ``report.md`` with tables and plots from one or more runs;
+- ``stats``, ``sample``, ``picture`` – ``nfst stats``, ``nfst sample`` and lattice drawings;
+- ``commands`` – what each ``nfst`` command does (``nfst.cli`` parses, then calls it).
+"""
+
+from .config import RunConfig, apply_overrides, describe_options, parse_settings
+from .presets import PRESETS, Preset, preset
+from .report import plot_offset_kl, write_report
+from .results import build_results
+from .run import Run
+from .rundir import RunDir
+from .sample import sample_pair
+from .stats import format_stats_table, task_stats
+
+__all__ = ["PRESETS", "Preset", "Run", "RunConfig", "RunDir", "apply_overrides",
+           "build_results", "describe_options", "format_stats_table", "parse_settings",
+           "plot_offset_kl", "preset", "sample_pair", "task_stats", "write_report"]

@@ -1,16 +1,26 @@
 """What a run is made of: its :class:`RunConfig`, and the ``KEY=VALUE`` settings that change a
-task (``--set``) or a preset (``--option``), parsed in one way for both."""
+task (``--set``) or a preset (``--option``), parsed in one way for both. A preset's settings are
+described where they are defined, by the docstring under each field of the config dataclasses;
+:func:`describe_options` lists them (``nfst options``)."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import difflib
+import functools
+import inspect
+import json
+import textwrap
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..errors import RunConfigError
-from .presets import Preset
+from ..models.samplers import SAMPLERS
+from ..train.scorer import KINDS, PROPOSALS
+from .presets import Preset, preset
 
 DEFAULT_SAMPLERS = ("nolookahead", "swa", "sws", "swp", "swp-prefix")
 
@@ -47,11 +57,61 @@ def apply_overrides(p: Preset, overrides: Sequence[str]) -> Preset:
             obj = getattr(obj, part, None)
         if obj is None or not dataclasses.is_dataclass(obj) or \
                 name not in {f.name for f in dataclasses.fields(obj)}:
-            raise RunConfigError(f"--option {item!r}: the preset has no setting {key!r}",
-                                 "see the Preset, ScorerConfig and SamplerTrainConfig "
-                                 "dataclasses (nfst.experiment.presets, nfst.train)")
+            near = _nearest(key, [k for k, _ in _settings(p)])
+            raise RunConfigError(
+                f"--option {item!r}: the preset has no setting {key!r}"
+                + (f"; the nearest: {', '.join(near)}" if near else ""),
+                "`nfst options` lists every setting with its value and meaning")
         setattr(obj, name, _coerce(getattr(obj, name), value, item))
     return p
+
+
+def _nearest(key: str, keys: Sequence[str]) -> list[str]:
+    """Up to three of ``keys`` whose last part is spelled like ``key``'s, the most similar
+    whole key first (``sampler.stpes``: sampler.steps, scorer.steps, scorer.ngram.steps)."""
+    def like(a, b):
+        return difflib.SequenceMatcher(None, a, b).ratio()
+    name = key.rpartition(".")[2]
+    near = [k for k in keys if like(name, k.rpartition(".")[2]) >= 0.75]
+    return sorted(near, key=lambda k: -like(key, k))[:3]
+
+
+def _settings(obj, prefix: str = "") -> Iterator[tuple[str, dataclasses.Field]]:
+    """(dotted key, field) of every setting of a nest of config dataclasses, in field order:
+    the fields that do not hold a dataclass themselves."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            yield from _settings(value, f"{prefix}{f.name}.")
+        else:
+            yield prefix + f.name, f
+
+
+@functools.cache
+def attribute_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of a dataclass (and of its bases), read from the source:
+    the one place a setting is described. Whitespace is collapsed to single spaces."""
+    docs = {}
+    for klass in reversed(cls.__mro__[:-1]):  # bases first, so subclasses win
+        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        for node, after in zip(body, body[1:]):
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
+                    isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and \
+                    isinstance(after.value.value, str):
+                docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def describe_options(preset_name: str = "small") -> list[tuple[str, Any, str]]:
+    """(key, value, meaning) of every ``--option`` key of the preset ``preset_name``, in field
+    order: the value there, and the meaning from the config dataclass that holds it."""
+    p = preset(preset_name)
+    rows = []
+    for key, f in _settings(p):
+        *path, name = key.split(".")
+        obj = functools.reduce(getattr, path, p)
+        rows.append((key, getattr(obj, name), attribute_docs(type(obj)).get(name, "")))
+    return rows
 
 
 def _coerce(current: Any, value: Any, item: str) -> Any:
@@ -88,7 +148,39 @@ class RunConfig:
     def default_dir(self) -> Path:
         return Path("runs") / f"{self.task}-{self.preset}-{self.seed}"
 
+    @classmethod
+    def recorded(cls, run_dir: str | Path) -> "RunConfig":
+        """The configuration recorded in ``run_dir/config.json``."""
+        path = Path(run_dir) / "config.json"
+        if not path.exists():
+            raise RunConfigError(f"{run_dir}: no config.json, so no run to open",
+                                 "start one with `nfst run TASK --run-dir DIR`")
+        saved = json.loads(path.read_text())["run"]
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v
+                      for k, v in saved.items() if k in fields})
 
+
+def check_samplers(names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` if every one is a registered sampler, else an error listing the samplers."""
+    unknown = set(names) - set(SAMPLERS)
+    if unknown:
+        raise RunConfigError(f"unknown samplers {sorted(unknown)}; the samplers are "
+                             f"{', '.join(SAMPLERS)}",
+                             "give a comma-separated list, e.g. --samplers swa,swp-prefix")
+    return tuple(names)
+
+
+def check_names(p: Preset, samplers: Sequence[str]) -> None:
+    """An error for an unknown sampler (to compare, to bootstrap the scorer or to teach),
+    scorer proposal or scorer kind: before any work starts."""
+    check_samplers({*samplers, p.scorer.bootstrap_sampler, p.sampler.teacher} - {""})
+    if p.scorer.proposal not in PROPOSALS:
+        raise RunConfigError(f"unknown scorer proposal {p.scorer.proposal!r}",
+                             f"--option scorer.proposal= one of {', '.join(PROPOSALS)}")
+    if p.scorer.kind not in KINDS:
+        raise RunConfigError(f"unknown scorer kind {p.scorer.kind!r}",
+                             f"--option scorer.kind= one of {', '.join(KINDS)}")
 
 
 def json_default(obj):

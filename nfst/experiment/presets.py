@@ -26,11 +26,15 @@ from ..train.scorer import ScorerConfig
 @dataclass
 class Preset:
     scorer: ScorerConfig
+    """How the scorer is trained (``nfst.train.scorer``)."""
     sampler: SamplerTrainConfig
+    """How each sampler is trained (``nfst.train.sampler``)."""
     train_pairs: Optional[int]
     """Training pairs to use (a prefix of the task's seeded subset); None: all."""
     dev_pairs: Optional[int]
+    """Validation pairs to use (a prefix of the dev split); None: all."""
     test_pairs: Optional[int]
+    """Test pairs to evaluate on (a prefix of the test split); None: all."""
 
 
 PRESETS: dict[str, Preset] = {

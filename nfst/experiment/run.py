@@ -19,9 +19,11 @@ Stages, each skipped when its result is already in the run directory:
    (``stages/smc.json``);
 6. ``report``   – ``results.json`` and ``report/report.md`` with plots.
 
-Every setting used is written to ``config.json``; re-running with other settings in the same
-directory is refused, so results never mix. Training stages checkpoint (``checkpoints/``) and
-resume after an interruption.
+Every setting used is written to ``config.json`` by the first stage that writes into the
+directory; re-running with other settings in the same directory is then refused, so results
+never mix (``nfst.experiment.rundir``). Training stages checkpoint (``checkpoints/``) and resume
+after an interruption. ``results.json`` is built from the stage files
+(``nfst.experiment.results``).
 """
 
 from __future__ import annotations
@@ -36,34 +38,23 @@ from typing import Optional
 
 import torch
 
-from ..errors import NfstError, RunConfigError
-from ..evaluate.metrics import mean_and_se
+from ..errors import NfstError
 from ..fst.dataset import compile_dataset
 from ..fst.lattice import Lattice
 from ..models.ngram import NgramScorer
-from ..models.samplers import SAMPLERS, Sampler, make_sampler
+from ..models.samplers import Sampler, make_sampler
 from ..models.scorer import LSTMScorer, Scorer
 from ..runtime import storage
-from ..runtime.interrupt import graceful_interrupts
 from ..tasks import DataError, Task, get_task
-from ..runtime.distributed import rank_and_world
 from ..train.ngram import fit_ngram
 from ..train.sampler import train_sampler
-from ..train.scorer import KINDS, PROPOSALS, train_scorer
-from .config import RunConfig, agrees, apply_overrides, json_default
+from ..train.scorer import train_scorer
+from .config import RunConfig, apply_overrides, check_names, json_default
 from .presets import preset
+from .results import build_results
+from .rundir import RunDir
 
 log = logging.getLogger("nfst")
-
-
-def _training_summary(history: list[dict]) -> dict:
-    """Means over a sampler's training steps of the ESS of its training weights and of its
-    gradient norm (before clipping); None where the history does not record them."""
-    def mean(key):
-        values = [h[key] for h in history if h.get(key) is not None]
-        return sum(values) / len(values) if values else None
-    return {"steps": max((h["step"] for h in history), default=0), "mean_ess": mean("ess"),
-            "mean_grad_norm": mean("grad_norm")}
 
 
 class Run:
@@ -78,21 +69,10 @@ class Run:
         self.device, self.processes = torch.device(device), processes
         self.task: Task = get_task(config.task, **config.task_settings)
         self.preset = apply_overrides(preset(config.preset), config.overrides)
-        named = {*config.samplers, self.preset.scorer.bootstrap_sampler,
-                 self.preset.sampler.teacher}  # every sampler the run builds
-        unknown = named - {""} - set(SAMPLERS)
-        if unknown:
-            raise NfstError(f"unknown samplers {sorted(unknown)}",
-                            f"choose from {', '.join(SAMPLERS)}")
-        if self.preset.scorer.proposal not in PROPOSALS:
-            raise NfstError(f"unknown scorer proposal {self.preset.scorer.proposal!r}",
-                            f"--option scorer.proposal= one of {', '.join(PROPOSALS)}")
-        if self.preset.scorer.kind not in KINDS:
-            raise NfstError(f"unknown scorer kind {self.preset.scorer.kind!r}",
-                            f"--option scorer.kind= one of {', '.join(KINDS)}")
+        check_names(self.preset, config.samplers)
         # Under torchrun every process runs every stage, sharing its work; rank 0 writes.
-        self.rank, self.world = rank_and_world()
-        self._check_config()
+        self.run_dir = RunDir(self.dir, self.settings())
+        self.rank = self.run_dir.rank
         self.T = self.task.mfst(data_dir)
         self.symbols = self.T.input_alphabet + self.T.output_alphabet
         self._lattices: dict[str, list[Lattice]] = {}
@@ -101,15 +81,7 @@ class Run:
     @classmethod
     def open(cls, run_dir: str | Path, **kwargs) -> "Run":
         """The run recorded in ``run_dir/config.json``, with its own settings."""
-        path = Path(run_dir) / "config.json"
-        if not path.exists():
-            raise RunConfigError(f"{run_dir}: no config.json, so no run to open",
-                                 "start one with `nfst run TASK --out DIR`")
-        saved = json.loads(path.read_text())["run"]
-        fields = {f.name: f.type for f in dataclasses.fields(RunConfig)}
-        config = RunConfig(**{k: tuple(v) if isinstance(v, list) else v
-                              for k, v in saved.items() if k in fields})
-        return cls(config, run_dir, **kwargs)
+        return cls(RunConfig.recorded(run_dir), run_dir, **kwargs)
 
     # -- bookkeeping -------------------------------------------------------------------------
     def settings(self) -> dict:
@@ -118,53 +90,9 @@ class Run:
             "run": self.config, "task_settings": self.task.settings, "preset": self.preset},
             default=json_default))
 
-    def _check_config(self) -> None:
-        """Refuse a directory whose run has other settings. The samplers to compare are not
-        a setting of the run (each trains on its own against the same scorer): the last
-        command's list is recorded, so `nfst train-scorer` then `nfst run` share a run."""
-        path = self.dir / "config.json"
-        mine = self.settings()
-        exists = path.exists()
-        self._barrier()  # every rank looks before rank 0 writes
-        if exists:
-            old = json.loads(path.read_text())
-            same_samplers = old.get("run", {}).get("samplers") == mine["run"]["samplers"]
-            for settings in (old, mine):
-                settings.get("run", {}).pop("samplers", None)
-            if not agrees(old, mine):
-                raise RunConfigError(f"{self.dir} holds a run with other settings "
-                                     f"(see {path})")
-            if same_samplers:
-                return
-        if self.rank == 0:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(self.settings(), indent=1))
-        self._barrier()
-
-    def _barrier(self) -> None:
-        """Under torchrun: wait until every rank is here."""
-        if self.world > 1:
-            torch.distributed.barrier()
-
-    def _stage_file(self, name: str) -> Path:
-        return self.dir / "stages" / f"{name}.json"
-
     def done(self, name: str) -> Optional[dict]:
-        path = self._stage_file(name)
-        return json.loads(path.read_text()) if path.exists() else None
-
-    def _finish(self, name: str, result: dict) -> dict:
-        """Record a finished stage; under torchrun rank 0 writes, once every rank has finished
-        it (so no rank finds it done before deciding to run it)."""
-        self._barrier()
-        if self.rank == 0:
-            path = self._stage_file(name)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(result, indent=1))
-            tmp.replace(path)
-        self._barrier()
-        return result
+        """The result of stage ``name`` if it has finished, else None."""
+        return self.run_dir.done(name)
 
     def _say(self, text: str) -> None:
         if not self.quiet and self.rank == 0:
@@ -213,9 +141,10 @@ class Run:
             started = time.time()
             result = fit_ngram(self.lattices("train"), cfg, device=self.device,
                                quiet=self.quiet)
+            self.run_dir.claim()
             if self.rank == 0:
                 storage.save(path, {"state": result.scorer.state_dict()}, durable=True)
-            self._finish("ngram", {"seconds": time.time() - started, "order": cfg.order,
+            self.run_dir.finish("ngram", {"seconds": time.time() - started, "order": cfg.order,
                                    "history": result.history})
         scorer = NgramScorer(len(self.lattices("train")[0].mark_vocab), cfg.order)
         scorer.load_state_dict(storage.load(path)["state"])
@@ -230,6 +159,7 @@ class Run:
         vocab = len(self.lattices("train")[0].mark_vocab)
         if not path.exists():
             ngram = None if cfg.proposal == "bootstrap" else self.ngram()
+            self.run_dir.claim()  # before its first checkpoint
             started = time.time()
             result = train_scorer(self.lattices("train"), cfg, symbols=self.symbols,
                                   seed=self.config.seed, device=self.device, ngram=ngram,
@@ -239,7 +169,7 @@ class Run:
                 storage.save(path, {"state": result.scorer.state_dict(),
                                     "history": result.history}, durable=True)
             tail = result.history[-max(1, len(result.history) // 10):]
-            self._finish("scorer", {
+            self.run_dir.finish("scorer", {
                 "seconds": time.time() - started, "proposal": cfg.proposal,
                 "final_iwae": result.history[-1]["iwae"],
                 "train_iwae": sum(h["iwae"] for h in tail) / len(tail),
@@ -271,14 +201,15 @@ class Run:
             teacher = self.sampler(teacher_name) if teacher_name else None
             config = dataclasses.replace(self.preset.sampler, teacher=teacher_name)
             started = time.time()
-            result = train_sampler(self.untrained_sampler(name).train(), scorer,
-                                   self.lattices("train"), self.lattices("dev"), config,
-                                   seed=self.config.seed, device=self.device,
-                                   checkpoint=self.dir / "checkpoints" / f"{name}.ckpt",
-                                   quiet=self.quiet, teacher=teacher)
+            untrained = self.untrained_sampler(name).train()
+            train, dev = self.lattices("train"), self.lattices("dev")
+            self.run_dir.claim()  # before its first checkpoint
+            result = train_sampler(untrained, scorer, train, dev, config, seed=self.config.seed,
+                                   device=self.device, quiet=self.quiet, teacher=teacher,
+                                   checkpoint=self.dir / "checkpoints" / f"{name}.ckpt")
             if self.rank == 0:
                 storage.save(path, {"state": result.sampler.state_dict()}, durable=True)
-            self._finish(f"sampler-{name}", {
+            self.run_dir.finish(f"sampler-{name}", {
                 "seconds": time.time() - started, "best_step": result.best_step,
                 "best_dev_partial_kl": result.best_dev_partial_kl,
                 "stopped_early": result.stopped_early, "history": result.history})
@@ -291,7 +222,7 @@ class Run:
         done = self.done("evaluate")
         if done is not None and list(done["samplers"]) == list(self.config.samplers):
             return done
-        self._stage_file("smc").unlink(missing_ok=True)  # its proposal is the best of these
+        self.run_dir.forget("smc")  # its proposal is the best of these
         from ..evaluate.exact import add_exact, exact_log_z, is_exact
         from ..evaluate.log_z import add_exclusive_kl, estimate_log_z
         from ..evaluate.samplers import evaluate
@@ -325,7 +256,7 @@ class Run:
             self._say("exact log Z and KL: the scorer is a WFST")
             add_exact(result, scorer, samplers, test, k=self.config.eval_k,
                       seed=self.config.seed, device=self.device)
-        return self._finish("evaluate", result)
+        return self.run_dir.finish("evaluate", result)
 
     def smoothing(self) -> dict:
         """Offset KL against M of the SMC methods, with the best sampler as proposal."""
@@ -336,59 +267,23 @@ class Run:
         evaluation = self.evaluation()
         best = min(evaluation["samplers"], key=lambda s: evaluation["samplers"][s]["partial_kl"])
         self._say(f"particle smoothing with the {best} sampler")
-        return self._finish("smc", evaluate_smc(
+        return self.run_dir.finish("smc", evaluate_smc(
             self.sampler(best), self.scorer(), self.lattices("test")[:self.config.smc_pairs],
             particles=self.config.smc_particles, seed=self.config.seed, device=self.device,
             train_lattices=self.lattices("train")[:256], quiet=self.quiet) | {"sampler": best})
 
     def results(self) -> dict:
-        evaluation = self.done("evaluate")
-        samplers = {}
-        for name, metrics in evaluation["samplers"].items():
-            trained = self.done(f"sampler-{name}") or {}
-            history = [h for h in trained.get("history", []) if "dev_partial_kl" in h]
-            samplers[name] = {
-                **{k: v for k, v in metrics.items() if k != "examples"},
-                "train_seconds": trained.get("seconds"),
-                "curve": {"step": [h["step"] for h in history],
-                          "val_partial_kl": [h["dev_partial_kl"] for h in history]},
-                "training": _training_summary(trained.get("history", [])),
-                "proposals": metrics.get("examples", []),
-            }
-        log_z = evaluation["log_z"]
-        trained = self.done("scorer") or {}
-        kind = self.preset.scorer.kind
-        scorer = {
-            "kind": kind,
-            "proposal": trained.get("proposal", "bootstrap") if kind == "lstm" else None,
-            "train_iwae": trained.get("train_iwae"),
-            "test_log_z": sum(log_z["per_pair"]) / len(log_z["per_pair"]),
-            "test_log_z_se": mean_and_se(log_z["per_pair"])[1],
-            "test_log_z_estimator": log_z["method"],
-            "test_log_z_is_lower_bound": True,
-            "test_log_z_pareto_k": log_z.get("pareto_k"),
-            "test_log_z_spread": log_z.get("spread"),
-            "test_log_z_exact": evaluation.get("exact_log_z", {}).get("mean"),
-            "ngram_order": evaluation.get("ngram", {}).get("order"),
-            "ngram_test_log_likelihood": evaluation.get("ngram", {}).get("test_log_likelihood"),
-            **{k: v for k, v in log_z.items() if k.startswith("generating")}}
-        return {"task": self.config.task, "preset": self.config.preset, "seed": self.config.seed,
-                "lattices": self.done("compile"), "scorer": scorer, "samplers": samplers,
-                "log_z": {k: v for k, v in evaluation.get("log_z", {}).items()
-                          if not k.startswith("per_pair")},
-                "smc": self.done("smc"), "config": self.settings()}
+        """``results.json`` (``nfst.experiment.results``); the evaluate stage must be done."""
+        return build_results(self.run_dir)
 
     def run(self) -> Path:
-        """Run (or finish) every stage; returns the report's path. SIGINT/SIGTERM stop it
-        after a checkpoint; running it again resumes."""
-        with graceful_interrupts():
-            return self._run()
-
-    def _run(self) -> Path:
+        """Run (or finish) every stage; returns the report's path. Running it again after an
+        interruption resumes (inside ``graceful_interrupts()``, as the CLI runs it, SIGINT and
+        SIGTERM stop a training stage after a checkpoint)."""
         from .report import write_report
         if self.done("compile") is None:
             self._say("compiling lattices")
-            self._finish("compile", self.stage_compile())
+            self.run_dir.finish("compile", self.stage_compile())
         self._say(f"n-gram: {'reusing' if self.done('ngram') else 'fitting'}")
         self.ngram()
         if self.preset.scorer.kind == "lstm":

@@ -34,7 +34,8 @@ def sample_pair(run, sampler_name: str, x: Sequence[str], y: Sequence[str], k: i
     if not (run.dir / "samplers" / f"{sampler_name}.pt").exists():
         raise NfstError(f"{run.dir} has no trained {sampler_name} sampler",
                         f"train it first: nfst train-sampler {run.config.task} "
-                        f"--sampler {sampler_name} --preset {run.config.preset}")
+                        f"--sampler {sampler_name} --preset {run.config.preset} "
+                        f"--run-dir {run.dir}")
     sampler, scorer = run.sampler(sampler_name), run.scorer()
     batch = LatticeBatch([lattice], run.device)
     with torch.no_grad():

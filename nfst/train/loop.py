@@ -43,6 +43,7 @@ class LoopConfig:
     """The settings every trainer's config shares (each sets its own defaults)."""
 
     steps: int
+    """Training steps, one minibatch each."""
     batch_size: int = 16
     """Pairs per step, all ranks together."""
     lr: float = 1e-3

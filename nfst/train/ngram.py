@@ -31,7 +31,9 @@ class NgramConfig(LoopConfig):
     order: int = 1
     """n: each mark is scored given the n − 1 before it (1: a unigram)."""
     steps: int = 60
+    """Adam steps of the maximum-likelihood fit."""
     lr: float = 0.1
+    """Adam learning rate of the fit."""
     batch_size: Optional[int] = None
     """Lattices per step, cycling through the training set; None: all of them."""
     grad_clip: Optional[float] = None

@@ -31,12 +31,15 @@ from .objectives import EMABaseline, sampler_loss
 
 @dataclass
 class SamplerTrainConfig(LoopConfig):
-    """``train_sampler``'s settings; steps, batch_size, lr, grad_clip and checkpoint_every
-    are :class:`~nfst.train.loop.LoopConfig`'s."""
+    """``train_sampler``'s settings; batch_size, grad_clip and checkpoint_every are
+    :class:`~nfst.train.loop.LoopConfig`'s."""
 
     steps: int = 20_000
+    """Most training steps, one minibatch each (``patience`` may stop training sooner)."""
     lr: float = 1e-5
+    """Adam learning rate (003 Table 3: 1e-5)."""
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    """The sampler's sizes."""
     k: int = 16
     """Proposals per pair."""
     lam: float = 0.0
@@ -58,6 +61,7 @@ class SamplerTrainConfig(LoopConfig):
     eval_every: int = 200
     """Validate (partial KL) every this many steps."""
     eval_k: int = 8
+    """Samples per dev pair for the validation partial KL."""
     patience: int = 5
     """Stop after this many validations without improvement."""
 

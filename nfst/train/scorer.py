@@ -51,16 +51,21 @@ class ScorerConfig(LoopConfig):
     are :class:`~nfst.train.loop.LoopConfig`'s."""
 
     steps: int = 2_000
+    """Training steps, one minibatch each."""
     kind: str = "lstm"
     """The scorer p̃_θ: "lstm" (003's, trained as the module docstring says) or "ngram": the
     fitted ``ngram`` itself, a WFST, so that log Z and every KL are exact
     (``nfst.evaluate.exact``) and the estimates an LSTM needs can be checked against them."""
     hidden: int = 256
+    """Hidden size of the LSTM and of its mark embedding (003 App. D: 256)."""
     layers: int = 2
+    """LSTM layers (003 App. D: 2)."""
     dropout: float = 0.3
+    """Dropout of the LSTM's inputs and outputs and between its layers (003 Table 3: 0.3)."""
     K: int = 32
     """Paths per pair for the IWAE bound (003:14)."""
     label_smoothing: float = 0.1
+    """Label smoothing of the next-mark distributions in the loss (003 Table 3: 0.1); 0: none."""
     proposal: str = "ngram"
     """Where the K paths come from: "ngram", "bootstrap" (003's recipe) or "mixture" (module
     docstring)."""
@@ -73,6 +78,7 @@ class ScorerConfig(LoopConfig):
     bootstrap_sampler: str = "swa"
     """Which sampler is co-trained to propose (003 §4: SWA)."""
     bootstrap_lr: float = 1e-3
+    """Adam learning rate of the bootstrap sampler ("bootstrap", "mixture")."""
 
 
 @dataclass

@@ -14,19 +14,7 @@ from nfst.cli import main
 from nfst.errors import RunConfigError
 from nfst.experiment.run import Run, RunConfig
 from nfst.runtime import storage
-
-TINY = ["scorer.hidden=16", "scorer.bootstrap.d=16", "sampler.sampler.d=16", "scorer.steps=4",
-        "scorer.ngram.steps=10",
-        "sampler.steps=12", "sampler.eval_every=4", "sampler.eval_k=4",
-        "sampler.checkpoint_every=1", "train_pairs=16", "dev_pairs=4", "test_pairs=4"]
-TASK = {"train_size": 16, "eval_size": 4}
-
-
-def tiny_config(**kw):
-    return RunConfig(**{"task": "cipher", "samplers": ("swa", "swp"), "task_settings": TASK,
-                        "overrides": tuple(TINY), "eval_k": 4, "smc_particles": (4, 8),
-                        "smc_pairs": 2, "log_z_samples": 8} | kw)
-
+from tests.experiment.tiny import TASK, TINY, tiny_config
 
 def test_a_teacher_is_trained_first_and_its_paths_train_the_others(tmp_path):
     run = Run(tiny_config(samplers=("swa",), overrides=tuple(TINY) + ("sampler.teacher=swp",)),
@@ -42,23 +30,24 @@ def test_stage_commands_and_a_full_run_share_one_directory(tmp_path):
     (one sampler) does not lock the directory against `nfst run` with other samplers; other
     settings still do."""
     Run(tiny_config(samplers=("swp",)), tmp_path / "run", quiet=True)
-    Run(tiny_config(), tmp_path / "run", quiet=True)
+    assert not (tmp_path / "run").exists()  # claimed by the first stage that writes, not here
+    Run(tiny_config(samplers=("swp",)), tmp_path / "run", quiet=True).run_dir.claim()
+    Run(tiny_config(), tmp_path / "run", quiet=True).run_dir.claim()  # as a stage does
     recorded = json.loads((tmp_path / "run" / "config.json").read_text())
     assert recorded["run"]["samplers"] == ["swa", "swp"]
     with pytest.raises(RunConfigError):
         Run(tiny_config(samplers=("swp",), seed=1), tmp_path / "run", quiet=True)
 
 
-def test_run_writes_everything_and_skips_finished_stages(tmp_path):
+def test_run_writes_everything_and_skips_finished_stages(finished_run):
     """A whole run with the n-gram as scorer (a WFST): the estimates a run reports are checked
     against the exact values it reports beside them."""
-    config = tiny_config(overrides=tuple(TINY) + ("scorer.kind=ngram",))
-    run = Run(config, tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True, processes=1)
-    report = run.run()
-    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    run, report = finished_run
+    config, out = run.config, run.dir
+    results = json.loads((out / "results.json").read_text())
     assert set(results["samplers"]) == {"swa", "swp"}
-    assert not (tmp_path / "run" / "scorer.pt").exists()  # the n-gram is the scorer
-    evaluation = json.loads((tmp_path / "run" / "stages" / "evaluate.json").read_text())
+    assert not (out / "scorer.pt").exists()  # the n-gram is the scorer
+    evaluation = json.loads((out / "stages" / "evaluate.json").read_text())
     log_z, exact = evaluation["log_z"], evaluation["exact_log_z"]["per_pair"]
     for value, se, truth in zip(log_z["per_pair"], log_z["per_pair_se"], exact):
         assert value <= truth + 3 * se + 1e-9  # a lower bound, as stated
@@ -84,17 +73,17 @@ def test_run_writes_everything_and_skips_finished_stages(tmp_path):
     text = report.read_text()
     assert "Partial KL" in text and "untrained → trained" in text and "Ordering" in text
     assert "exclusive KL lower bound" in text and "Pareto k̂" in text and "exact log Z" in text
-    recorded = json.loads((tmp_path / "run" / "config.json").read_text())
+    recorded = json.loads((out / "config.json").read_text())
     assert recorded["preset"]["sampler"]["steps"] == 12 and recorded["task_settings"]["seed"] == 0
 
-    stamp = (tmp_path / "run" / "stages" / "evaluate.json").stat().st_mtime_ns
+    stamp = (out / "stages" / "evaluate.json").stat().st_mtime_ns
     t = time.time()
-    Run(config, tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True).run()
+    Run(config, out, cache_dir=run.cache_dir, quiet=True).run()
     assert time.time() - t < 10  # nothing retrained
-    assert (tmp_path / "run" / "stages" / "evaluate.json").stat().st_mtime_ns == stamp
+    assert (out / "stages" / "evaluate.json").stat().st_mtime_ns == stamp
 
     with pytest.raises(RunConfigError):
-        Run(tiny_config(), tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True)
+        Run(tiny_config(), out, cache_dir=run.cache_dir, quiet=True)
 
 
 def test_corrupt_model_file_is_reported(tmp_path, capsys):
@@ -103,13 +92,13 @@ def test_corrupt_model_file_is_reported(tmp_path, capsys):
     run.scorer()
     path = tmp_path / "run" / "scorer.pt"
     path.write_bytes(path.read_bytes()[:-3])
-    assert main(["train-scorer", "cipher", "--out", str(path.parent), "--quiet"]) == 2
+    assert main(["train-scorer", "cipher", "--run-dir", str(path.parent), "--quiet"]) == 2
     assert "integrity" in capsys.readouterr().err
 
 
 def _cli(out, cache):
     return [sys.executable, "-m", "nfst.cli", "train-sampler", "cipher", "--sampler", "swa",
-            "--out", str(out), "--cache-dir", str(cache), "--quiet", "--processes", "1"] + \
+            "--run-dir", str(out), "--cache-dir", str(cache), "--quiet", "--processes", "1"] + \
         [a for o in TINY for a in ("--option", o)] + \
         [a for k, v in TASK.items() for a in ("--set", f"{k}={v}")]
 

@@ -1,0 +1,138 @@
+"""What each ``nfst`` command does (``nfst.cli`` only parses the command line and calls these).
+
+Every command is a function of the parsed options (an ``argparse.Namespace``: one attribute per
+flag, ``--run-dir`` as ``run_dir``) that prints what the command prints. :func:`execute` runs
+one in the runtime every command shares.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Callable, Optional
+
+from ..errors import NfstError
+from .config import DEFAULT_SAMPLERS, RunConfig, describe_options, parse_settings
+from .run import Run
+
+
+def execute(command: Callable, options) -> None:
+    """``command(options)`` with torch's thread count set, ``options.device`` resolved ("auto":
+    a GPU if there is one; under torchrun, this rank's device in the process group) and
+    SIGINT/SIGTERM handled gracefully (``nfst.runtime.interrupt``): the one place they are."""
+    from ..runtime.devices import init_distributed, resolve_device
+    from ..runtime.interrupt import graceful_interrupts
+    from ..runtime.threads import set_threads
+    set_threads(options.threads)
+    options.device = str(resolve_device(options.device))
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun
+        options.device = init_distributed(options.device)
+    with graceful_interrupts():
+        command(options)
+
+
+def _task(o):
+    from ..tasks import get_task
+    return get_task(o.task, **parse_settings(o.task_settings))
+
+
+def tasks(o) -> None:
+    from ..tasks import get_task, task_names
+    for name in task_names():
+        print(f"{name:10s} splits: {', '.join(get_task(name).splits)}")
+
+
+def compile_split(o) -> None:
+    from ..fst.dataset import compile_dataset
+    task = _task(o)
+    pairs = task.subset(task.pairs(o.split, o.data_dir), o.limit, f"cli:{o.split}")
+    data = compile_dataset(task.mfst(o.data_dir), pairs, cache_dir=o.cache_dir,
+                           processes=o.processes, progress=not o.quiet)
+    n = len(data.lattices)
+    states = sum(lat.num_states for lat in data.lattices) / max(n, 1)
+    print(f"{o.task}/{o.split}: {n} lattices compiled ({data.cache_hits} from the cache "
+          f"{o.cache_dir}), {len(data.skipped)} pairs skipped, {states:.1f} states on average")
+
+
+def stats(o) -> None:
+    from .stats import format_stats_table, task_stats
+    result = task_stats(_task(o), o.split, o.limit, data_dir=o.data_dir, cache_dir=o.cache_dir,
+                        processes=o.processes, progress=not o.quiet)
+    print(format_stats_table(result))
+    if o.json:
+        print(json.dumps(result))
+
+
+def options(o) -> None:
+    """Every ``--option`` key of a preset, its value there and its meaning."""
+    rows = describe_options(o.preset)
+    width = max(len(key) for key, _, _ in rows)
+    values = [repr(value) for _, value, _ in rows]
+    value_width = max(len(v) for v in values)
+    print(f"--option keys of the preset {o.preset!r} (set one with --option KEY=VALUE):")
+    for (key, _, meaning), value in zip(rows, values):
+        print(f"{key:{width}s}  {value:{value_width}s}  {meaning}".rstrip())
+
+
+def open_run(o, samplers: Optional[tuple[str, ...]] = None) -> Run:
+    """The run in ``o.run_dir`` if it records one (its recorded settings win), else a new one;
+    ``nfst run`` always makes a new one (refused if the directory holds other settings)."""
+    where = dict(data_dir=o.data_dir, cache_dir=o.cache_dir, device=o.device,
+                 processes=o.processes, quiet=o.quiet)
+    recorded = o.run_dir and os.path.exists(os.path.join(o.run_dir, "config.json"))
+    if recorded and o.command != "run":
+        return Run.open(o.run_dir, **where)
+    if samplers is None:
+        samplers = getattr(o, "samplers", DEFAULT_SAMPLERS)
+    config = RunConfig(task=o.task, preset=o.preset, seed=o.seed, samplers=samplers,
+                       task_settings=parse_settings(o.task_settings),
+                       overrides=tuple(o.overrides))
+    return Run(config, o.run_dir, **where)
+
+
+def run(o) -> None:
+    print(f"report: {open_run(o).run()}")
+
+
+def train_scorer(o) -> None:
+    run = open_run(o)
+    run.scorer()
+    print(f"scorer: {run.dir / 'scorer.pt'}")
+
+
+def train_sampler(o) -> None:
+    run = open_run(o, samplers=(o.sampler,))
+    run.sampler(o.sampler)
+    print(f"sampler: {run.dir / 'samplers' / (o.sampler + '.pt')}")
+
+
+def evaluate(o) -> None:
+    from ..evaluate.samplers import format_table
+    run = open_run(o)
+    print(format_table(run.evaluation()))
+    print(f"written: {run.dir / 'stages' / 'evaluate.json'}")
+
+
+def smc(o) -> None:
+    from ..evaluate.smc import format_table
+    run = open_run(o)
+    result = run.smoothing()
+    print(f"{result['pairs']} test pairs, proposal {result['sampler']}")
+    for metric in ("offset_kl", "dedup_ess", "log_z_var"):
+        print(format_table(result, metric))
+    print(f"written: {run.dir / 'stages' / 'smc.json'}")
+
+
+def report(o) -> None:
+    from .report import write_report
+    print(f"report: {write_report(o.runs, o.out)}")
+
+
+def sample(o) -> None:
+    from .sample import sample_pair
+    for flag, text in (("--x", o.x), ("--y", o.y)):
+        if not text.split():
+            raise NfstError(f"{flag} is empty", f"give the string as symbols separated by "
+                                                f"spaces, e.g. {flag} 'a b c'")
+    print(sample_pair(open_run(o, samplers=(o.sampler,)), o.sampler, o.x.split(), o.y.split(),
+                      o.k, dot=o.dot, png=o.png))

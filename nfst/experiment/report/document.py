@@ -1,0 +1,59 @@
+"""``nfst report RUN_DIR ...``: the runs' results, merged into ``report.md`` (with its PNG
+plots) and ``report.json`` (the same numbers) in one folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from ...errors import ReportError
+from ..results import build_results
+from ..rundir import RunDir
+from .samplers import proposals_section, sampler_sections
+from .scorer import scorer_section
+from .smc import smc_section
+
+
+def load_results(run_dir: str | Path) -> dict:
+    """A run's ``results.json``; for a run that has finished its evaluate stage but not the
+    rest (``nfst evaluate``), the same built from its stage files."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise ReportError(f"{path}: no such directory",
+                          "give run directories that `nfst run` or `nfst evaluate` wrote")
+    try:
+        if (path / "results.json").exists():
+            return json.loads((path / "results.json").read_text())
+        if (path / "config.json").exists() and (path / "stages" / "evaluate.json").exists():
+            return build_results(RunDir(path, json.loads((path / "config.json").read_text())))
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}: a file is not valid JSON ({exc})",
+                          "the run was written by another program, or damaged")
+    raise ReportError(f"{path}: no finished evaluate stage to report "
+                      f"(no {path / 'stages' / 'evaluate.json'})",
+                      f"finish it with `nfst evaluate TASK --run-dir {path}` or `nfst run TASK "
+                      f"--run-dir {path}`")
+
+
+def load_runs(run_dirs: Sequence[str | Path]) -> list[dict]:
+    """The results of each run, with its directory as ``run_dir``."""
+    return [load_results(d) | {"run_dir": str(d)} for d in run_dirs]
+
+
+def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
+    """Merge the runs (one per task) into ``out_dir/report.md``; returns its path."""
+    runs = load_runs(run_dirs)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    lines = ["# nfst report", "",
+             "Runs: " + ", ".join(f"`{r['run_dir']}` ({r['task']}, preset {r.get('preset')})"
+                                  for r in runs), ""]
+    lines += scorer_section(runs)
+    lines += sampler_sections(runs, out)
+    lines += smc_section(runs, out)
+    lines += proposals_section(runs)
+    path = out / "report.md"
+    path.write_text("\n".join(lines))
+    (out / "report.json").write_text(json.dumps({"runs": runs}, indent=1))
+    return path

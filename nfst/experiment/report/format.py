@@ -1,0 +1,51 @@
+"""What every part of the report shares: the order of samplers and tasks, number formatting,
+reliability warnings and matplotlib set-up."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional
+
+SAMPLER_ORDER = ("swa", "sws", "swp", "swp-prefix", "nolookahead")
+TASK_ORDER = ("tr", "scan", "cipher")
+
+
+def ordered(names, order) -> list:
+    """``names`` in ``order``, then any others alphabetically."""
+    return [n for n in order if n in names] + sorted(set(names) - set(order))
+
+
+def fmt(value, se=None, digits=1) -> str:
+    """``value ± se`` with ``digits`` decimals; – when the value is missing or NaN."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    text = f"{value:.{digits}f}"
+    return f"{text} ± {se:.{digits}f}" if se is not None else text
+
+
+def reliability(name: str, pareto: Optional[dict]) -> list[str]:
+    """A warning line when an IS estimate's Pareto k̂ is above the threshold on some pairs."""
+    if not pareto or not pareto.get("over_threshold"):
+        return []
+    top = f"; max {pareto['max']:.2f}" if pareto.get("max") is not None else ""
+    return [f"**Warning: {name} is unreliable on {pareto['over_threshold']:.0%} of the pairs** "
+            f"(Pareto k̂ > {pareto['threshold']}{top}): the importance "
+            f"weights are so heavy-tailed that the estimate can be far off whatever its "
+            f"standard error says. More samples or a better proposal are needed.", ""]
+
+
+def pyplot():
+    import matplotlib
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def save_figure(fig, ax, out: Path, name: str) -> str:
+    """Write ``fig`` (with the legend of ``ax``) to ``out/name``; returns ``name``."""
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=120)
+    pyplot().close(fig)
+    return name

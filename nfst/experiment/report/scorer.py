@@ -1,0 +1,75 @@
+"""The scorer's part of the report: how it was trained and how well it explains the test
+pairs (its log Ẑ lower bound, the exact log Z of a WFST scorer, the n-gram's exact
+log-likelihood), with warnings where the estimates are unreliable."""
+
+from __future__ import annotations
+
+from .format import SAMPLER_ORDER, fmt, ordered, reliability
+
+
+def _structures(rows: list[dict]) -> list[str]:
+    """The ``generating_*`` shares of posterior samples that some run records."""
+    return sorted({k for r in rows for k in r["scorer"]
+                   if k.startswith("generating") and not k.endswith("_se")})
+
+
+def _table(rows: list[dict]) -> list[str]:
+    structures = _structures(rows)
+    exact = any(r["scorer"].get("test_log_z_exact") is not None for r in rows)
+    lines = ["| task | scorer | train IWAE bound | test log Ẑ (lower bound) | Pareto k̂ | spread |"
+             + (" exact log Z |" if exact else "")
+             + " n-gram test log-likelihood (exact) |"
+             + "".join(f" posterior {k} |" for k in structures),
+             "|---|---|---|---|---|---|---|" + "---|" * (len(structures) + exact)]
+    for r in rows:
+        sc = r["scorer"]
+        ngram = sc.get("ngram_test_log_likelihood")
+        pareto = sc.get("test_log_z_pareto_k") or {}
+        kind = "n-gram (WFST)" if sc.get("kind") == "ngram" else f"LSTM, {sc.get('proposal')}"
+        lines.append(
+            f"| {r['task']} | {kind} | {fmt(sc.get('train_iwae'))} | "
+            f"{fmt(sc['test_log_z'], sc.get('test_log_z_se'))} | "
+            f"{fmt(pareto.get('mean'), digits=2)} | {fmt(sc.get('test_log_z_spread'))} |"
+            + (f" {fmt(sc.get('test_log_z_exact'))} |" if exact else "")
+            + f" {fmt(ngram)} ({sc.get('ngram_order')}-gram) |"
+            + "".join(f" {fmt(sc.get(k), sc.get(k + '_se'), digits=2)} |" for k in structures))
+    lines += ["", "Nats per pair. Test log Ẑ: " + rows[0]["scorer"]["test_log_z_estimator"]
+              + "; ± is the standard error over pairs. Pareto k̂: mean over pairs of the PSIS "
+                "diagnostic of the importance weights (above 0.7 an estimate is unreliable). "
+                "Spread: the mixture's log Ẑ minus the best single proposal's, from the same "
+                "draw. The n-gram's log-likelihood is exact (backward pass over its history "
+                "lattice); an LSTM scorer should exceed it."
+              + (" Posterior shares are self-normalised over the same samples." if structures
+                 else ""), ""]
+    return lines
+
+
+def _warnings(rows: list[dict]) -> list[str]:
+    """Unreliable log Ẑ estimates, an LSTM below the n-gram, and each sampler's share of
+    samples with the generating structure."""
+    lines = []
+    for r in rows:
+        lines += reliability(f"{r['task']}'s test log Ẑ", r["scorer"].get("test_log_z_pareto_k"))
+    for r in rows:
+        sc, samplers = r["scorer"], r.get("samplers", {})
+        ll = sc.get("ngram_test_log_likelihood")
+        if ll is not None and sc["test_log_z"] < ll and sc.get("kind") != "ngram":
+            lines += [f"**{r['task']}: the LSTM's test log Ẑ is below the n-gram's exact "
+                      f"log-likelihood** ({sc['test_log_z']:.1f} < {ll:.1f}): either the LSTM "
+                      f"scorer is worse than the n-gram, or the bound is loose.", ""]
+        for k in _structures(rows):
+            shares = {s: m[k] for s, m in samplers.items() if k in m}
+            if shares:
+                lines += [f"Share of each sampler's test samples with the {k.replace('_', ' ')}"
+                          f" ({r['task']}): " + ", ".join(
+                              f"{s} {shares[s]:.2f}" for s in ordered(shares, SAMPLER_ORDER)),
+                          ""]
+    return lines
+
+
+def scorer_section(runs: list[dict]) -> list[str]:
+    """Per run: how the scorer was trained and how well it explains the test pairs."""
+    rows = [r for r in runs if r.get("scorer")]
+    if not rows:
+        return []
+    return ["## The scorer", ""] + _table(rows) + _warnings(rows)

@@ -1,0 +1,75 @@
+"""The schema of a run's ``results.json``: what the report reads, built from the run's stage
+files (``stages/*.json``) and its settings (``config.json``).
+
+``nfst run`` writes it at the end; ``nfst report`` builds the same from the stage files of a
+run that has finished its evaluate stage but not the rest.
+"""
+
+from __future__ import annotations
+
+from ..evaluate.metrics import mean_and_se
+from .rundir import RunDir
+
+
+def training_summary(history: list[dict]) -> dict:
+    """Means over a sampler's training steps of the ESS of its training weights and of its
+    gradient norm (before clipping); None where the history does not record them."""
+    def mean(key):
+        values = [h[key] for h in history if h.get(key) is not None]
+        return sum(values) / len(values) if values else None
+    return {"steps": max((h["step"] for h in history), default=0), "mean_ess": mean("ess"),
+            "mean_grad_norm": mean("grad_norm")}
+
+
+def _samplers(run_dir: RunDir, evaluation: dict) -> dict:
+    """Per sampler: its test metrics (``stages/evaluate.json``), its validation curve and a
+    summary of its training (``stages/sampler-NAME.json``), its qualitative proposals."""
+    samplers = {}
+    for name, metrics in evaluation["samplers"].items():
+        trained = run_dir.done(f"sampler-{name}") or {}
+        history = [h for h in trained.get("history", []) if "dev_partial_kl" in h]
+        samplers[name] = {
+            **{k: v for k, v in metrics.items() if k != "examples"},
+            "train_seconds": trained.get("seconds"),
+            "curve": {"step": [h["step"] for h in history],
+                      "val_partial_kl": [h["dev_partial_kl"] for h in history]},
+            "training": training_summary(trained.get("history", [])),
+            "proposals": metrics.get("examples", []),
+        }
+    return samplers
+
+
+def _scorer(run_dir: RunDir, evaluation: dict, kind: str) -> dict:
+    """How the scorer was trained (``stages/scorer.json``) and its test log Z: the IS lower
+    bound, and the exact value under a WFST scorer."""
+    log_z = evaluation["log_z"]
+    trained = run_dir.done("scorer") or {}
+    return {
+        "kind": kind,
+        "proposal": trained.get("proposal", "bootstrap") if kind == "lstm" else None,
+        "train_iwae": trained.get("train_iwae"),
+        "test_log_z": sum(log_z["per_pair"]) / len(log_z["per_pair"]),
+        "test_log_z_se": mean_and_se(log_z["per_pair"])[1],
+        "test_log_z_estimator": log_z["method"],
+        "test_log_z_is_lower_bound": True,
+        "test_log_z_pareto_k": log_z.get("pareto_k"),
+        "test_log_z_spread": log_z.get("spread"),
+        "test_log_z_exact": evaluation.get("exact_log_z", {}).get("mean"),
+        "ngram_order": evaluation.get("ngram", {}).get("order"),
+        "ngram_test_log_likelihood": evaluation.get("ngram", {}).get("test_log_likelihood"),
+        **{k: v for k, v in log_z.items() if k.startswith("generating")}}
+
+
+def build_results(run_dir: RunDir) -> dict:
+    """``results.json`` of a run that has finished its evaluate stage: from the stage files
+    and ``run_dir.settings`` (``smc`` and ``lattices`` are None until those stages ran)."""
+    settings = run_dir.settings
+    evaluation = run_dir.done("evaluate")
+    run = settings["run"]
+    return {"task": run["task"], "preset": run["preset"], "seed": run["seed"],
+            "lattices": run_dir.done("compile"),
+            "scorer": _scorer(run_dir, evaluation, settings["preset"]["scorer"]["kind"]),
+            "samplers": _samplers(run_dir, evaluation),
+            "log_z": {k: v for k, v in evaluation.get("log_z", {}).items()
+                      if not k.startswith("per_pair")},
+            "smc": run_dir.done("smc"), "config": settings}

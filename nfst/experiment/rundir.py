@@ -1,0 +1,99 @@
+"""A run directory's bookkeeping: the settings it was made with (``config.json``), its finished
+stages (``stages/NAME.json``, each written atomically) and, under torchrun, the barriers that
+keep the ranks in step around them.
+
+A directory is claimed (``config.json`` written) by the first stage about to write into it, once
+that stage's inputs have loaded: a command that fails on its data leaves nothing behind, and
+the next command may use the directory with other settings. Once claimed, a run with other
+settings is refused, so results never mix.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from ..errors import RunConfigError
+from ..runtime.distributed import rank_and_world
+from .config import agrees
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file: a reader sees all of it or none."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+class RunDir:
+    """The files of one run that record what it is and what it has done.
+
+    ``settings``: everything that determines the results (``Run.settings()``), as JSON-ready
+    data. Under torchrun every rank holds a RunDir of the same directory; rank 0 writes."""
+
+    def __init__(self, path: str | Path, settings: dict):
+        self.path = Path(path)
+        self.settings = settings
+        self.rank, self.world = rank_and_world()
+        self._claimed = self._check()
+
+    @property
+    def config_file(self) -> Path:
+        return self.path / "config.json"
+
+    def _check(self) -> bool:
+        """Refuse a directory whose run has other settings; True when ``config.json`` already
+        records these exactly. The samplers to compare are not a setting of the run (each
+        trains on its own against the same scorer): the last command's list is recorded, so
+        `nfst train-scorer` then `nfst run` share a run."""
+        if not self.config_file.exists():
+            return False
+        old = json.loads(self.config_file.read_text())
+        mine = json.loads(json.dumps(self.settings))  # a copy to drop the samplers from
+        same_samplers = old.get("run", {}).get("samplers") == mine["run"]["samplers"]
+        for settings in (old, mine):
+            settings.get("run", {}).pop("samplers", None)
+        if not agrees(old, mine):
+            raise RunConfigError(f"{self.path} holds a run with other settings "
+                                 f"(see {self.config_file})")
+        return same_samplers
+
+    def claim(self) -> None:
+        """Record the settings in ``config.json`` (once); a stage calls this before it first
+        writes into the directory. Atomic, so another rank reading it sees all or nothing."""
+        if self._claimed:
+            return
+        self._claimed = True
+        if self.rank == 0:
+            write_atomically(self.config_file, json.dumps(self.settings, indent=1))
+
+    def barrier(self) -> None:
+        """Under torchrun: wait until every rank is here."""
+        if self.world > 1:
+            torch.distributed.barrier()
+
+    def stage_file(self, name: str) -> Path:
+        return self.path / "stages" / f"{name}.json"
+
+    def done(self, name: str) -> Optional[dict]:
+        """The result of stage ``name`` if it has finished, else None."""
+        path = self.stage_file(name)
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def finish(self, name: str, result: dict) -> dict:
+        """Record a finished stage; under torchrun rank 0 writes, once every rank has finished
+        it (so no rank finds it done before deciding to run it)."""
+        self.claim()
+        self.barrier()
+        if self.rank == 0:
+            write_atomically(self.stage_file(name), json.dumps(result, indent=1))
+        self.barrier()
+        return result
+
+    def forget(self, name: str) -> None:
+        """Delete the result of stage ``name`` (it must run again)."""
+        self.stage_file(name).unlink(missing_ok=True)
