@@ -5,7 +5,7 @@
 (`del c`) or replaced by another consonant (`sub c d`, at most once: it moves to state 1, where
 only copies, deletions and insertions remain); a consonant may also be inserted (`ins d`).
 
-    NFST_TASKS=examples/vowels.py nfst stats --task vowels
+    NFST_TASKS=examples/vowels.py nfst stats vowels
     NFST_TASKS=examples/vowels.py nfst run vowels --preset small --samplers swa,swp-prefix
 """
 
