@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from .base import Paths, Sampler, SamplerConfig, Walk
+from .base import Sampler, SamplerConfig
 from .nolookahead import NoLookahead
 from .swa import SWA
 from .sws import SWS
 from .hybrids import SWPPrefix, SWPSWS
 from .swp import SWP
+from .walk import Paths, Walk
 
 SAMPLERS: dict[str, type[Sampler]] = {}
 

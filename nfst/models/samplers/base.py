@@ -31,7 +31,6 @@ task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the f
 
 from __future__ import annotations
 
-import dataclasses
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, Optional, Sequence
@@ -42,12 +41,10 @@ from torch import Tensor
 from ...dp.batch import LatticeBatch
 from ...errors import PathTooLongError
 from ...runtime.threads import cpu_threads
+from .choices import choose
 from .forcing import Route, one_walk, route_of_arcs
-
-PAD, UNKNOWN, SEPARATOR = "<pad>", "<unk>", "#"
-SPECIAL_SYMBOLS = (PAD, UNKNOWN, SEPARATOR)
-"""Symbol ids 0, 1, 2; the alphabet's symbols follow. (A real symbol spelt ``#`` would share
-the separator's id: harmless, it is still one learned embedding.)"""
+from .symbols import SymbolTable
+from .walk import Paths, Walk
 
 
 @dataclass
@@ -67,115 +64,9 @@ class SamplerConfig:
     cannot go further, so the cap is never hit)."""
 
 
-def select_tree(obj: Any, index: Tensor) -> Any:
-    """Index the first dimension of every tensor in a nest of tuples/lists/dicts/dataclasses."""
-    if obj is None:
-        return None
-    if isinstance(obj, Tensor):
-        return obj[index]
-    if isinstance(obj, (tuple, list)):
-        return type(obj)(select_tree(o, index) for o in obj)
-    if isinstance(obj, dict):
-        return {key: select_tree(o, index) for key, o in obj.items()}
-    if dataclasses.is_dataclass(obj):
-        return dataclasses.replace(obj, **{f.name: select_tree(getattr(obj, f.name), index)
-                                           for f in dataclasses.fields(obj)})
-    raise TypeError(f"cannot select walkers from a {type(obj).__name__}")
-
-
-@dataclass
-class Walk:
-    """N walkers, each on one lattice of a LatticeBatch."""
-
-    lattice: Tensor
-    """(N,) long: index into the batch."""
-    state: Tensor
-    """(N,) long: current state (batch-global id)."""
-    alive: Tensor
-    """(N,) bool: False once STOP was chosen (the walker then stays put)."""
-    length: Tensor
-    """(N,) long: marks emitted so far."""
-    last_mark: Tensor
-    """(N,) long: the previous mark id (BOS = vocab_size at the start)."""
-    hidden: Any
-    """The sampler's recurrent state, first dimension N (e.g. a GRU's h (N, d)), or None."""
-
-    def select(self, index: Tensor) -> "Walk":
-        """The walkers ``index`` (N',), in that order; duplicates are independent copies."""
-        return select_tree(self, index)
-
-    def __len__(self) -> int:
-        return len(self.state)
-
-
-@dataclass
-class Paths:
-    """k sampled paths per lattice; L is the longest path's number of marks."""
-
-    arcs: Tensor
-    """(B, k, L) long: the arcs taken, -1 after the path ends."""
-    marks: Tensor
-    """(B, k, L) long: their marks, -1 after the path ends."""
-    lengths: Tensor
-    """(B, k) long: number of marks."""
-    log_q: Tensor
-    """(B, k): log q of the whole path, STOP included (differentiable in φ)."""
-    step_log_q: Tensor
-    """(B, k, L + 1): log q of each choice (0 after STOP), the last choice being STOP."""
-    context: Any = None
-    """The sampler's :meth:`Sampler.prepare` context the paths were drawn with: pass it to
-    :meth:`Sampler.score` to score other paths under the same proposal (a randomized sampler,
-    SWP at budget < 1, draws a new one on every ``prepare``)."""
-
-
-@torch.no_grad()
-def choose(batch: LatticeBatch, walk: Walk, log_probs: Tensor,
-           generator: Optional[torch.Generator] = None) -> tuple[Tensor, Tensor]:
-    """One move per walker drawn from ``log_probs`` (N, D + 1): the column chosen (N,) and
-    the arc it takes (N,), -1 for STOP. Walkers that have ended choose STOP again, at no cost."""
-    stop_col = batch.out_arcs.shape[1]
-    stop_only = torch.full((stop_col + 1,), float("-inf"), dtype=log_probs.dtype,
-                           device=log_probs.device)
-    stop_only[stop_col] = 0.0
-    probs = torch.where(walk.alive[:, None], log_probs, stop_only).exp()
-    # torch.multinomial(probs, 1)'s own draw (the same numbers), without its check that
-    # syncs a GPU with the host
-    noise = torch.empty_like(probs).exponential_(generator=generator)
-    choice = (probs / noise).argmax(1)
-    moving = walk.alive & (choice != stop_col)
-    arc = torch.where(moving, batch.out_arcs[walk.state, choice.clamp(max=stop_col - 1)],
-                      torch.full_like(choice, -1))
-    return choice, arc
-
-
-def forced_log_probs(batch: LatticeBatch, states: Tensor, dtype: torch.dtype) -> Tensor:
-    """(..., D + 1) log q at states (...) where a walker has one legal choice
-    (``batch.choices``): 0 at it and -inf at every other column, whatever a sampler's network
-    says. Samplers run their networks only where there is a choice and take these rows
-    elsewhere (at most states of most lattices: one out-arc, not final)."""
-    legal = torch.cat([batch.out_arcs[states] >= 0, batch.final[states][..., None]], dim=-1)
-    return torch.zeros(legal.shape, dtype=dtype, device=states.device).masked_fill(
-        ~legal, float("-inf"))
-
-
-def choosing(batch: LatticeBatch, walk: Walk) -> Optional[Tensor]:
-    """The walkers (n,) with a choice to make now: alive, at a state with more than one legal
-    choice. None on a GPU, where finding them would sync it with the host (there every walker's
-    row is computed). See :func:`with_forced`."""
-    if walk.state.device.type != "cpu":
-        return None
-    return (walk.alive & (batch.choices[walk.state] > 1)).nonzero().squeeze(1)
-
-
-def with_forced(batch: LatticeBatch, walk: Walk, rows: Tensor, log_probs: Tensor) -> Tensor:
-    """(N, D + 1): ``log_probs`` (n, D + 1) at the walkers ``rows`` (n,) from
-    :func:`choosing`, :func:`forced_log_probs` at the others (dead walkers' rows are unused)."""
-    return forced_log_probs(batch, walk.state, log_probs.dtype).index_copy(0, rows, log_probs)
-
-
 class Sampler(torch.nn.Module):
     """Base class: see the module docstring. ``symbols`` is the input ∪ output alphabet, for
-    samplers that read x and y (unknown symbols share one embedding)."""
+    samplers that read x and y (their ids: ``symbol_table``)."""
 
     name: ClassVar[str] = ""
     requires_acyclic: ClassVar[bool] = False
@@ -186,31 +77,11 @@ class Sampler(torch.nn.Module):
         super().__init__()
         self.vocab_size = vocab_size
         self.config = config if config is not None else SamplerConfig()
-        self.symbols = tuple(symbols)
+        self.symbol_table = SymbolTable(symbols)
 
     @property
     def bos(self) -> int:
         return self.vocab_size
-
-    @property
-    def num_symbol_ids(self) -> int:
-        """Size of a symbol embedding table for :meth:`symbol_ids`."""
-        return len(self.symbols) + len(SPECIAL_SYMBOLS)
-
-    def symbol_ids(self, strings: Sequence[Sequence[str]], device: torch.device
-                   ) -> tuple[Tensor, list[int]]:
-        """Padded ids (B, L) of symbol strings (``#`` is the separator, unknown symbols
-        share one id, padding is 0) and their lengths."""
-        if not hasattr(self, "_symbol_index"):
-            self._symbol_index = {sym: i + len(SPECIAL_SYMBOLS) for i, sym in enumerate(self.symbols)}
-            self._symbol_index[SEPARATOR] = SPECIAL_SYMBOLS.index(SEPARATOR)
-        unk = SPECIAL_SYMBOLS.index(UNKNOWN)
-        lengths = [len(s) for s in strings]
-        ids = torch.zeros(len(strings), max(1, max(lengths)), dtype=torch.long)
-        for b, s in enumerate(strings):
-            ids[b, :len(s)] = torch.tensor([self._symbol_index.get(c, unk) for c in s],
-                                           dtype=torch.long)
-        return ids.to(device), lengths
 
     @property
     def device(self) -> torch.device:
@@ -255,19 +126,6 @@ class Sampler(torch.nn.Module):
                     length=walk.length + moving.long(),
                     last_mark=torch.where(moving, batch.arc_mark[safe], walk.last_mark),
                     hidden=hidden)
-
-    def legal_log_probs(self, batch: LatticeBatch, walk: Walk, logits: Tensor) -> Tensor:
-        """Log-softmax of mark logits (N, vocab_size + 1), column vocab_size = STOP, over
-        just the legal choices at each walker's state: returns (N, D + 1) as in log_probs."""
-        return self.legal_log_softmax(batch, walk.state, logits)
-
-    def legal_log_softmax(self, batch: LatticeBatch, states: Tensor, logits: Tensor) -> Tensor:
-        """:meth:`legal_log_probs` at states (...) with logits (..., vocab_size + 1)."""
-        arcs = batch.out_arcs[states]  # (..., D)
-        marks = batch.arc_mark[arcs.clamp(min=0)]
-        arc_logits = logits.gather(-1, marks).masked_fill(arcs < 0, float("-inf"))
-        stop = logits[..., self.vocab_size].masked_fill(~batch.final[states], float("-inf"))
-        return torch.log_softmax(torch.cat([arc_logits, stop[..., None]], dim=-1), dim=-1)
 
     def path_log_probs(self, batch: LatticeBatch, context: Any, route: Route) -> Tensor:
         """(N, T, D + 1): log q of every column at every position of known paths up to their

@@ -29,7 +29,9 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import SamplerConfig, Walk, choosing, forced_log_probs, with_forced
+from .base import SamplerConfig
+from .choices import choosing, forced_log_probs, with_forced
+from .walk import Walk
 from .prefix import PrefixGRU
 from .swp import SWP, WeightedLattice
 from .sws import SWS, Suffixes

@@ -13,7 +13,9 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import Sampler, SamplerConfig, Walk, choosing, forced_log_probs, with_forced
+from .base import Sampler, SamplerConfig
+from .choices import choosing, forced_log_probs, legal_log_softmax, with_forced
+from .walk import Walk
 from .prefix import PrefixGRU
 from .forcing import Route, WalkDropout
 
@@ -36,15 +38,15 @@ class NoLookahead(Sampler):
     def log_probs(self, batch: LatticeBatch, context, walk: Walk) -> Tensor:
         rows = choosing(batch, walk)
         if rows is None:
-            return self.legal_log_probs(batch, walk, self.out(self.drop(walk.hidden)))
+            return legal_log_softmax(batch, walk.state, self.out(self.drop(walk.hidden)))
         logits = self.out(self.drop(walk.hidden[rows], walkers=rows))
         return with_forced(batch, walk, rows,
-                           self.legal_log_softmax(batch, walk.state[rows], logits))
+                           legal_log_softmax(batch, walk.state[rows], logits))
 
     def path_log_probs(self, batch: LatticeBatch, context, route: Route) -> Tensor:
         h, rows = self.prefix.run_choosing(batch, route, self.bos)  # (m, d)
         logits = self.out(self.drop(h, walkers=rows.paths))
-        lp = self.legal_log_softmax(batch, rows.at(route.states), logits)
+        lp = legal_log_softmax(batch, rows.at(route.states), logits)
         return rows.place(lp, forced_log_probs(batch, route.states, lp.dtype))
 
     def advance(self, batch: LatticeBatch, context, walk: Walk, choice: Tensor) -> Walk:

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ...dp.batch import LatticeBatch
-from .base import Walk
+from .walk import Walk
 from .forcing import Route, WalkDropout, WalkMemory, replay
 
 

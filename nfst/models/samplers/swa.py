@@ -19,7 +19,10 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ...dp.batch import LatticeBatch
-from .base import SEPARATOR, Sampler, SamplerConfig, Walk
+from .base import Sampler, SamplerConfig
+from .choices import legal_log_softmax
+from .symbols import SEPARATOR
+from .walk import Walk
 from .prefix import PrefixGRU
 from .forcing import Route, WalkDropout
 
@@ -42,7 +45,7 @@ class SWA(Sampler):
         if d % 2:
             raise ValueError(f"SWA needs an even hidden size d (d/2 per direction), got {d}")
         self.prefix = PrefixGRU(vocab_size, d, self.config.dropout)
-        self.symbol_embed = nn.Embedding(self.num_symbol_ids, d, padding_idx=0)
+        self.symbol_embed = nn.Embedding(self.symbol_table.size, d, padding_idx=0)
         self.encoder = nn.GRU(d, d // 2, batch_first=True, bidirectional=True)
         self.drop = nn.Dropout(self.config.dropout)
         self.drop_h, self.drop_att = (WalkDropout(self.config.dropout),
@@ -51,7 +54,7 @@ class SWA(Sampler):
 
     def prepare(self, batch: LatticeBatch) -> Encoded:
         strings = [tuple(lat.x) + (SEPARATOR,) + tuple(reversed(lat.y)) for lat in batch.lattices]
-        ids, lengths = self.symbol_ids(strings, batch.device)
+        ids, lengths = self.symbol_table.ids(strings, batch.device)
         packed = pack_padded_sequence(self.drop(self.symbol_embed(ids)), torch.tensor(lengths),
                                       batch_first=True, enforce_sorted=False)
         enc, _ = pad_packed_sequence(self.encoder(packed)[0], batch_first=True,
@@ -93,13 +96,13 @@ class SWA(Sampler):
             walk.lattice, torch.arange(B, device=h.device).repeat_interleave(N // B))
         logits = self.logits(context, walk.lattice, h[:, None], values,
                              N // B if lattice_major else None)
-        return self.legal_log_probs(batch, walk, logits[:, 0])
+        return legal_log_softmax(batch, walk.state, logits[:, 0])
 
     def path_log_probs(self, batch: LatticeBatch, context: Encoded, route: Route) -> Tensor:
         h = self.prefix.run(route, self.bos, batch)  # (N, T, d)
         logits = self.logits(context, route.lattice, h, self.values(context, route.lattice),
                              route.per_lattice)
-        return self.legal_log_softmax(batch, route.states, logits)
+        return legal_log_softmax(batch, route.states, logits)
 
     def advance(self, batch: LatticeBatch, context: Encoded, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)

@@ -28,7 +28,8 @@ from ...dp.passes import transition_log_probs, transition_table
 from ...dp.randomized import RDPConfig
 from ...dp.semiring import LogSemiring
 from ...runtime.threads import cpu_threads
-from .base import Sampler, SamplerConfig, Walk
+from .base import Sampler, SamplerConfig
+from .walk import Walk
 from .swp_randomized import defensive_table, randomized_weights
 from .forcing import Route
 

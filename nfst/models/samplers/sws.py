@@ -19,7 +19,9 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import Sampler, SamplerConfig, Walk, choosing, forced_log_probs, with_forced
+from .base import Sampler, SamplerConfig
+from .choices import choosing, forced_log_probs, legal_log_softmax, with_forced
+from .walk import Walk
 from .prefix import PrefixGRU, Rows
 from .forcing import Route, WalkDropout
 
@@ -64,7 +66,7 @@ class SWS(Sampler):
         super().__init__(vocab_size, config, symbols)
         d, p = self.config.d, self.config.dropout
         self.prefix = PrefixGRU(vocab_size, d, p)
-        self.symbol_embed = nn.Embedding(self.num_symbol_ids, d, padding_idx=0)
+        self.symbol_embed = nn.Embedding(self.symbol_table.size, d, padding_idx=0)
         self.enc_x = SuffixEncoder(self.symbol_embed, d, p)
         self.enc_y = SuffixEncoder(self.symbol_embed, d, p)
         self.drop_h, self.drop_x, self.drop_y = WalkDropout(p), WalkDropout(p), WalkDropout(p)
@@ -72,8 +74,8 @@ class SWS(Sampler):
         self.out_suffix = nn.Linear(2 * d, vocab_size + 1, bias=False)
 
     def prepare(self, batch: LatticeBatch) -> Suffixes:
-        xs, lx = self.symbol_ids([lat.x for lat in batch.lattices], batch.device)
-        ys, ly = self.symbol_ids([lat.y for lat in batch.lattices], batch.device)
+        xs, lx = self.symbol_table.ids([lat.x for lat in batch.lattices], batch.device)
+        ys, ly = self.symbol_table.ids([lat.y for lat in batch.lattices], batch.device)
         return Suffixes(self.enc_x.encode(xs, lx), self.enc_y.encode(ys, ly))
 
     def start(self, batch: LatticeBatch, context: Suffixes, lattice: Tensor) -> Walk:
@@ -117,14 +119,14 @@ class SWS(Sampler):
     def log_probs(self, batch: LatticeBatch, context: Suffixes, walk: Walk) -> Tensor:
         rows = choosing(batch, walk)
         if rows is None:
-            return self.legal_log_probs(batch, walk, self.mark_logits(batch, walk))
+            return legal_log_softmax(batch, walk.state, self.mark_logits(batch, walk))
         logits = self.mark_logits(batch, walk, rows)
         return with_forced(batch, walk, rows,
-                           self.legal_log_softmax(batch, walk.state[rows], logits))
+                           legal_log_softmax(batch, walk.state[rows], logits))
 
     def path_log_probs(self, batch: LatticeBatch, context: Suffixes, route: Route) -> Tensor:
         logits, rows = self.path_logits(batch, context, route)
-        lp = self.legal_log_softmax(batch, rows.at(route.states), logits)
+        lp = legal_log_softmax(batch, rows.at(route.states), logits)
         return rows.place(lp, forced_log_probs(batch, route.states, lp.dtype))
 
     def advance(self, batch: LatticeBatch, context: Suffixes, walk: Walk, choice: Tensor) -> Walk:

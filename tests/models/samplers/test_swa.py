@@ -4,9 +4,10 @@ import pytest
 import torch
 
 from nfst.dp.batch import LatticeBatch
-from nfst.models.samplers.base import SEPARATOR
+from nfst.models.samplers.choices import legal_log_softmax
 from nfst.models.samplers.forcing import one_walk
 from nfst.models.samplers import SamplerConfig, make_sampler
+from nfst.models.samplers.symbols import SEPARATOR
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import new_sampler
 
@@ -17,7 +18,7 @@ def test_encoding_reads_x_separator_reversed_y_and_ignores_padding():
     batch = LatticeBatch(lats)
     enc = swa.prepare(batch)
     for b, lat in enumerate(lats):
-        ids, _ = swa.symbol_ids([tuple(lat.x) + (SEPARATOR,) + tuple(reversed(lat.y))],
+        ids, _ = swa.symbol_table.ids([tuple(lat.x) + (SEPARATOR,) + tuple(reversed(lat.y))],
                                 batch.device)
         alone, _ = swa.encoder(swa.symbol_embed(ids).double())
         n = ids.shape[1]
@@ -27,7 +28,7 @@ def test_encoding_reads_x_separator_reversed_y_and_ignores_padding():
 
 def test_unknown_symbols_share_one_embedding():
     swa = new_sampler("swa", del_ins_lattices())  # knows a, b, c, d only
-    ids, lengths = swa.symbol_ids([("a", "zz", "yy", SEPARATOR)], torch.device("cpu"))
+    ids, lengths = swa.symbol_table.ids([("a", "zz", "yy", SEPARATOR)], torch.device("cpu"))
     assert lengths == [4] and ids[0, 1] == ids[0, 2] != ids[0, 0]
     lat = del_ins_lattices()[0]
     lat.x = ("a", "zz")  # as if the pair had an unseen letter
@@ -65,6 +66,6 @@ def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
             enc = context.enc[b, ~context.pad[b]]
             attended = torch.softmax(enc @ h[n], 0) @ enc
             logits = swa.out(torch.cat([m_h[n] * h[n], m_a[n] * attended]))
-            expected = swa.legal_log_softmax(batch, walk.state[n:n + 1], logits[None])[0]
+            expected = legal_log_softmax(batch, walk.state[n:n + 1], logits[None])[0]
             torch.testing.assert_close(lp[n], expected)
     assert not train or (m_h == 0).any() and (m_a == 0).any()

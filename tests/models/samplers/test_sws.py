@@ -14,7 +14,7 @@ def test_suffix_encoder_encodes_each_suffix_right_to_left():
     lats = del_ins_lattices() + [del_ins_lattices()[1]]
     sws = new_sampler("sws", lats)
     strings = [lat.x for lat in lats]  # lengths 2, 1, 0, 1: padding and an empty string
-    ids, lengths = sws.symbol_ids(strings, torch.device("cpu"))
+    ids, lengths = sws.symbol_table.ids(strings, torch.device("cpu"))
     enc = sws.enc_x.encode(ids, lengths)
     assert enc.shape == (4, ids.shape[1] + 1, sws.config.d)
     for b, s in enumerate(strings):
