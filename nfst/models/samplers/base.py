@@ -20,10 +20,12 @@ and inherits :meth:`Sampler.sample` (k paths per lattice) and :meth:`Sampler.sco
 given paths, by teacher forcing), both differentiable in φ. The particle-smoothing engine drives
 the four methods itself, resampling walkers with :meth:`Walk.select`.
 
-Optionally, ``path_log_probs(batch, context, route)`` gives (N, T, D + 1) log q at every position
-of known paths up to their STOP (``route.valid``; later entries are unspecified) in one batched
-pass (``nfst.models.samplers.forcing``); a sampler that has it samples without gradients and
-scores the drawn paths in that pass.
+Optionally, ``path_log_probs(batch, context, route, record)`` gives (N, T, D + 1) log q at every
+position of known paths up to their STOP (``route.valid``; later entries are unspecified) in one
+batched pass (``nfst.models.samplers.route``); a sampler that has it samples without gradients
+and scores the drawn paths in that pass. Its walk and pass share a ``record.WalkRecord``, made
+by :meth:`Sampler.sample` and handed to ``start(batch, context, lattice, record)`` and to the
+pass: each walker's dropout masks, and what the walk computed that the pass would compute again.
 
 Mark ids index the task's mark vocabulary (``lattice.mark_vocab``, shared by all lattices of a
 task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the first mark.
@@ -42,7 +44,8 @@ from ...dp.batch import LatticeBatch
 from ...errors import PathTooLongError
 from ...runtime.threads import cpu_threads
 from .choices import choose
-from .forcing import Route, one_walk, route_of_arcs
+from .record import WalkRecord
+from .route import Route, route_of_arcs
 from .symbols import SymbolTable
 from .walk import Paths, Walk
 
@@ -54,7 +57,7 @@ class SamplerConfig:
     d: int = 256
     """Hidden size of the recurrent nets and of every embedding (mark, symbol, arc)."""
     dropout: float = 0.3
-    """Dropout of the per-step activations, one mask per walker (``forcing.WalkDropout``),
+    """Dropout of the per-step activations, one mask per walker (``dropout.WalkDropout``),
     rounded to a multiple of 1/256; the encoders' dropout is plain."""
     budget: float = 1.0
     """SWP only: share of each level's states that Algorithm 1 evaluates (randomized, see
@@ -92,7 +95,10 @@ class Sampler(torch.nn.Module):
         """Per-batch context shared by every walker (computed once, with gradients)."""
         return None
 
-    def start(self, batch: LatticeBatch, context: Any, lattice: Tensor) -> Walk:
+    def start(self, batch: LatticeBatch, context: Any, lattice: Tensor,
+              record: Optional[WalkRecord] = None) -> Walk:
+        """N fresh walkers; the walk carries ``record`` (only samplers that score in one pass
+        are given one: see :meth:`path_log_probs`)."""
         raise NotImplementedError
 
     def log_probs(self, batch: LatticeBatch, context: Any, walk: Walk) -> Tensor:
@@ -101,14 +107,28 @@ class Sampler(torch.nn.Module):
     def advance(self, batch: LatticeBatch, context: Any, walk: Walk, choice: Tensor) -> Walk:
         raise NotImplementedError
 
+    def path_log_probs(self, batch: LatticeBatch, context: Any, route: Route,
+                       record: Optional[WalkRecord] = None) -> Tensor:
+        """(N, T, D + 1): log q of every column at every position of known paths up to their
+        STOP (teacher forcing; ``route`` from :func:`~.route.route_of_arcs`). This default
+        steps through the positions; samplers override it with one batched pass, which reads
+        in ``record`` the masks and states of the walk that drew the paths, if one did."""
+        walk = self._start(batch, context, route.lattice, record)
+        out = []
+        for t in range(route.states.shape[1]):
+            out.append(self.log_probs(batch, context, walk))
+            walk = self.advance(batch, context, walk, route.choice[:, t])
+        return torch.stack(out, dim=1)
+
     # -- helpers for subclasses ---------------------------------------------------------
-    def initial_walk(self, batch: LatticeBatch, lattice: Tensor, hidden: Any) -> Walk:
+    def initial_walk(self, batch: LatticeBatch, lattice: Tensor, hidden: Any,
+                     record: Optional[WalkRecord] = None) -> Walk:
         n = len(lattice)
         return Walk(lattice=lattice, state=batch.start[lattice],
                     alive=torch.ones(n, dtype=torch.bool, device=lattice.device),
                     length=torch.zeros(n, dtype=torch.long, device=lattice.device),
                     last_mark=torch.full((n,), self.bos, dtype=torch.long, device=lattice.device),
-                    hidden=hidden)
+                    hidden=hidden, record=record)
 
     @staticmethod
     def moved(batch: LatticeBatch, walk: Walk, choice: Tensor, hidden: Any = None) -> Walk:
@@ -125,18 +145,7 @@ class Sampler(torch.nn.Module):
                     alive=walk.alive & ~stop,
                     length=walk.length + moving.long(),
                     last_mark=torch.where(moving, batch.arc_mark[safe], walk.last_mark),
-                    hidden=hidden)
-
-    def path_log_probs(self, batch: LatticeBatch, context: Any, route: Route) -> Tensor:
-        """(N, T, D + 1): log q of every column at every position of known paths up to their
-        STOP (teacher forcing; ``route`` from :func:`route_of_arcs`). This default steps
-        through the positions; samplers override it with one batched pass."""
-        walk = self.start(batch, context, route.lattice)
-        out = []
-        for t in range(route.states.shape[1]):
-            out.append(self.log_probs(batch, context, walk))
-            walk = self.advance(batch, context, walk, route.choice[:, t])
-        return torch.stack(out, dim=1)
+                    hidden=hidden, record=walk.record)
 
     @property
     def one_pass(self) -> bool:
@@ -172,49 +181,63 @@ class Sampler(torch.nn.Module):
 
     def _sample(self, batch: LatticeBatch, k: int, generator: Optional[torch.Generator],
                 max_length: Optional[int]) -> Paths:
-        cap = self._cap(batch, max_length)
         context = self.prepare(batch)
-        B, dev = batch.batch_size, batch.device
-        lattice = torch.arange(B, device=dev).repeat_interleave(k)
-        one_pass = self.one_pass
-        # A GPU would wait for every check of the loop's end: check every 16 steps there.
-        check_every = 1 if dev.type == "cpu" else 16
-        states, choices, arcs, steps = [], [], [], []
-        with one_walk(self, len(lattice)):  # the walk and the one-pass scoring
-            with torch.no_grad() if one_pass else nullcontext():
-                walk = self.start(batch, context, lattice)
-                for t in range(cap + 1):
-                    lp = self.log_probs(batch, context, walk)
-                    choice, arc = choose(batch, walk, lp.detach(), generator)
-                    states.append(walk.state)
-                    choices.append(choice)
-                    arcs.append(arc)
-                    if not one_pass:
-                        step = lp.gather(1, choice[:, None]).squeeze(1)
-                        steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
-                    walk = self.advance(batch, context, walk, choice)
-                    if (t + 1) % check_every == 0 and not bool(walk.alive.any()):
-                        break
-            if bool(walk.alive.any()):
-                raise PathTooLongError(
-                    f"{self.name}: a sampled path exceeded max_length={cap} marks")
-            L = int(walk.length.max())
-            state_t = torch.stack(states, 1)[:, :L + 1]
-            choice_t = torch.stack(choices, 1)[:, :L + 1]
-            arcs_t = torch.stack(arcs, 1)[:, :L]
-            marks = batch.marks_of(arcs_t)
-            route = Route(lattice, state_t, choice_t, marks, walk.length, per_lattice=k)
-            if one_pass:
-                step_log_q = self._route_log_q(batch, context, route)
-            else:
-                step_log_q = torch.stack(steps, dim=1)[:, :L + 1]
-        return Paths(arcs=arcs_t.view(B, k, -1), marks=marks.view(B, k, -1),
-                     lengths=walk.length.view(B, k), log_q=step_log_q.sum(1).view(B, k),
+        B = batch.batch_size
+        lattice = torch.arange(B, device=batch.device).repeat_interleave(k)
+        # A sampler that scores in one pass walks without gradients and then scores the drawn
+        # paths with them; the record carries the walk's dropout masks and states to the pass.
+        record = WalkRecord(len(lattice)) if self.one_pass else None
+        with torch.no_grad() if record else nullcontext():
+            route, arcs, step_log_q = self._walk(batch, context, lattice, k, generator,
+                                                 self._cap(batch, max_length), record)
+        if record is not None:
+            step_log_q = self._route_log_q(batch, context, route, record)
+        return Paths(arcs=arcs.view(B, k, -1), marks=route.marks.view(B, k, -1),
+                     lengths=route.lengths.view(B, k), log_q=step_log_q.sum(1).view(B, k),
                      step_log_q=step_log_q.view(B, k, -1), context=context)
 
-    def _route_log_q(self, batch: LatticeBatch, context: Any, route: Route) -> Tensor:
+    def _walk(self, batch: LatticeBatch, context: Any, lattice: Tensor, k: int,
+              generator: Optional[torch.Generator], cap: int, record: Optional[WalkRecord]
+              ) -> tuple[Route, Tensor, Optional[Tensor]]:
+        """Walk ``lattice`` (N,) (k walkers per lattice) to the end: the paths' route, their
+        arcs (N, L) and, without a record (no one-pass scoring), log q of each choice (N, T)."""
+        # A GPU would wait for every check of the loop's end: check every 16 steps there.
+        check_every = 1 if batch.device.type == "cpu" else 16
+        states, choices, arcs, steps = [], [], [], []
+        walk = self._start(batch, context, lattice, record)
+        for t in range(cap + 1):
+            lp = self.log_probs(batch, context, walk)
+            choice, arc = choose(batch, walk, lp.detach(), generator)
+            states.append(walk.state)
+            choices.append(choice)
+            arcs.append(arc)
+            if record is None:
+                step = lp.gather(1, choice[:, None]).squeeze(1)
+                steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
+            walk = self.advance(batch, context, walk, choice)
+            if (t + 1) % check_every == 0 and not bool(walk.alive.any()):
+                break
+        if bool(walk.alive.any()):
+            raise PathTooLongError(f"{self.name}: a sampled path exceeded max_length={cap} marks")
+        L = int(walk.length.max())
+        arcs_t = torch.stack(arcs, 1)[:, :L]
+        route = Route(lattice, torch.stack(states, 1)[:, :L + 1],
+                      torch.stack(choices, 1)[:, :L + 1], batch.marks_of(arcs_t), walk.length,
+                      per_lattice=k)
+        return route, arcs_t, None if record else torch.stack(steps, dim=1)[:, :L + 1]
+
+    def _start(self, batch: LatticeBatch, context: Any, lattice: Tensor,
+               record: Optional[WalkRecord]) -> Walk:
+        """:meth:`start`, handing over ``record`` if there is one (only samplers that score in
+        one pass take it)."""
+        if record is None:
+            return self.start(batch, context, lattice)
+        return self.start(batch, context, lattice, record)
+
+    def _route_log_q(self, batch: LatticeBatch, context: Any, route: Route,
+                     record: Optional[WalkRecord] = None) -> Tensor:
         """(N, T) log q of each choice of ``route``, 0 after STOP."""
-        lp = self.path_log_probs(batch, context, route)
+        lp = self.path_log_probs(batch, context, route, record)
         step = lp.gather(2, route.choice[..., None]).squeeze(2)
         return torch.where(route.valid, step, torch.zeros_like(step))
 
@@ -227,10 +250,12 @@ class Sampler(torch.nn.Module):
         B, k, L = arcs.shape
         lattice = torch.arange(B, device=batch.device).repeat_interleave(k)
         route = route_of_arcs(batch, lattice, arcs.reshape(B * k, L), per_lattice=k)
-        with cpu_threads(batch.device), one_walk(self, B * k):
+        # one dropout mask per path, the same at every position, as a walk would have it
+        record = WalkRecord(B * k) if self.one_pass else None
+        with cpu_threads(batch.device):
             if context is None:
                 context = self.prepare(batch)
-            return self._route_log_q(batch, context, route).view(B, k, L + 1)
+            return self._route_log_q(batch, context, route, record).view(B, k, L + 1)
 
     def score(self, batch: LatticeBatch, arcs: Tensor, context: Any = None) -> Tensor:
         """(B, k) log q of the given paths ``arcs`` (B, k, L), -1 padded (differentiable);

@@ -8,10 +8,12 @@ walkers can be copied or reordered (:meth:`Walk.select`, as particle smoothing r
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 from torch import Tensor
+
+from .record import WalkRecord
 
 
 def select_tree(obj: Any, index: Tensor) -> Any:
@@ -46,9 +48,15 @@ class Walk:
     """(N,) long: the previous mark id (BOS = vocab_size at the start)."""
     hidden: Any
     """The sampler's recurrent state, first dimension N (e.g. a GRU's h (N, d)), or None."""
+    record: Optional[WalkRecord] = field(default=None, kw_only=True)
+    """What this walk shares with the one-pass scoring of its paths (``Sampler.sample``'s
+    walks); None for walks without one (particle smoothing's), which can select walkers."""
 
     def select(self, index: Tensor) -> "Walk":
-        """The walkers ``index`` (N',), in that order; duplicates are independent copies."""
+        """The walkers ``index`` (N',), in that order; duplicates are independent copies.
+        A walk with a record cannot: the record is of its walkers."""
+        if self.record is not None:
+            raise ValueError("cannot select walkers of a walk with a record")
         return select_tree(self, index)
 
     def __len__(self) -> int:

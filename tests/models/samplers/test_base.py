@@ -9,7 +9,9 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.errors import PathTooLongError
 from nfst.models.samplers import SAMPLERS, Sampler, Walk
-from nfst.models.samplers.forcing import WalkDropout, one_walk, route_of_arcs
+from nfst.models.samplers.dropout import WalkDropout
+from nfst.models.samplers.record import WalkRecord
+from nfst.models.samplers.route import route_of_arcs
 from tests.helpers.brute import chi_square_critical
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import (SAMPLER_NAMES, all_paths, dropout_sampler,
@@ -240,7 +242,7 @@ def test_inclusive_kl_training_fits_an_arc_factored_posterior(name):
 @pytest.mark.parametrize("lattices", ["del_ins", "cipher"])
 def test_one_pass_scoring_sees_the_walks_dropout(name, lattices):
     """In training mode, the one-pass teacher-forced log q of a path equals the log q that
-    stepping through it gives, when both run inside one one_walk (one mask per walker,
+    stepping through it gives, when both are handed one WalkRecord (one mask per walker,
     the same at every step); the cipher lattice has paths of two lengths."""
     lats = del_ins_lattices() if lattices == "del_ins" else [cipher_lattice()]
     batch = LatticeBatch(lats)
@@ -249,18 +251,18 @@ def test_one_pass_scoring_sees_the_walks_dropout(name, lattices):
     B, k, L = arcs.shape
     context = sampler.prepare(batch)  # its own dropout is drawn once, for both passes
     route = route_of_arcs(batch, torch.arange(B).repeat_interleave(k), arcs.view(B * k, L))
-    sites = [m for m in sampler.modules() if isinstance(m, WalkDropout)]
-    with one_walk(sampler, B * k):
-        stepped = Sampler.path_log_probs(sampler, batch, context, route)  # step by step
-        masks = [m.mask for m in sites if m.mask is not None]
-        one_pass = sampler.path_log_probs(batch, context, route)
-    assert len(masks) == len(sites) and bool(sites) == (name != "swp")  # SWP: no steps
-    assert all(m.shape[0] == B * k for m in masks)
+    sites = {m for m in sampler.modules() if isinstance(m, WalkDropout)}
+    record = WalkRecord(B * k)
+    stepped = Sampler.path_log_probs(sampler, batch, context, route, record)  # step by step
+    masks = dict(record.masks)
+    one_pass = sampler.path_log_probs(batch, context, route, record)
+    assert set(masks) == sites and bool(sites) == (name != "swp")  # SWP: no steps
+    assert all(m.shape[0] == B * k for m in masks.values())
+    assert all(record.masks[site] is mask for site, mask in masks.items())  # none drawn anew
     valid = route.valid
     torch.testing.assert_close(one_pass[valid], stepped[valid], rtol=0, atol=1e-10)
     if masks:  # and fresh masks do change it: dropout is really on
-        with one_walk(sampler, B * k):
-            fresh = sampler.path_log_probs(batch, context, route)
+        fresh = sampler.path_log_probs(batch, context, route, WalkRecord(B * k))
         assert not torch.allclose(fresh[valid], stepped[valid])
 
 

@@ -6,8 +6,10 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers.base import Sampler
-from nfst.models.samplers.forcing import Route, one_walk, route_of_arcs
-from nfst.models.samplers.prefix import Packing, PrefixGRU, Recurrence, fused_recurrence
+from nfst.models.samplers.prefix import PrefixGRU
+from nfst.models.samplers.record import WalkRecord
+from nfst.models.samplers.recurrence import Recurrence, fused_recurrence
+from nfst.models.samplers.route import Packing, Route, route_of_arcs
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import all_paths, dropout_sampler
 
@@ -107,7 +109,7 @@ def test_the_fused_gpu_recurrence_matches_the_hand_written_one():
 
 @pytest.mark.parametrize("name", ["nolookahead", "swa", "sws", "swp-prefix", "swp-sws"])
 def test_scoring_a_recorded_walk_reuses_its_states_with_the_same_values_and_gradients(name):
-    """Inside one_walk, a walk without gradients records the prefix GRU's states and the
+    """A walk without gradients records the prefix GRU's states in its WalkRecord and the
     one-pass scoring of its paths reuses them: log q and every parameter's gradient equal
     those of stepping through the paths with autograd (training mode, the walk's masks)."""
     lats = [cipher_lattice()] + del_ins_lattices()
@@ -120,18 +122,18 @@ def test_scoring_a_recorded_walk_reuses_its_states_with_the_same_values_and_grad
     weights = torch.randn(route.states.shape, dtype=torch.float64) * route.valid
     prefix = next(m for m in sampler.modules() if isinstance(m, PrefixGRU))
     for _ in range(2):  # and again after the weights change, as after an optimizer step
-        with one_walk(sampler, B * k):
-            context = sampler.prepare(batch)
-            with torch.no_grad():
-                Sampler.path_log_probs(sampler, batch, context, route)  # the walk
-            assert len(prefix.tape) >= L + 1
-            recorded = sampler._route_log_q(batch, context, route)
-            stepped = Sampler.path_log_probs(sampler, batch, context, route)
-            stepped = stepped.gather(2, route.choice[..., None]).squeeze(2) * route.valid
-            params = [p for p in sampler.parameters() if p.requires_grad]
-            grads = torch.autograd.grad((weights * recorded).sum(), params, retain_graph=True,
-                                        allow_unused=True)
-            expected = torch.autograd.grad((weights * stepped).sum(), params, allow_unused=True)
+        record = WalkRecord(B * k)
+        context = sampler.prepare(batch)
+        with torch.no_grad():
+            Sampler.path_log_probs(sampler, batch, context, route, record)  # the walk
+        assert len(record.steps[prefix]) >= L + 1
+        recorded = sampler._route_log_q(batch, context, route, record)
+        stepped = Sampler.path_log_probs(sampler, batch, context, route, record)
+        stepped = stepped.gather(2, route.choice[..., None]).squeeze(2) * route.valid
+        params = [p for p in sampler.parameters() if p.requires_grad]
+        grads = torch.autograd.grad((weights * recorded).sum(), params, retain_graph=True,
+                                    allow_unused=True)
+        expected = torch.autograd.grad((weights * stepped).sum(), params, allow_unused=True)
         torch.testing.assert_close(recorded, stepped, rtol=0, atol=1e-10)
         for g, e in zip(grads, expected):
             if e is not None:

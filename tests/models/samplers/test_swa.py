@@ -5,8 +5,8 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers.choices import legal_log_softmax
-from nfst.models.samplers.forcing import one_walk
 from nfst.models.samplers import SamplerConfig, make_sampler
+from nfst.models.samplers.record import WalkRecord
 from nfst.models.samplers.symbols import SEPARATOR
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import new_sampler
@@ -55,13 +55,14 @@ def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
     lattice = torch.arange(len(lats)).repeat_interleave(3)
     if not lattice_major:
         lattice = lattice.flip(0)
-    with torch.no_grad(), one_walk(swa, len(lattice)):
+    record = WalkRecord(len(lattice))
+    with torch.no_grad():
         context = swa.prepare(batch)
-        walk = swa.start(batch, context, lattice)
+        walk = swa.start(batch, context, lattice, record)
         lp = swa.log_probs(batch, context, walk)
         h = walk.hidden[0]
-        m_h = swa.drop_h.mask if train else torch.ones_like(h)
-        m_a = swa.drop_att.mask if train else torch.ones_like(h)
+        m_h = record.masks[swa.drop_h] if train else torch.ones_like(h)
+        m_a = record.masks[swa.drop_att] if train else torch.ones_like(h)
         for n, b in enumerate(lattice.tolist()):
             enc = context.enc[b, ~context.pad[b]]
             attended = torch.softmax(enc @ h[n], 0) @ enc

@@ -5,7 +5,7 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers import SamplerConfig, make_sampler
-from nfst.models.samplers.forcing import one_walk
+from nfst.models.samplers.record import WalkRecord
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import new_sampler
 
@@ -38,13 +38,14 @@ def test_sws_logits_read_the_suffixes_at_the_state_positions(train):
     sws = make_sampler("sws", len(lat.mark_vocab), SamplerConfig(d=8, dropout=0.5),
                        symbols_of([lat])).double().train(train)
     states = torch.arange(lat.num_states)
-    with torch.no_grad(), one_walk(sws, len(states)):
+    record = WalkRecord(len(states))
+    with torch.no_grad():
         context = sws.prepare(batch)
-        walk = sws.start(batch, context, torch.zeros_like(states))
+        walk = sws.start(batch, context, torch.zeros_like(states), record)
         walk.state = states  # one walker at each state, all with h_0
         logits = sws.mark_logits(batch, walk)
         h = walk.hidden[0]
-        m_h, m_x, m_y = (m.mask if train else torch.ones_like(h)
+        m_h, m_x, m_y = (record.masks[m] if train else torch.ones_like(h)
                          for m in (sws.drop_h, sws.drop_x, sws.drop_y))
         for s in range(lat.num_states):
             i, j = lat.positions[s]
