@@ -266,6 +266,38 @@ def test_one_pass_scoring_sees_the_walks_dropout(name, lattices):
         assert not torch.allclose(fresh[valid], stepped[valid])
 
 
+@pytest.mark.parametrize("name", SAMPLER_NAMES)
+@pytest.mark.parametrize("train", [False, True])
+def test_sampled_log_q_is_that_of_the_network_that_drew_the_paths(name, train):
+    """Sampling walks without gradients and scores the drawn paths in one pass, replaying what
+    the walk recorded; its log q and the gradients of log q.sum() equal, in float64, those of
+    stepping through the same paths with autograd under the same dropout masks (drawn again
+    from the same seed: the walk draws one per site at its first use, from the global
+    generator, in the order the stepping does)."""
+    lats = [cipher_lattice()] + del_ins_lattices()
+    batch = LatticeBatch(lats)
+    sampler = dropout_sampler(name, lats).train(train)
+    params = list(sampler.parameters())
+    k = 5
+    torch.manual_seed(7)
+    paths = sampler.sample(batch, k, torch.Generator().manual_seed(8))
+    grads = torch.autograd.grad(paths.log_q.sum(), params, allow_unused=True)
+    B, _, L = paths.arcs.shape
+    torch.manual_seed(7)
+    context = sampler.prepare(batch)
+    route = route_of_arcs(batch, torch.arange(B).repeat_interleave(k),
+                          paths.arcs.view(B * k, L), per_lattice=k)
+    lp = Sampler.path_log_probs(sampler, batch, context, route, WalkRecord(B * k))
+    log_q = (lp.gather(2, route.choice[..., None]).squeeze(2) * route.valid).sum(1).view(B, k)
+    expected = torch.autograd.grad(log_q.sum(), params, allow_unused=True)
+    torch.testing.assert_close(paths.log_q, log_q, rtol=0, atol=1e-12)
+    for g, e in zip(grads, expected):
+        if e is None:
+            assert g is None or not g.any()
+        else:
+            torch.testing.assert_close(g, e, rtol=1e-9, atol=1e-12)
+
+
 def test_sampling_consumes_the_generator_as_multinomial_does():
     """The sampling loop draws each choice like torch.multinomial(probs, 1) (without its host
     sync), so in eval mode a SWP sample is what a multinomial walk of its table gives."""

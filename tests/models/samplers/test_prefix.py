@@ -1,5 +1,5 @@
-"""The prefix GRU's hand-written recurrence against torch.autograd and an independent nn.GRU,
-and its reuse of a recorded walk."""
+"""The prefix GRU against an independent nn.GRU, its reuse of a recorded walk, and loading
+parameters saved under its old names."""
 
 import pytest
 import torch
@@ -8,8 +8,8 @@ from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers.base import Sampler
 from nfst.models.samplers.prefix import PrefixGRU
 from nfst.models.samplers.record import WalkRecord
-from nfst.models.samplers.recurrence import Recurrence, fused_recurrence
-from nfst.models.samplers.route import Packing, Route, route_of_arcs
+from nfst.models.samplers.recurrence import fused_recurrence
+from nfst.models.samplers.route import Route, route_of_arcs
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import all_paths, dropout_sampler
 
@@ -21,37 +21,6 @@ def random_route(V: int, lengths: list[int]) -> Route:
         marks[i, :n] = torch.randint(V, (n,))
     return Route(lattice=torch.zeros(len(lengths), dtype=torch.long), states=None, choice=None,
                  marks=marks, lengths=torch.tensor(lengths))
-
-
-@pytest.mark.parametrize("masked", [False, True])
-def test_recurrence_gradients_pass_gradcheck(masked):
-    """Paths of 2, 4, 1, 4 positions (4, 3, 2, 2 rows per step), with and without each
-    path's dropout mask on its input gates."""
-    torch.manual_seed(0)
-    V, d = 3, 3
-    packing = Packing.of(torch.randint(V + 1, (4, 4)), torch.tensor([2, 4, 1, 4]))
-    assert packing.running == [4, 3, 2, 2]
-    table = torch.randn(V + 1, 3 * d, dtype=torch.float64, requires_grad=True)
-    w = torch.randn(3 * d, d, dtype=torch.float64, requires_grad=True)
-    b = torch.randn(3 * d, dtype=torch.float64, requires_grad=True)
-    mask = (torch.rand(4, 3 * d) < 0.7).double() * 2 if masked else None
-    assert torch.autograd.gradcheck(lambda *x: Recurrence.apply(*x, packing, mask), (table, w, b))
-
-
-def test_where_keeps_the_chosen_rows_in_walk_order_with_their_step_counts():
-    packing = Packing.of(torch.randint(4, (4, 4)), torch.tensor([2, 4, 1, 4]))
-    keep = torch.tensor([True, False, True, True, False, True, True, False, True, True, True])
-    index, rows = packing.where(keep)
-    assert index.tolist() == [0, 2, 3, 5, 6, 8, 9, 10]
-    assert rows.paths.tolist() == packing.paths[keep].tolist()
-    assert rows.steps.tolist() == packing.steps[keep].tolist()
-    assert rows.running == [3, 2, 1, 2]
-    values = torch.arange(16.0).view(4, 4)
-    placed = rows.place(rows.at(values), torch.full((4, 4), -1.0))
-    assert torch.equal(placed, torch.where(rows.place(torch.ones(8, dtype=torch.bool),
-                                                      torch.zeros(4, 4, dtype=torch.bool)),
-                                           values, torch.tensor(-1.0)))
-    assert placed.eq(-1).sum() == 16 - 8
 
 
 def test_run_matches_an_independent_gru_in_values_and_gradients():
@@ -141,3 +110,17 @@ def test_scoring_a_recorded_walk_reuses_its_states_with_the_same_values_and_grad
         with torch.no_grad():
             for p in sampler.parameters():
                 p.add_(0.1 * torch.randn_like(p))
+
+
+def test_parameters_saved_under_the_old_cell_names_load():
+    """A sampler saved when the prefix recurrence was an nn.GRUCell (``prefix.cell.weight_ih``
+    ...) loads, each tensor where it belongs."""
+    lats = del_ins_lattices()
+    saved = dropout_sampler("swa", lats).state_dict()
+    old = {key.replace("prefix.gru.", "prefix.cell.").removesuffix("_l0")
+           if key.startswith("prefix.gru.") else key: value for key, value in saved.items()}
+    assert "prefix.cell.weight_hh" in old and "prefix.gru.weight_hh_l0" not in old
+    fresh = dropout_sampler("swa", lats, seed=1)
+    fresh.load_state_dict(old)
+    for key, value in fresh.state_dict().items():
+        assert torch.equal(value, saved[key]), key

@@ -1,34 +1,9 @@
 """A walk's record: each walker's dropout masks, and the steps the one-pass scoring replays."""
 
-import math
-
 import pytest
 import torch
 
-from nfst.models.samplers.dropout import WalkDropout, kept_of_256
 from nfst.models.samplers.record import ReplayedLinear, WalkRecord
-
-
-def test_walk_dropout_keeps_one_mask_per_walker_for_the_whole_walk():
-    """With a record, every step and every position of a known path sees the walker's
-    mask, which walker_mask hands out; without, each call draws a fresh one."""
-    torch.manual_seed(0)
-    drop = WalkDropout(0.3).train()
-    N, T, w = 64, 5, 32
-    ones = torch.ones(N, w)
-    record = WalkRecord(N)
-    first = drop(ones, record)
-    assert torch.equal(drop(2 * ones, record), 2 * first)  # the next step: the same units
-    assert torch.equal(drop(torch.ones(N, T, w), record), first[:, None].expand(N, T, w))
-    assert torch.equal(drop.walker_mask(ones, N, record), first)
-    assert torch.equal(drop(ones[[3, 1]], record, walkers=torch.tensor([3, 1])), first[[3, 1]])
-    kept = (first > 0).float().mean().item()
-    p_keep = kept_of_256(0.3) / 256
-    assert abs(kept - p_keep) < 4 * math.sqrt(p_keep * (1 - p_keep) / first.numel())
-    assert torch.allclose(first[first > 0], torch.tensor(256 / kept_of_256(0.3)))
-    assert not torch.equal(drop(ones), drop(ones))  # without a record: plain dropout
-    assert not torch.equal(drop(ones, WalkRecord(N)), first)  # a new walk, a new mask
-    assert torch.equal(drop.eval()(ones, record), ones)
 
 
 def test_replay_hands_out_a_recorded_walk_only_for_the_paths_it_walked():

@@ -44,9 +44,11 @@ def test_a_batch_of_another_task_is_refused():
 @pytest.mark.parametrize("lattice_major", [True, False])
 @pytest.mark.parametrize("train", [False, True])
 def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
-    """log q at the start is the legal softmax of W[m_h ⊙ h;
-    m_a ⊙ Σ_i a_i enc_i] + b (003:2–3), m the walker's dropout masks (1 in eval mode),
-    whether the walkers are lattice-major (batched attention) or not."""
+    """The logits at the start are W[m_h ⊙ h; m_a ⊙ Σ_i a_i enc_i] + b (003:2–3) and log q
+    their legal softmax, m the walker's dropout masks (1 in eval mode),
+    whether the walkers are lattice-major (batched attention) or not: the fast path (W_a
+    applied to each enc_i once per walk, attention batched per lattice) against the formula
+    walker by walker, values and gradients in float64."""
     lats = del_ins_lattices()
     batch = LatticeBatch(lats)
     torch.manual_seed(0)
@@ -56,17 +58,31 @@ def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
     if not lattice_major:
         lattice = lattice.flip(0)
     record = WalkRecord(len(lattice))
-    with torch.no_grad():
-        context = swa.prepare(batch)
-        walk = swa.start(batch, context, lattice, record)
-        lp = swa.log_probs(batch, context, walk)
-        h = walk.hidden[0]
-        m_h = record.masks[swa.drop_h] if train else torch.ones_like(h)
-        m_a = record.masks[swa.drop_att] if train else torch.ones_like(h)
-        for n, b in enumerate(lattice.tolist()):
-            enc = context.enc[b, ~context.pad[b]]
-            attended = torch.softmax(enc @ h[n], 0) @ enc
-            logits = swa.out(torch.cat([m_h[n] * h[n], m_a[n] * attended]))
-            expected = legal_log_softmax(batch, walk.state[n:n + 1], logits[None])[0]
-            torch.testing.assert_close(lp[n], expected)
+    context = swa.prepare(batch)
+    walk = swa.start(batch, context, lattice, record)
+    lp = swa.log_probs(batch, context, walk)
+    h, values = walk.hidden
+    m_h = record.masks[swa.drop_h] if train else torch.ones_like(h)
+    m_a = record.masks[swa.drop_att] if train else torch.ones_like(h)
+    logits = swa.logits(context, lattice, h[:, None], values, 3 if lattice_major else None,
+                        record)[:, 0]
+    expected = []
+    for n, b in enumerate(lattice.tolist()):
+        enc = context.enc[b, ~context.pad[b]]
+        attended = torch.softmax(enc @ h[n], 0) @ enc
+        expected.append(swa.out(torch.cat([m_h[n] * h[n], m_a[n] * attended])))
+    expected = torch.stack(expected)
+    torch.testing.assert_close(logits, expected, rtol=0, atol=1e-12)
+    torch.testing.assert_close(lp, legal_log_softmax(batch, walk.state, expected),
+                               rtol=0, atol=1e-12)
+    # and the gradients of a random readout of the logits, in every weight
+    readout = torch.randn(logits.shape, dtype=torch.float64)
+    params = list(swa.parameters())
+    got = torch.autograd.grad((readout * logits).sum(), params, retain_graph=True,
+                              allow_unused=True)
+    want = torch.autograd.grad((readout * expected).sum(), params, allow_unused=True)
+    for g, e in zip(got, want):
+        assert (g is None) == (e is None)
+        if e is not None:
+            torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-12)
     assert not train or (m_h == 0).any() and (m_a == 0).any()

@@ -31,7 +31,8 @@ def test_suffix_encoder_encodes_each_suffix_right_to_left():
 @pytest.mark.parametrize("train", [False, True])
 def test_sws_logits_read_the_suffixes_at_the_state_positions(train):
     """At every state s, logits = W[1; m_h ⊙ h; m_x ⊙ enc_x(x_{≥i}); m_y ⊙ enc_y(y_{≥j})]
-    (003:4) with (i, j) s's positions, m the walker's dropout masks (1 in eval mode)."""
+    (003:4) with (i, j) s's positions, m the walker's dropout masks (1 in eval mode): values
+    and gradients in float64."""
     lat = cipher_lattice()
     batch = LatticeBatch([lat])
     torch.manual_seed(0)
@@ -39,19 +40,32 @@ def test_sws_logits_read_the_suffixes_at_the_state_positions(train):
                        symbols_of([lat])).double().train(train)
     states = torch.arange(lat.num_states)
     record = WalkRecord(len(states))
-    with torch.no_grad():
-        context = sws.prepare(batch)
-        walk = sws.start(batch, context, torch.zeros_like(states), record)
-        walk.state = states  # one walker at each state, all with h_0
-        logits = sws.mark_logits(batch, walk)
-        h = walk.hidden[0]
-        m_h, m_x, m_y = (record.masks[m] if train else torch.ones_like(h)
-                         for m in (sws.drop_h, sws.drop_x, sws.drop_y))
-        for s in range(lat.num_states):
-            i, j = lat.positions[s]
-            expected = sws.out_h(m_h[s] * h[s]) + sws.out_suffix(
-                torch.cat([m_x[s] * context.x[0, i], m_y[s] * context.y[0, j]]))
-            torch.testing.assert_close(logits[s], expected)
+    context = sws.prepare(batch)
+    walk = sws.start(batch, context, torch.zeros_like(states), record)
+    walk.state = states  # one walker at each state, all with h_0
+    logits = sws.mark_logits(batch, walk)
+    h = walk.hidden[0]
+    m_h, m_x, m_y = (record.masks[m] if train else torch.ones_like(h)
+                     for m in (sws.drop_h, sws.drop_x, sws.drop_y))
+    expected = []
+    for s in range(lat.num_states):
+        i, j = lat.positions[s]
+        expected.append(sws.out_h(m_h[s] * h[s]) + sws.out_suffix(
+            torch.cat([m_x[s] * context.x[0, i], m_y[s] * context.y[0, j]])))
+    expected = torch.stack(expected)
+    torch.testing.assert_close(logits, expected, rtol=0, atol=1e-12)
+    # and the gradients of a random readout, in every weight (the suffix logits are formed
+    # once per walk and read per step)
+    readout = torch.randn(logits.shape, dtype=torch.float64)
+    params = list(sws.parameters())
+    got = torch.autograd.grad((readout * logits).sum(), params, retain_graph=True,
+                              allow_unused=True)
+    want = torch.autograd.grad((readout * expected).sum(), params, allow_unused=True)
+    for g, e in zip(got, want):
+        assert (g is None) == (e is None)
+        if e is not None:
+            torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-12)
+    logits = logits.detach()
     if train:
         return
     # states at the same positions (and prefix) get the same logits
