@@ -18,7 +18,9 @@ A subclass implements four methods over a :class:`Walk` of N walkers (particles)
 
 and inherits :meth:`Sampler.sample` (k paths per lattice) and :meth:`Sampler.score` (log q of
 given paths, by teacher forcing), both differentiable in φ. The particle-smoothing engine drives
-the four methods itself, resampling walkers with :meth:`Walk.select`.
+the four methods itself, resampling walkers with :meth:`Walk.select`. A network's logits over
+the marks become log q over the legal columns by ``choices.legal_log_softmax``; ``choices``
+also has the forced rows, where a walker has one legal choice and no network need run.
 
 Optionally, ``path_log_probs(batch, context, route, record)`` gives (N, T, D + 1) log q at every
 position of known paths up to their STOP (``route.valid``; later entries are unspecified) in one
