@@ -1,6 +1,7 @@
 """Drawing a choice and the forced-row shortcut, against their plain versions: torch.multinomial,
 and every sampler's network run on every row."""
 
+import math
 import sys
 
 import numpy as np
@@ -15,7 +16,7 @@ from nfst.models.samplers.route import route_of_arcs
 from nfst.models.samplers.walk import Walk
 from tests.helpers.brute import chi_square_critical
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
-from tests.helpers.samplers import SAMPLER_NAMES, all_paths, dropout_sampler
+from tests.helpers.samplers import SAMPLER_NAMES, all_paths, dropout_sampler, new_sampler
 
 
 def random_walk(batch: LatticeBatch, states: torch.Tensor, seed: int) -> tuple[Walk, torch.Tensor]:
@@ -66,6 +67,32 @@ def test_choose_follows_the_probabilities():
     expected = len(choice) * q[legal]
     chi2 = float(((observed[legal] - expected) ** 2 / expected).sum())
     assert chi2 < chi_square_critical(int(legal.sum()) - 1), (observed, expected)
+
+
+def test_sampling_consumes_the_generator_as_multinomial_does():
+    """The sampling loop draws each choice like torch.multinomial(probs, 1) (without its host
+    sync), so in eval mode a SWP sample is what a multinomial walk of its table gives."""
+    lats = del_ins_lattices()
+    batch = LatticeBatch(lats)
+    sampler = new_sampler("swp", lats).eval()
+    paths = sampler.sample(batch, 5, torch.Generator().manual_seed(7))
+    table = sampler.prepare(batch).table
+    generator = torch.Generator().manual_seed(7)
+    state = batch.start.repeat_interleave(5)
+    alive = torch.ones_like(state, dtype=torch.bool)
+    stop = batch.out_arcs.shape[1]
+    taken = []
+    for _ in range(batch.max_height + 1):
+        probs = torch.where(alive[:, None], table[state], torch.full_like(table[state], -math.inf))
+        probs[~alive, stop] = 0.0
+        choice = torch.multinomial(probs.exp(), 1, generator=generator).squeeze(1)
+        moving = alive & (choice != stop)
+        arc = torch.where(moving, batch.out_arcs[state, choice.clamp(max=stop - 1)], -1)
+        taken.append(arc)
+        state = torch.where(moving, batch.arc_dst[arc.clamp(min=0)], state)
+        alive = moving
+    expected = torch.stack(taken, 1)[:, :paths.arcs.shape[2]]
+    assert torch.equal(paths.arcs.view(15, -1), expected)
 
 
 def every_row(monkeypatch) -> None:

@@ -11,7 +11,7 @@ from nfst.models.samplers.record import WalkRecord
 from nfst.models.samplers.recurrence import fused_recurrence
 from nfst.models.samplers.route import Route, route_of_arcs
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
-from tests.helpers.samplers import all_paths, dropout_sampler
+from tests.helpers.samplers import SAMPLER_NAMES, all_paths, dropout_sampler, new_sampler
 
 
 def random_route(V: int, lengths: list[int]) -> Route:
@@ -124,3 +124,60 @@ def test_parameters_saved_under_the_old_cell_names_load():
     fresh.load_state_dict(old)
     for key, value in fresh.state_dict().items():
         assert torch.equal(value, saved[key]), key
+
+
+def independent_prefix_states(prefix, marks: list[int], bos: int) -> torch.Tensor:
+    """(len(marks) + 1, d): h_0 … h_T of a separate torch.nn.GRU, with the PrefixGRU's weights,
+    run over BOS ω_1 … ω_T; h_t is the state that should score ω_{t+1} (003:2's h_{t-1})."""
+    d = prefix.gru.hidden_size
+    gru = torch.nn.GRU(d, d).to(prefix.gru.weight_ih_l0.dtype)
+    with torch.no_grad():
+        for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
+            getattr(gru, name).copy_(getattr(prefix.gru, name))
+        out, _ = gru(prefix.embed(torch.tensor([bos] + marks))[:, None])
+    return out[:, 0]
+
+
+def prefix_state(walk) -> torch.Tensor:
+    """The walkers' h (N, d): walk.hidden, or its first part (SWA keeps its attention values)."""
+    return (walk.hidden[0] if isinstance(walk.hidden, tuple) else walk.hidden).clone()
+
+
+@pytest.mark.parametrize("name", SAMPLER_NAMES)
+def test_prefix_state_is_a_gru_over_exactly_the_marks_so_far(name):
+    """After t marks, while it still has a choice ahead (after that no head reads it), each
+    walker's prefix state equals an independent GRU's over BOS ω_1 … ω_t: a GRU reading one
+    mark late or early fails here. Samplers without a prefix GRU (SWP) are named, so that a
+    new one cannot slip through unchecked."""
+    lats = [cipher_lattice()] + del_ins_lattices()
+    batch = LatticeBatch(lats)
+    sampler = new_sampler(name, lats).eval()
+    grus = [m for m in sampler.modules() if isinstance(m, PrefixGRU)]
+    if name == "swp":
+        assert not grus
+        return
+    assert len(grus) == 1
+    k, g = 4, torch.Generator().manual_seed(0)
+    stop = batch.out_arcs.shape[1]
+    with torch.no_grad():
+        context = sampler.prepare(batch)
+        walk = sampler.start(batch, context, torch.arange(len(lats)).repeat_interleave(k))
+        marks = [[] for _ in range(len(walk))]
+        seen = [(prefix_state(walk), walk.length.clone(), batch.choice_ahead[walk.state])]
+        while walk.alive.any():
+            lp = sampler.log_probs(batch, context, walk)
+            choice = torch.multinomial(lp.exp(), 1, generator=g).squeeze(1)
+            choice = torch.where(walk.alive, choice, torch.full_like(choice, stop))
+            walk = sampler.advance(batch, context, walk, choice)
+            for n in range(len(walk)):
+                if int(walk.length[n]) > len(marks[n]):
+                    marks[n].append(int(walk.last_mark[n]))
+            seen.append((prefix_state(walk), walk.length.clone(), batch.choice_ahead[walk.state]))
+    checked = set()
+    for n, path in enumerate(marks):
+        expected = independent_prefix_states(grus[0], path, sampler.bos)
+        for hidden, length, ahead in seen:
+            if ahead[n]:
+                torch.testing.assert_close(hidden[n], expected[int(length[n])], rtol=0, atol=1e-10)
+                checked.add((n, int(length[n])))
+    assert max(t for _, t in checked) >= 6 and len(checked) >= 3 * len(marks)
