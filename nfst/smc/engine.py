@@ -37,7 +37,8 @@ from torch import Tensor
 
 from ..dp.batch import LatticeBatch
 from ..errors import PathTooLongError
-from ..models.samplers.base import Sampler, choose
+from ..models.samplers.base import Sampler
+from ..models.samplers.choices import choose
 from ..models.scorer import Scorer
 from ..runtime.threads import cpu_threads
 from .lookahead import Lookahead, ZeroLookahead

@@ -8,19 +8,28 @@
 - ``swp-sws``: SWP's transition probabilities times SWS's local evidence (ours)
 
 ``make_sampler(name, vocab_size, config, symbols)`` builds one; ``symbols`` (the MFST's input
-and output alphabets) is needed by the samplers that read x and y.
+and output alphabets) is needed by the samplers that read x and y. A new sampler subclasses
+:class:`Sampler` (its interface is in ``base``) and registers with :func:`register_sampler`;
+the names exported here are what one needs.
 """
 
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from .base import Paths, Sampler, SamplerConfig, Walk
-from .nolookahead import NoLookahead
-from .swa import SWA
-from .sws import SWS
+from .base import Sampler, SamplerConfig
+from .choices import choosing, forced_log_probs, legal_log_softmax, with_forced
+from .dropout import WalkDropout
 from .hybrids import SWPPrefix, SWPSWS
+from .nolookahead import NoLookahead
+from .prefix import PrefixGRU
+from .record import WalkRecord
+from .route import Route, Rows, route_of_arcs
+from .swa import SWA
 from .swp import SWP
+from .sws import SWS
+from .symbols import SymbolTable
+from .walk import Paths, Walk
 
 SAMPLERS: dict[str, type[Sampler]] = {}
 
@@ -44,5 +53,7 @@ def make_sampler(name: str, vocab_size: int, config: Optional[SamplerConfig] = N
 for _cls in (NoLookahead, SWA, SWS, SWP, SWPPrefix, SWPSWS):
     register_sampler(_cls)
 
-__all__ = ["Paths", "SAMPLERS", "Sampler", "SamplerConfig", "Walk",
-           "make_sampler", "register_sampler"]
+__all__ = ["NoLookahead", "Paths", "PrefixGRU", "Route", "Rows", "SAMPLERS", "SWA", "SWP",
+           "SWPPrefix", "SWPSWS", "SWS", "Sampler", "SamplerConfig", "SymbolTable", "Walk",
+           "WalkDropout", "WalkRecord", "choosing", "forced_log_probs", "legal_log_softmax",
+           "make_sampler", "register_sampler", "route_of_arcs", "with_forced"]

@@ -18,12 +18,16 @@ A subclass implements four methods over a :class:`Walk` of N walkers (particles)
 
 and inherits :meth:`Sampler.sample` (k paths per lattice) and :meth:`Sampler.score` (log q of
 given paths, by teacher forcing), both differentiable in φ. The particle-smoothing engine drives
-the four methods itself, resampling walkers with :meth:`Walk.select`.
+the four methods itself, resampling walkers with :meth:`Walk.select`. A network's logits over
+the marks become log q over the legal columns by ``choices.legal_log_softmax``; ``choices``
+also has the forced rows, where a walker has one legal choice and no network need run.
 
-Optionally, ``path_log_probs(batch, context, route)`` gives (N, T, D + 1) log q at every position
-of known paths up to their STOP (``route.valid``; later entries are unspecified) in one batched
-pass (``nfst.models.samplers.forcing``); a sampler that has it samples without gradients and
-scores the drawn paths in that pass.
+Optionally, ``path_log_probs(batch, context, route, record)`` gives (N, T, D + 1) log q at every
+position of known paths up to their STOP (``route.valid``; later entries are unspecified) in one
+batched pass (``nfst.models.samplers.route``); a sampler that has it samples without gradients
+and scores the drawn paths in that pass. Its walk and pass share a ``record.WalkRecord``, made
+by :meth:`Sampler.sample` and handed to ``start(batch, context, lattice, record)`` and to the
+pass: each walker's dropout masks, and what the walk computed that the pass would compute again.
 
 Mark ids index the task's mark vocabulary (``lattice.mark_vocab``, shared by all lattices of a
 task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the first mark.
@@ -31,7 +35,6 @@ task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the f
 
 from __future__ import annotations
 
-import dataclasses
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, Optional, Sequence
@@ -42,12 +45,11 @@ from torch import Tensor
 from ...dp.batch import LatticeBatch
 from ...errors import PathTooLongError
 from ...runtime.threads import cpu_threads
-from .forcing import Route, one_walk, route_of_arcs
-
-PAD, UNKNOWN, SEPARATOR = "<pad>", "<unk>", "#"
-SPECIAL_SYMBOLS = (PAD, UNKNOWN, SEPARATOR)
-"""Symbol ids 0, 1, 2; the alphabet's symbols follow. (A real symbol spelt ``#`` would share
-the separator's id: harmless, it is still one learned embedding.)"""
+from .choices import choose
+from .record import WalkRecord
+from .route import Route, route_of_arcs
+from .symbols import SymbolTable
+from .walk import Paths, Walk
 
 
 @dataclass
@@ -57,7 +59,7 @@ class SamplerConfig:
     d: int = 256
     """Hidden size of the recurrent nets and of every embedding (mark, symbol, arc)."""
     dropout: float = 0.3
-    """Dropout of the per-step activations, one mask per walker (``forcing.WalkDropout``),
+    """Dropout of the per-step activations, one mask per walker (``dropout.WalkDropout``),
     rounded to a multiple of 1/256; the encoders' dropout is plain."""
     budget: float = 1.0
     """SWP only: share of each level's states that Algorithm 1 evaluates (randomized, see
@@ -67,115 +69,9 @@ class SamplerConfig:
     cannot go further, so the cap is never hit)."""
 
 
-def select_tree(obj: Any, index: Tensor) -> Any:
-    """Index the first dimension of every tensor in a nest of tuples/lists/dicts/dataclasses."""
-    if obj is None:
-        return None
-    if isinstance(obj, Tensor):
-        return obj[index]
-    if isinstance(obj, (tuple, list)):
-        return type(obj)(select_tree(o, index) for o in obj)
-    if isinstance(obj, dict):
-        return {key: select_tree(o, index) for key, o in obj.items()}
-    if dataclasses.is_dataclass(obj):
-        return dataclasses.replace(obj, **{f.name: select_tree(getattr(obj, f.name), index)
-                                           for f in dataclasses.fields(obj)})
-    raise TypeError(f"cannot select walkers from a {type(obj).__name__}")
-
-
-@dataclass
-class Walk:
-    """N walkers, each on one lattice of a LatticeBatch."""
-
-    lattice: Tensor
-    """(N,) long: index into the batch."""
-    state: Tensor
-    """(N,) long: current state (batch-global id)."""
-    alive: Tensor
-    """(N,) bool: False once STOP was chosen (the walker then stays put)."""
-    length: Tensor
-    """(N,) long: marks emitted so far."""
-    last_mark: Tensor
-    """(N,) long: the previous mark id (BOS = vocab_size at the start)."""
-    hidden: Any
-    """The sampler's recurrent state, first dimension N (e.g. a GRU's h (N, d)), or None."""
-
-    def select(self, index: Tensor) -> "Walk":
-        """The walkers ``index`` (N',), in that order; duplicates are independent copies."""
-        return select_tree(self, index)
-
-    def __len__(self) -> int:
-        return len(self.state)
-
-
-@dataclass
-class Paths:
-    """k sampled paths per lattice; L is the longest path's number of marks."""
-
-    arcs: Tensor
-    """(B, k, L) long: the arcs taken, -1 after the path ends."""
-    marks: Tensor
-    """(B, k, L) long: their marks, -1 after the path ends."""
-    lengths: Tensor
-    """(B, k) long: number of marks."""
-    log_q: Tensor
-    """(B, k): log q of the whole path, STOP included (differentiable in φ)."""
-    step_log_q: Tensor
-    """(B, k, L + 1): log q of each choice (0 after STOP), the last choice being STOP."""
-    context: Any = None
-    """The sampler's :meth:`Sampler.prepare` context the paths were drawn with: pass it to
-    :meth:`Sampler.score` to score other paths under the same proposal (a randomized sampler,
-    SWP at budget < 1, draws a new one on every ``prepare``)."""
-
-
-@torch.no_grad()
-def choose(batch: LatticeBatch, walk: Walk, log_probs: Tensor,
-           generator: Optional[torch.Generator] = None) -> tuple[Tensor, Tensor]:
-    """One move per walker drawn from ``log_probs`` (N, D + 1): the column chosen (N,) and
-    the arc it takes (N,), -1 for STOP. Walkers that have ended choose STOP again, at no cost."""
-    stop_col = batch.out_arcs.shape[1]
-    stop_only = torch.full((stop_col + 1,), float("-inf"), dtype=log_probs.dtype,
-                           device=log_probs.device)
-    stop_only[stop_col] = 0.0
-    probs = torch.where(walk.alive[:, None], log_probs, stop_only).exp()
-    # torch.multinomial(probs, 1)'s own draw (the same numbers), without its check that
-    # syncs a GPU with the host
-    noise = torch.empty_like(probs).exponential_(generator=generator)
-    choice = (probs / noise).argmax(1)
-    moving = walk.alive & (choice != stop_col)
-    arc = torch.where(moving, batch.out_arcs[walk.state, choice.clamp(max=stop_col - 1)],
-                      torch.full_like(choice, -1))
-    return choice, arc
-
-
-def forced_log_probs(batch: LatticeBatch, states: Tensor, dtype: torch.dtype) -> Tensor:
-    """(..., D + 1) log q at states (...) where a walker has one legal choice
-    (``batch.choices``): 0 at it and -inf at every other column, whatever a sampler's network
-    says. Samplers run their networks only where there is a choice and take these rows
-    elsewhere (at most states of most lattices: one out-arc, not final)."""
-    legal = torch.cat([batch.out_arcs[states] >= 0, batch.final[states][..., None]], dim=-1)
-    return torch.zeros(legal.shape, dtype=dtype, device=states.device).masked_fill(
-        ~legal, float("-inf"))
-
-
-def choosing(batch: LatticeBatch, walk: Walk) -> Optional[Tensor]:
-    """The walkers (n,) with a choice to make now: alive, at a state with more than one legal
-    choice. None on a GPU, where finding them would sync it with the host (there every walker's
-    row is computed). See :func:`with_forced`."""
-    if walk.state.device.type != "cpu":
-        return None
-    return (walk.alive & (batch.choices[walk.state] > 1)).nonzero().squeeze(1)
-
-
-def with_forced(batch: LatticeBatch, walk: Walk, rows: Tensor, log_probs: Tensor) -> Tensor:
-    """(N, D + 1): ``log_probs`` (n, D + 1) at the walkers ``rows`` (n,) from
-    :func:`choosing`, :func:`forced_log_probs` at the others (dead walkers' rows are unused)."""
-    return forced_log_probs(batch, walk.state, log_probs.dtype).index_copy(0, rows, log_probs)
-
-
 class Sampler(torch.nn.Module):
     """Base class: see the module docstring. ``symbols`` is the input ∪ output alphabet, for
-    samplers that read x and y (unknown symbols share one embedding)."""
+    samplers that read x and y (their ids: ``symbol_table``)."""
 
     name: ClassVar[str] = ""
     requires_acyclic: ClassVar[bool] = False
@@ -186,31 +82,11 @@ class Sampler(torch.nn.Module):
         super().__init__()
         self.vocab_size = vocab_size
         self.config = config if config is not None else SamplerConfig()
-        self.symbols = tuple(symbols)
+        self.symbol_table = SymbolTable(symbols)
 
     @property
     def bos(self) -> int:
         return self.vocab_size
-
-    @property
-    def num_symbol_ids(self) -> int:
-        """Size of a symbol embedding table for :meth:`symbol_ids`."""
-        return len(self.symbols) + len(SPECIAL_SYMBOLS)
-
-    def symbol_ids(self, strings: Sequence[Sequence[str]], device: torch.device
-                   ) -> tuple[Tensor, list[int]]:
-        """Padded ids (B, L) of symbol strings (``#`` is the separator, unknown symbols
-        share one id, padding is 0) and their lengths."""
-        if not hasattr(self, "_symbol_index"):
-            self._symbol_index = {sym: i + len(SPECIAL_SYMBOLS) for i, sym in enumerate(self.symbols)}
-            self._symbol_index[SEPARATOR] = SPECIAL_SYMBOLS.index(SEPARATOR)
-        unk = SPECIAL_SYMBOLS.index(UNKNOWN)
-        lengths = [len(s) for s in strings]
-        ids = torch.zeros(len(strings), max(1, max(lengths)), dtype=torch.long)
-        for b, s in enumerate(strings):
-            ids[b, :len(s)] = torch.tensor([self._symbol_index.get(c, unk) for c in s],
-                                           dtype=torch.long)
-        return ids.to(device), lengths
 
     @property
     def device(self) -> torch.device:
@@ -221,7 +97,10 @@ class Sampler(torch.nn.Module):
         """Per-batch context shared by every walker (computed once, with gradients)."""
         return None
 
-    def start(self, batch: LatticeBatch, context: Any, lattice: Tensor) -> Walk:
+    def start(self, batch: LatticeBatch, context: Any, lattice: Tensor,
+              record: Optional[WalkRecord] = None) -> Walk:
+        """N fresh walkers; the walk carries ``record`` (only samplers that score in one pass
+        are given one: see :meth:`path_log_probs`)."""
         raise NotImplementedError
 
     def log_probs(self, batch: LatticeBatch, context: Any, walk: Walk) -> Tensor:
@@ -230,14 +109,28 @@ class Sampler(torch.nn.Module):
     def advance(self, batch: LatticeBatch, context: Any, walk: Walk, choice: Tensor) -> Walk:
         raise NotImplementedError
 
+    def path_log_probs(self, batch: LatticeBatch, context: Any, route: Route,
+                       record: Optional[WalkRecord] = None) -> Tensor:
+        """(N, T, D + 1): log q of every column at every position of known paths up to their
+        STOP (teacher forcing; ``route`` from :func:`~.route.route_of_arcs`). This default
+        steps through the positions; samplers override it with one batched pass, which reads
+        in ``record`` the masks and states of the walk that drew the paths, if one did."""
+        walk = self._start(batch, context, route.lattice, record)
+        out = []
+        for t in range(route.states.shape[1]):
+            out.append(self.log_probs(batch, context, walk))
+            walk = self.advance(batch, context, walk, route.choice[:, t])
+        return torch.stack(out, dim=1)
+
     # -- helpers for subclasses ---------------------------------------------------------
-    def initial_walk(self, batch: LatticeBatch, lattice: Tensor, hidden: Any) -> Walk:
+    def initial_walk(self, batch: LatticeBatch, lattice: Tensor, hidden: Any,
+                     record: Optional[WalkRecord] = None) -> Walk:
         n = len(lattice)
         return Walk(lattice=lattice, state=batch.start[lattice],
                     alive=torch.ones(n, dtype=torch.bool, device=lattice.device),
                     length=torch.zeros(n, dtype=torch.long, device=lattice.device),
                     last_mark=torch.full((n,), self.bos, dtype=torch.long, device=lattice.device),
-                    hidden=hidden)
+                    hidden=hidden, record=record)
 
     @staticmethod
     def moved(batch: LatticeBatch, walk: Walk, choice: Tensor, hidden: Any = None) -> Walk:
@@ -254,31 +147,7 @@ class Sampler(torch.nn.Module):
                     alive=walk.alive & ~stop,
                     length=walk.length + moving.long(),
                     last_mark=torch.where(moving, batch.arc_mark[safe], walk.last_mark),
-                    hidden=hidden)
-
-    def legal_log_probs(self, batch: LatticeBatch, walk: Walk, logits: Tensor) -> Tensor:
-        """Log-softmax of mark logits (N, vocab_size + 1), column vocab_size = STOP, over
-        just the legal choices at each walker's state: returns (N, D + 1) as in log_probs."""
-        return self.legal_log_softmax(batch, walk.state, logits)
-
-    def legal_log_softmax(self, batch: LatticeBatch, states: Tensor, logits: Tensor) -> Tensor:
-        """:meth:`legal_log_probs` at states (...) with logits (..., vocab_size + 1)."""
-        arcs = batch.out_arcs[states]  # (..., D)
-        marks = batch.arc_mark[arcs.clamp(min=0)]
-        arc_logits = logits.gather(-1, marks).masked_fill(arcs < 0, float("-inf"))
-        stop = logits[..., self.vocab_size].masked_fill(~batch.final[states], float("-inf"))
-        return torch.log_softmax(torch.cat([arc_logits, stop[..., None]], dim=-1), dim=-1)
-
-    def path_log_probs(self, batch: LatticeBatch, context: Any, route: Route) -> Tensor:
-        """(N, T, D + 1): log q of every column at every position of known paths up to their
-        STOP (teacher forcing; ``route`` from :func:`route_of_arcs`). This default steps
-        through the positions; samplers override it with one batched pass."""
-        walk = self.start(batch, context, route.lattice)
-        out = []
-        for t in range(route.states.shape[1]):
-            out.append(self.log_probs(batch, context, walk))
-            walk = self.advance(batch, context, walk, route.choice[:, t])
-        return torch.stack(out, dim=1)
+                    hidden=hidden, record=walk.record)
 
     @property
     def one_pass(self) -> bool:
@@ -314,49 +183,63 @@ class Sampler(torch.nn.Module):
 
     def _sample(self, batch: LatticeBatch, k: int, generator: Optional[torch.Generator],
                 max_length: Optional[int]) -> Paths:
-        cap = self._cap(batch, max_length)
         context = self.prepare(batch)
-        B, dev = batch.batch_size, batch.device
-        lattice = torch.arange(B, device=dev).repeat_interleave(k)
-        one_pass = self.one_pass
-        # A GPU would wait for every check of the loop's end: check every 16 steps there.
-        check_every = 1 if dev.type == "cpu" else 16
-        states, choices, arcs, steps = [], [], [], []
-        with one_walk(self, len(lattice)):  # the walk and the one-pass scoring
-            with torch.no_grad() if one_pass else nullcontext():
-                walk = self.start(batch, context, lattice)
-                for t in range(cap + 1):
-                    lp = self.log_probs(batch, context, walk)
-                    choice, arc = choose(batch, walk, lp.detach(), generator)
-                    states.append(walk.state)
-                    choices.append(choice)
-                    arcs.append(arc)
-                    if not one_pass:
-                        step = lp.gather(1, choice[:, None]).squeeze(1)
-                        steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
-                    walk = self.advance(batch, context, walk, choice)
-                    if (t + 1) % check_every == 0 and not bool(walk.alive.any()):
-                        break
-            if bool(walk.alive.any()):
-                raise PathTooLongError(
-                    f"{self.name}: a sampled path exceeded max_length={cap} marks")
-            L = int(walk.length.max())
-            state_t = torch.stack(states, 1)[:, :L + 1]
-            choice_t = torch.stack(choices, 1)[:, :L + 1]
-            arcs_t = torch.stack(arcs, 1)[:, :L]
-            marks = batch.marks_of(arcs_t)
-            route = Route(lattice, state_t, choice_t, marks, walk.length, per_lattice=k)
-            if one_pass:
-                step_log_q = self._route_log_q(batch, context, route)
-            else:
-                step_log_q = torch.stack(steps, dim=1)[:, :L + 1]
-        return Paths(arcs=arcs_t.view(B, k, -1), marks=marks.view(B, k, -1),
-                     lengths=walk.length.view(B, k), log_q=step_log_q.sum(1).view(B, k),
+        B = batch.batch_size
+        lattice = torch.arange(B, device=batch.device).repeat_interleave(k)
+        # A sampler that scores in one pass walks without gradients and then scores the drawn
+        # paths with them; the record carries the walk's dropout masks and states to the pass.
+        record = WalkRecord(len(lattice)) if self.one_pass else None
+        with torch.no_grad() if record else nullcontext():
+            route, arcs, step_log_q = self._walk(batch, context, lattice, k, generator,
+                                                 self._cap(batch, max_length), record)
+        if record is not None:
+            step_log_q = self._route_log_q(batch, context, route, record)
+        return Paths(arcs=arcs.view(B, k, -1), marks=route.marks.view(B, k, -1),
+                     lengths=route.lengths.view(B, k), log_q=step_log_q.sum(1).view(B, k),
                      step_log_q=step_log_q.view(B, k, -1), context=context)
 
-    def _route_log_q(self, batch: LatticeBatch, context: Any, route: Route) -> Tensor:
+    def _walk(self, batch: LatticeBatch, context: Any, lattice: Tensor, k: int,
+              generator: Optional[torch.Generator], cap: int, record: Optional[WalkRecord]
+              ) -> tuple[Route, Tensor, Optional[Tensor]]:
+        """Walk ``lattice`` (N,) (k walkers per lattice) to the end: the paths' route, their
+        arcs (N, L) and, without a record (no one-pass scoring), log q of each choice (N, T)."""
+        # A GPU would wait for every check of the loop's end: check every 16 steps there.
+        check_every = 1 if batch.device.type == "cpu" else 16
+        states, choices, arcs, steps = [], [], [], []
+        walk = self._start(batch, context, lattice, record)
+        for t in range(cap + 1):
+            lp = self.log_probs(batch, context, walk)
+            choice, arc = choose(batch, walk, lp.detach(), generator)
+            states.append(walk.state)
+            choices.append(choice)
+            arcs.append(arc)
+            if record is None:
+                step = lp.gather(1, choice[:, None]).squeeze(1)
+                steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
+            walk = self.advance(batch, context, walk, choice)
+            if (t + 1) % check_every == 0 and not bool(walk.alive.any()):
+                break
+        if bool(walk.alive.any()):
+            raise PathTooLongError(f"{self.name}: a sampled path exceeded max_length={cap} marks")
+        L = int(walk.length.max())
+        arcs_t = torch.stack(arcs, 1)[:, :L]
+        route = Route(lattice, torch.stack(states, 1)[:, :L + 1],
+                      torch.stack(choices, 1)[:, :L + 1], batch.marks_of(arcs_t), walk.length,
+                      per_lattice=k)
+        return route, arcs_t, None if record else torch.stack(steps, dim=1)[:, :L + 1]
+
+    def _start(self, batch: LatticeBatch, context: Any, lattice: Tensor,
+               record: Optional[WalkRecord]) -> Walk:
+        """:meth:`start`, handing over ``record`` if there is one (only samplers that score in
+        one pass take it)."""
+        if record is None:
+            return self.start(batch, context, lattice)
+        return self.start(batch, context, lattice, record)
+
+    def _route_log_q(self, batch: LatticeBatch, context: Any, route: Route,
+                     record: Optional[WalkRecord] = None) -> Tensor:
         """(N, T) log q of each choice of ``route``, 0 after STOP."""
-        lp = self.path_log_probs(batch, context, route)
+        lp = self.path_log_probs(batch, context, route, record)
         step = lp.gather(2, route.choice[..., None]).squeeze(2)
         return torch.where(route.valid, step, torch.zeros_like(step))
 
@@ -369,10 +252,12 @@ class Sampler(torch.nn.Module):
         B, k, L = arcs.shape
         lattice = torch.arange(B, device=batch.device).repeat_interleave(k)
         route = route_of_arcs(batch, lattice, arcs.reshape(B * k, L), per_lattice=k)
-        with cpu_threads(batch.device), one_walk(self, B * k):
+        # one dropout mask per path, the same at every position, as a walk would have it
+        record = WalkRecord(B * k) if self.one_pass else None
+        with cpu_threads(batch.device):
             if context is None:
                 context = self.prepare(batch)
-            return self._route_log_q(batch, context, route).view(B, k, L + 1)
+            return self._route_log_q(batch, context, route, record).view(B, k, L + 1)
 
     def score(self, batch: LatticeBatch, arcs: Tensor, context: Any = None) -> Tensor:
         """(B, k) log q of the given paths ``arcs`` (B, k, L), -1 padded (differentiable);

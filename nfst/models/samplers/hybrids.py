@@ -29,14 +29,18 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import SamplerConfig, Walk, choosing, forced_log_probs, with_forced
+from .base import SamplerConfig
+from .choices import choosing, forced_log_probs, with_forced
+from .dropout import WalkDropout
 from .prefix import PrefixGRU
+from .record import ReplayedLinear, WalkRecord
+from .route import Route
 from .swp import SWP, WeightedLattice
 from .sws import SWS, Suffixes
-from .forcing import ReplayedLinear, Route, WalkDropout, WalkMemory, replay
+from .walk import Walk
 
 
-class SWPPrefix(SWP, WalkMemory):
+class SWPPrefix(SWP):
     name = "swp-prefix"
     reads_arc_embed = True
 
@@ -49,16 +53,11 @@ class SWPPrefix(SWP, WalkMemory):
         nn.init.zeros_(self.g.weight)
         nn.init.zeros_(self.g.bias)
         self.drop_step = WalkDropout(self.config.dropout)
-        self.tape: Optional[list[Tensor]] = None  # a walk's g of the walkers choosing, per step
 
-    def begin_walk(self, walkers: int) -> None:
-        self.tape = []
-
-    def end_walk(self) -> None:
-        self.tape = None
-
-    def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor) -> Walk:
-        return self.initial_walk(batch, lattice, self.prefix.step(torch.full_like(lattice, self.bos)))
+    def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor,
+              record: Optional[WalkRecord] = None) -> Walk:
+        h = self.prefix.step(torch.full_like(lattice, self.bos), record=record)
+        return self.initial_walk(batch, lattice, h, record)
 
     @staticmethod
     def arc_bonus(g: Tensor, batch: LatticeBatch, arcs: Tensor, arc_embed: Tensor) -> Tensor:
@@ -74,22 +73,23 @@ class SWPPrefix(SWP, WalkMemory):
     def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
         rows = choosing(batch, walk)
         if rows is not None:
-            g = self.g(self.drop_step(walk.hidden[rows], walkers=rows))  # (n, d + 1)
-            if self.tape is not None and not torch.is_grad_enabled():
-                self.tape.append(g)  # the scoring's g at this step's positions
+            g = self.g(self.drop_step(walk.hidden[rows], walk.record, walkers=rows))  # (n, d + 1)
+            if walk.record is not None and not torch.is_grad_enabled():
+                walk.record.keep(self, g)  # the scoring's g at this step's positions
             return with_forced(batch, walk, rows,
                                self.bonus_log_probs(batch, context, walk.state[rows], g))
         # finding the real arcs would sync a GPU with the host too
-        g = self.g(self.drop_step(walk.hidden))  # (N, d + 1)
+        g = self.g(self.drop_step(walk.hidden, walk.record))  # (N, d + 1)
         arcs = batch.out_arcs[walk.state]  # (N, D)
         e = context.arc_embed[batch.backward_arc_rank[arcs.clamp(min=0)]]  # (N, D, d)
         dense = torch.einsum("nd,nkd->nk", g[:, :-1], e)
         return torch.log_softmax(context.table[walk.state] + torch.cat([dense, g[:, -1:]], 1), 1)
 
-    def path_log_probs(self, batch: LatticeBatch, context: WeightedLattice, route: Route) -> Tensor:
-        h, rows = self.prefix.run_choosing(batch, route, self.bos)  # (m, d)
-        x = self.drop_step(h, walkers=rows.paths)
-        walked = replay(self.tape, rows.running)
+    def path_log_probs(self, batch: LatticeBatch, context: WeightedLattice, route: Route,
+                       record: Optional[WalkRecord] = None) -> Tensor:
+        h, rows = self.prefix.run_choosing(batch, route, self.bos, record)  # (m, d)
+        x = self.drop_step(h, record, walkers=rows.paths)
+        walked = None if record is None else record.replay(self, rows.running)
         g = self.g(x) if walked is None else ReplayedLinear.apply(x, self.g.weight, self.g.bias,
                                                                   walked)  # (m, d + 1)
         lp = self.bonus_log_probs(batch, context, rows.at(route.states), g)
@@ -126,8 +126,9 @@ class SWPSWS(SWP):
     def prepare(self, batch: LatticeBatch) -> HybridContext:
         return HybridContext(super().prepare(batch), self.sws.prepare(batch))
 
-    def start(self, batch: LatticeBatch, context: HybridContext, lattice: Tensor) -> Walk:
-        return self.sws.start(batch, context.sws, lattice)
+    def start(self, batch: LatticeBatch, context: HybridContext, lattice: Tensor,
+              record: Optional[WalkRecord] = None) -> Walk:
+        return self.sws.start(batch, context.sws, lattice, record)
 
     def log_probs(self, batch: LatticeBatch, context: HybridContext, walk: Walk) -> Tensor:
         rows = choosing(batch, walk)
@@ -138,8 +139,9 @@ class SWPSWS(SWP):
         return with_forced(batch, walk, rows,
                            self.combine(batch, context, walk.state[rows], logits))
 
-    def path_log_probs(self, batch: LatticeBatch, context: HybridContext, route: Route) -> Tensor:
-        logits, rows = self.sws.path_logits(batch, context.sws, route)
+    def path_log_probs(self, batch: LatticeBatch, context: HybridContext, route: Route,
+                       record: Optional[WalkRecord] = None) -> Tensor:
+        logits, rows = self.sws.path_logits(batch, context.sws, route, record)
         lp = self.combine(batch, context, rows.at(route.states), logits)
         return rows.place(lp, forced_log_probs(batch, route.states, lp.dtype))
 

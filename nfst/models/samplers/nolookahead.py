@@ -13,9 +13,13 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import Sampler, SamplerConfig, Walk, choosing, forced_log_probs, with_forced
+from .base import Sampler, SamplerConfig
+from .choices import choosing, forced_log_probs, legal_log_softmax, with_forced
+from .dropout import WalkDropout
 from .prefix import PrefixGRU
-from .forcing import Route, WalkDropout
+from .record import WalkRecord
+from .route import Route
+from .walk import Walk
 
 
 class NoLookahead(Sampler):
@@ -29,22 +33,24 @@ class NoLookahead(Sampler):
         self.drop = WalkDropout(self.config.dropout)
         self.out = nn.Linear(d, vocab_size + 1)  # marks, then STOP
 
-    def start(self, batch: LatticeBatch, context, lattice: Tensor) -> Walk:
-        bos = torch.full_like(lattice, self.bos)
-        return self.initial_walk(batch, lattice, self.prefix.step(bos))
+    def start(self, batch: LatticeBatch, context, lattice: Tensor,
+              record: Optional[WalkRecord] = None) -> Walk:
+        h = self.prefix.step(torch.full_like(lattice, self.bos), record=record)
+        return self.initial_walk(batch, lattice, h, record)
 
     def log_probs(self, batch: LatticeBatch, context, walk: Walk) -> Tensor:
         rows = choosing(batch, walk)
         if rows is None:
-            return self.legal_log_probs(batch, walk, self.out(self.drop(walk.hidden)))
-        logits = self.out(self.drop(walk.hidden[rows], walkers=rows))
-        return with_forced(batch, walk, rows,
-                           self.legal_log_softmax(batch, walk.state[rows], logits))
+            return legal_log_softmax(batch, walk.state,
+                                     self.out(self.drop(walk.hidden, walk.record)))
+        logits = self.out(self.drop(walk.hidden[rows], walk.record, walkers=rows))
+        return with_forced(batch, walk, rows, legal_log_softmax(batch, walk.state[rows], logits))
 
-    def path_log_probs(self, batch: LatticeBatch, context, route: Route) -> Tensor:
-        h, rows = self.prefix.run_choosing(batch, route, self.bos)  # (m, d)
-        logits = self.out(self.drop(h, walkers=rows.paths))
-        lp = self.legal_log_softmax(batch, rows.at(route.states), logits)
+    def path_log_probs(self, batch: LatticeBatch, context, route: Route,
+                       record: Optional[WalkRecord] = None) -> Tensor:
+        h, rows = self.prefix.run_choosing(batch, route, self.bos, record)  # (m, d)
+        logits = self.out(self.drop(h, record, walkers=rows.paths))
+        lp = legal_log_softmax(batch, rows.at(route.states), logits)
         return rows.place(lp, forced_log_probs(batch, route.states, lp.dtype))
 
     def advance(self, batch: LatticeBatch, context, walk: Walk, choice: Tensor) -> Walk:

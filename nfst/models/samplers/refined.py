@@ -21,7 +21,8 @@ from torch import Tensor
 
 from ...dp.batch import LatticeBatch
 from ...dp.passes import transition_log_probs, transition_table
-from .base import Sampler, Walk
+from .base import Sampler
+from .walk import Walk
 
 
 @dataclass

@@ -28,9 +28,11 @@ from ...dp.passes import transition_log_probs, transition_table
 from ...dp.selection import RDPConfig
 from ...dp.semiring import LogSemiring
 from ...runtime.threads import cpu_threads
-from .base import Sampler, SamplerConfig, Walk
+from .base import Sampler, SamplerConfig
+from .record import WalkRecord
+from .route import Route
 from .swp_randomized import defensive_table, randomized_weights
-from .forcing import Route
+from .walk import Walk
 
 
 @dataclass
@@ -59,13 +61,15 @@ class WFSTSampler(Sampler):
         arc_lp, stop_lp = transition_log_probs(batch, log_w, batch.final_weights(log_w.dtype), beta)
         return WeightedLattice(transition_table(batch, arc_lp, stop_lp), arc_embed)
 
-    def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor) -> Walk:
-        return self.initial_walk(batch, lattice, None)
+    def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor,
+              record: Optional[WalkRecord] = None) -> Walk:
+        return self.initial_walk(batch, lattice, None, record)
 
     def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
         return context.table[walk.state]
 
-    def path_log_probs(self, batch: LatticeBatch, context: WeightedLattice, route: Route) -> Tensor:
+    def path_log_probs(self, batch: LatticeBatch, context: WeightedLattice, route: Route,
+                       record: Optional[WalkRecord] = None) -> Tensor:
         return context.table[route.states]
 
     def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,

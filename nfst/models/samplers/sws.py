@@ -19,9 +19,13 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import Sampler, SamplerConfig, Walk, choosing, forced_log_probs, with_forced
-from .prefix import PrefixGRU, Rows
-from .forcing import Route, WalkDropout
+from .base import Sampler, SamplerConfig
+from .choices import choosing, forced_log_probs, legal_log_softmax, with_forced
+from .dropout import WalkDropout
+from .prefix import PrefixGRU
+from .record import WalkRecord
+from .route import Route, Rows
+from .walk import Walk
 
 
 @dataclass
@@ -64,7 +68,7 @@ class SWS(Sampler):
         super().__init__(vocab_size, config, symbols)
         d, p = self.config.d, self.config.dropout
         self.prefix = PrefixGRU(vocab_size, d, p)
-        self.symbol_embed = nn.Embedding(self.num_symbol_ids, d, padding_idx=0)
+        self.symbol_embed = nn.Embedding(self.symbol_table.size, d, padding_idx=0)
         self.enc_x = SuffixEncoder(self.symbol_embed, d, p)
         self.enc_y = SuffixEncoder(self.symbol_embed, d, p)
         self.drop_h, self.drop_x, self.drop_y = WalkDropout(p), WalkDropout(p), WalkDropout(p)
@@ -72,21 +76,24 @@ class SWS(Sampler):
         self.out_suffix = nn.Linear(2 * d, vocab_size + 1, bias=False)
 
     def prepare(self, batch: LatticeBatch) -> Suffixes:
-        xs, lx = self.symbol_ids([lat.x for lat in batch.lattices], batch.device)
-        ys, ly = self.symbol_ids([lat.y for lat in batch.lattices], batch.device)
+        xs, lx = self.symbol_table.ids([lat.x for lat in batch.lattices], batch.device)
+        ys, ly = self.symbol_table.ids([lat.y for lat in batch.lattices], batch.device)
         return Suffixes(self.enc_x.encode(xs, lx), self.enc_y.encode(ys, ly))
 
-    def start(self, batch: LatticeBatch, context: Suffixes, lattice: Tensor) -> Walk:
-        h = self.prefix.step(torch.full_like(lattice, self.bos))
-        return self.initial_walk(batch, lattice, (h,) + self.suffix_logits(context, lattice))
+    def start(self, batch: LatticeBatch, context: Suffixes, lattice: Tensor,
+              record: Optional[WalkRecord] = None) -> Walk:
+        h = self.prefix.step(torch.full_like(lattice, self.bos), record=record)
+        return self.initial_walk(batch, lattice,
+                                 (h,) + self.suffix_logits(context, lattice, record), record)
 
-    def suffix_logits(self, context: Suffixes, lattice: Tensor) -> tuple[Tensor, Tensor]:
+    def suffix_logits(self, context: Suffixes, lattice: Tensor, record: Optional[WalkRecord]
+                      ) -> tuple[Tensor, Tensor]:
         """W_x enc_x(x_{≥i}) for every i (N, |x|max + 1, V + 1) and W_y enc_y(y_{≥j}) for
         every j, W_x and W_y the suffixes' blocks of W, with each walker's dropout: formed
         once per walk (the mask is the walker's at every step), each step reads a row."""
         d, w = self.config.d, self.out_suffix.weight
-        return (nn.functional.linear(self.drop_x(context.x[lattice]), w[:, :d]),
-                nn.functional.linear(self.drop_y(context.y[lattice]), w[:, d:]))
+        return (nn.functional.linear(self.drop_x(context.x[lattice], record), w[:, :d]),
+                nn.functional.linear(self.drop_y(context.y[lattice], record), w[:, d:]))
 
     def mark_logits(self, batch: LatticeBatch, walk: Walk, rows: Optional[Tensor] = None
                     ) -> Tensor:
@@ -95,36 +102,37 @@ class SWS(Sampler):
         those walkers' (n, vocab_size + 1)."""
         h, x, y = walk.hidden
         if rows is None:
-            return self.logits_at(batch, walk.state, h, x, y)
-        return self.logits_at(batch, walk.state[rows], h[rows], x, y, rows)
+            return self.logits_at(batch, walk.state, h, x, y, walk.record)
+        return self.logits_at(batch, walk.state[rows], h[rows], x, y, walk.record, rows)
 
-    def path_logits(self, batch: LatticeBatch, context: Suffixes, route: Route
-                    ) -> tuple[Tensor, Rows]:
+    def path_logits(self, batch: LatticeBatch, context: Suffixes, route: Route,
+                    record: Optional[WalkRecord] = None) -> tuple[Tensor, Rows]:
         """:meth:`mark_logits` at the positions of known paths where the walker has a choice:
-        (m, V + 1) at the Rows returned (elsewhere q is forced: ``base.forced_log_probs``)."""
-        h, rows = self.prefix.run_choosing(batch, route, self.bos)
-        x, y = self.suffix_logits(context, route.lattice)
-        return self.logits_at(batch, rows.at(route.states), h, x, y, rows.paths), rows
+        (m, V + 1) at the Rows returned (elsewhere q is forced: ``choices.forced_log_probs``)."""
+        h, rows = self.prefix.run_choosing(batch, route, self.bos, record)
+        x, y = self.suffix_logits(context, route.lattice, record)
+        return self.logits_at(batch, rows.at(route.states), h, x, y, record, rows.paths), rows
 
     def logits_at(self, batch: LatticeBatch, states: Tensor, h: Tensor, x: Tensor, y: Tensor,
-                  walkers: Optional[Tensor] = None) -> Tensor:
+                  record: Optional[WalkRecord], walkers: Optional[Tensor] = None) -> Tensor:
         """(n, V + 1) at states (n,) for prefix states h (n, d) and the suffix logits x, y
         (from :meth:`suffix_logits`) of ``walkers`` (n,) (default: row r is walker r)."""
         i, j = batch.positions[states].unbind(-1)
         r = torch.arange(len(states), device=states.device) if walkers is None else walkers
-        return self.out_h(self.drop_h(h, walkers=walkers)) + x[r, i] + y[r, j]
+        return self.out_h(self.drop_h(h, record, walkers=walkers)) + x[r, i] + y[r, j]
 
     def log_probs(self, batch: LatticeBatch, context: Suffixes, walk: Walk) -> Tensor:
         rows = choosing(batch, walk)
         if rows is None:
-            return self.legal_log_probs(batch, walk, self.mark_logits(batch, walk))
+            return legal_log_softmax(batch, walk.state, self.mark_logits(batch, walk))
         logits = self.mark_logits(batch, walk, rows)
         return with_forced(batch, walk, rows,
-                           self.legal_log_softmax(batch, walk.state[rows], logits))
+                           legal_log_softmax(batch, walk.state[rows], logits))
 
-    def path_log_probs(self, batch: LatticeBatch, context: Suffixes, route: Route) -> Tensor:
-        logits, rows = self.path_logits(batch, context, route)
-        lp = self.legal_log_softmax(batch, rows.at(route.states), logits)
+    def path_log_probs(self, batch: LatticeBatch, context: Suffixes, route: Route,
+                       record: Optional[WalkRecord] = None) -> Tensor:
+        logits, rows = self.path_logits(batch, context, route, record)
+        lp = legal_log_softmax(batch, rows.at(route.states), logits)
         return rows.place(lp, forced_log_probs(batch, route.states, lp.dtype))
 
     def advance(self, batch: LatticeBatch, context: Suffixes, walk: Walk, choice: Tensor) -> Walk:

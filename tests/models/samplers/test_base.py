@@ -9,7 +9,9 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.errors import PathTooLongError
 from nfst.models.samplers import SAMPLERS, Sampler, Walk
-from nfst.models.samplers.forcing import WalkDropout, one_walk, route_of_arcs
+from nfst.models.samplers.dropout import WalkDropout
+from nfst.models.samplers.record import WalkRecord
+from nfst.models.samplers.route import route_of_arcs
 from tests.helpers.brute import chi_square_critical
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import (SAMPLER_NAMES, all_paths, dropout_sampler,
@@ -240,7 +242,7 @@ def test_inclusive_kl_training_fits_an_arc_factored_posterior(name):
 @pytest.mark.parametrize("lattices", ["del_ins", "cipher"])
 def test_one_pass_scoring_sees_the_walks_dropout(name, lattices):
     """In training mode, the one-pass teacher-forced log q of a path equals the log q that
-    stepping through it gives, when both run inside one one_walk (one mask per walker,
+    stepping through it gives, when both are handed one WalkRecord (one mask per walker,
     the same at every step); the cipher lattice has paths of two lengths."""
     lats = del_ins_lattices() if lattices == "del_ins" else [cipher_lattice()]
     batch = LatticeBatch(lats)
@@ -249,100 +251,48 @@ def test_one_pass_scoring_sees_the_walks_dropout(name, lattices):
     B, k, L = arcs.shape
     context = sampler.prepare(batch)  # its own dropout is drawn once, for both passes
     route = route_of_arcs(batch, torch.arange(B).repeat_interleave(k), arcs.view(B * k, L))
-    sites = [m for m in sampler.modules() if isinstance(m, WalkDropout)]
-    with one_walk(sampler, B * k):
-        stepped = Sampler.path_log_probs(sampler, batch, context, route)  # step by step
-        masks = [m.mask for m in sites if m.mask is not None]
-        one_pass = sampler.path_log_probs(batch, context, route)
-    assert len(masks) == len(sites) and bool(sites) == (name != "swp")  # SWP: no steps
-    assert all(m.shape[0] == B * k for m in masks)
+    sites = {m for m in sampler.modules() if isinstance(m, WalkDropout)}
+    record = WalkRecord(B * k)
+    stepped = Sampler.path_log_probs(sampler, batch, context, route, record)  # step by step
+    masks = dict(record.masks)
+    one_pass = sampler.path_log_probs(batch, context, route, record)
+    assert set(masks) == sites and bool(sites) == (name != "swp")  # SWP: no steps
+    assert all(m.shape[0] == B * k for m in masks.values())
+    assert all(record.masks[site] is mask for site, mask in masks.items())  # none drawn anew
     valid = route.valid
     torch.testing.assert_close(one_pass[valid], stepped[valid], rtol=0, atol=1e-10)
     if masks:  # and fresh masks do change it: dropout is really on
-        with one_walk(sampler, B * k):
-            fresh = sampler.path_log_probs(batch, context, route)
+        fresh = sampler.path_log_probs(batch, context, route, WalkRecord(B * k))
         assert not torch.allclose(fresh[valid], stepped[valid])
 
 
-def test_sampling_consumes_the_generator_as_multinomial_does():
-    """The sampling loop draws each choice like torch.multinomial(probs, 1) (without its host
-    sync), so in eval mode a SWP sample is what a multinomial walk of its table gives."""
-    lats = del_ins_lattices()
-    batch = LatticeBatch(lats)
-    sampler = new_sampler("swp", lats).eval()
-    paths = sampler.sample(batch, 5, torch.Generator().manual_seed(7))
-    table = sampler.prepare(batch).table
-    generator = torch.Generator().manual_seed(7)
-    state = batch.start.repeat_interleave(5)
-    alive = torch.ones_like(state, dtype=torch.bool)
-    stop = batch.out_arcs.shape[1]
-    taken = []
-    for _ in range(batch.max_height + 1):
-        probs = torch.where(alive[:, None], table[state], torch.full_like(table[state], -math.inf))
-        probs[~alive, stop] = 0.0
-        choice = torch.multinomial(probs.exp(), 1, generator=generator).squeeze(1)
-        moving = alive & (choice != stop)
-        arc = torch.where(moving, batch.out_arcs[state, choice.clamp(max=stop - 1)], -1)
-        taken.append(arc)
-        state = torch.where(moving, batch.arc_dst[arc.clamp(min=0)], state)
-        alive = moving
-    expected = torch.stack(taken, 1)[:, :paths.arcs.shape[2]]
-    assert torch.equal(paths.arcs.view(15, -1), expected)
-
-
-def independent_prefix_states(prefix, marks: list[int], bos: int) -> torch.Tensor:
-    """(len(marks) + 1, d): h_0 … h_T of a separate torch.nn.GRU, with the PrefixGRU's weights,
-    run over BOS ω_1 … ω_T; h_t is the state that should score ω_{t+1} (003:2's h_{t-1})."""
-    d = prefix.gru.hidden_size
-    gru = torch.nn.GRU(d, d).to(prefix.gru.weight_ih_l0.dtype)
-    with torch.no_grad():
-        for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
-            getattr(gru, name).copy_(getattr(prefix.gru, name))
-        out, _ = gru(prefix.embed(torch.tensor([bos] + marks))[:, None])
-    return out[:, 0]
-
-
-def prefix_state(walk) -> torch.Tensor:
-    """The walkers' h (N, d): walk.hidden, or its first part (SWA keeps its attention values)."""
-    return (walk.hidden[0] if isinstance(walk.hidden, tuple) else walk.hidden).clone()
-
-
 @pytest.mark.parametrize("name", SAMPLER_NAMES)
-def test_prefix_state_is_a_gru_over_exactly_the_marks_so_far(name):
-    """After t marks, while it still has a choice ahead (after that no head reads it), each
-    walker's prefix state equals an independent GRU's over BOS ω_1 … ω_t: a GRU reading one
-    mark late or early fails here. Samplers without a prefix GRU (SWP) are named, so that a
-    new one cannot slip through unchecked."""
-    from nfst.models.samplers.prefix import PrefixGRU
+@pytest.mark.parametrize("train", [False, True])
+def test_sampled_log_q_is_that_of_the_network_that_drew_the_paths(name, train):
+    """Sampling walks without gradients and scores the drawn paths in one pass, replaying what
+    the walk recorded; its log q and the gradients of log q.sum() equal, in float64, those of
+    stepping through the same paths with autograd under the same dropout masks (drawn again
+    from the same seed: the walk draws one per site at its first use, from the global
+    generator, in the order the stepping does)."""
     lats = [cipher_lattice()] + del_ins_lattices()
     batch = LatticeBatch(lats)
-    sampler = new_sampler(name, lats).eval()
-    grus = [m for m in sampler.modules() if isinstance(m, PrefixGRU)]
-    if name == "swp":
-        assert not grus
-        return
-    assert len(grus) == 1
-    k, g = 4, torch.Generator().manual_seed(0)
-    stop = batch.out_arcs.shape[1]
-    with torch.no_grad():
-        context = sampler.prepare(batch)
-        walk = sampler.start(batch, context, torch.arange(len(lats)).repeat_interleave(k))
-        marks = [[] for _ in range(len(walk))]
-        seen = [(prefix_state(walk), walk.length.clone(), batch.choice_ahead[walk.state])]
-        while walk.alive.any():
-            lp = sampler.log_probs(batch, context, walk)
-            choice = torch.multinomial(lp.exp(), 1, generator=g).squeeze(1)
-            choice = torch.where(walk.alive, choice, torch.full_like(choice, stop))
-            walk = sampler.advance(batch, context, walk, choice)
-            for n in range(len(walk)):
-                if int(walk.length[n]) > len(marks[n]):
-                    marks[n].append(int(walk.last_mark[n]))
-            seen.append((prefix_state(walk), walk.length.clone(), batch.choice_ahead[walk.state]))
-    checked = set()
-    for n, path in enumerate(marks):
-        expected = independent_prefix_states(grus[0], path, sampler.bos)
-        for hidden, length, ahead in seen:
-            if ahead[n]:
-                torch.testing.assert_close(hidden[n], expected[int(length[n])], rtol=0, atol=1e-10)
-                checked.add((n, int(length[n])))
-    assert max(t for _, t in checked) >= 6 and len(checked) >= 3 * len(marks)
+    sampler = dropout_sampler(name, lats).train(train)
+    params = list(sampler.parameters())
+    k = 5
+    torch.manual_seed(7)
+    paths = sampler.sample(batch, k, torch.Generator().manual_seed(8))
+    grads = torch.autograd.grad(paths.log_q.sum(), params, allow_unused=True)
+    B, _, L = paths.arcs.shape
+    torch.manual_seed(7)
+    context = sampler.prepare(batch)
+    route = route_of_arcs(batch, torch.arange(B).repeat_interleave(k),
+                          paths.arcs.view(B * k, L), per_lattice=k)
+    lp = Sampler.path_log_probs(sampler, batch, context, route, WalkRecord(B * k))
+    log_q = (lp.gather(2, route.choice[..., None]).squeeze(2) * route.valid).sum(1).view(B, k)
+    expected = torch.autograd.grad(log_q.sum(), params, allow_unused=True)
+    torch.testing.assert_close(paths.log_q, log_q, rtol=0, atol=1e-12)
+    for g, e in zip(grads, expected):
+        if e is None:
+            assert g is None or not g.any()
+        else:
+            torch.testing.assert_close(g, e, rtol=1e-9, atol=1e-12)

@@ -4,9 +4,10 @@ import pytest
 import torch
 
 from nfst.dp.batch import LatticeBatch
-from nfst.models.samplers.base import SEPARATOR
-from nfst.models.samplers.forcing import one_walk
+from nfst.models.samplers.choices import legal_log_softmax
 from nfst.models.samplers import SamplerConfig, make_sampler
+from nfst.models.samplers.record import WalkRecord
+from nfst.models.samplers.symbols import SEPARATOR
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import new_sampler
 
@@ -17,7 +18,7 @@ def test_encoding_reads_x_separator_reversed_y_and_ignores_padding():
     batch = LatticeBatch(lats)
     enc = swa.prepare(batch)
     for b, lat in enumerate(lats):
-        ids, _ = swa.symbol_ids([tuple(lat.x) + (SEPARATOR,) + tuple(reversed(lat.y))],
+        ids, _ = swa.symbol_table.ids([tuple(lat.x) + (SEPARATOR,) + tuple(reversed(lat.y))],
                                 batch.device)
         alone, _ = swa.encoder(swa.symbol_embed(ids).double())
         n = ids.shape[1]
@@ -27,7 +28,7 @@ def test_encoding_reads_x_separator_reversed_y_and_ignores_padding():
 
 def test_unknown_symbols_share_one_embedding():
     swa = new_sampler("swa", del_ins_lattices())  # knows a, b, c, d only
-    ids, lengths = swa.symbol_ids([("a", "zz", "yy", SEPARATOR)], torch.device("cpu"))
+    ids, lengths = swa.symbol_table.ids([("a", "zz", "yy", SEPARATOR)], torch.device("cpu"))
     assert lengths == [4] and ids[0, 1] == ids[0, 2] != ids[0, 0]
     lat = del_ins_lattices()[0]
     lat.x = ("a", "zz")  # as if the pair had an unseen letter
@@ -43,9 +44,11 @@ def test_a_batch_of_another_task_is_refused():
 @pytest.mark.parametrize("lattice_major", [True, False])
 @pytest.mark.parametrize("train", [False, True])
 def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
-    """log q at the start is the legal softmax of W[m_h ⊙ h;
-    m_a ⊙ Σ_i a_i enc_i] + b (003:2–3), m the walker's dropout masks (1 in eval mode),
-    whether the walkers are lattice-major (batched attention) or not."""
+    """The logits at the start are W[m_h ⊙ h; m_a ⊙ Σ_i a_i enc_i] + b (003:2–3) and log q
+    their legal softmax, m the walker's dropout masks (1 in eval mode),
+    whether the walkers are lattice-major (batched attention) or not: the fast path (W_a
+    applied to each enc_i once per walk, attention batched per lattice) against the formula
+    walker by walker, values and gradients in float64."""
     lats = del_ins_lattices()
     batch = LatticeBatch(lats)
     torch.manual_seed(0)
@@ -54,17 +57,32 @@ def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
     lattice = torch.arange(len(lats)).repeat_interleave(3)
     if not lattice_major:
         lattice = lattice.flip(0)
-    with torch.no_grad(), one_walk(swa, len(lattice)):
-        context = swa.prepare(batch)
-        walk = swa.start(batch, context, lattice)
-        lp = swa.log_probs(batch, context, walk)
-        h = walk.hidden[0]
-        m_h = swa.drop_h.mask if train else torch.ones_like(h)
-        m_a = swa.drop_att.mask if train else torch.ones_like(h)
-        for n, b in enumerate(lattice.tolist()):
-            enc = context.enc[b, ~context.pad[b]]
-            attended = torch.softmax(enc @ h[n], 0) @ enc
-            logits = swa.out(torch.cat([m_h[n] * h[n], m_a[n] * attended]))
-            expected = swa.legal_log_softmax(batch, walk.state[n:n + 1], logits[None])[0]
-            torch.testing.assert_close(lp[n], expected)
+    record = WalkRecord(len(lattice))
+    context = swa.prepare(batch)
+    walk = swa.start(batch, context, lattice, record)
+    lp = swa.log_probs(batch, context, walk)
+    h, values = walk.hidden
+    m_h = record.masks[swa.drop_h] if train else torch.ones_like(h)
+    m_a = record.masks[swa.drop_att] if train else torch.ones_like(h)
+    logits = swa.logits(context, lattice, h[:, None], values, 3 if lattice_major else None,
+                        record)[:, 0]
+    expected = []
+    for n, b in enumerate(lattice.tolist()):
+        enc = context.enc[b, ~context.pad[b]]
+        attended = torch.softmax(enc @ h[n], 0) @ enc
+        expected.append(swa.out(torch.cat([m_h[n] * h[n], m_a[n] * attended])))
+    expected = torch.stack(expected)
+    torch.testing.assert_close(logits, expected, rtol=0, atol=1e-12)
+    torch.testing.assert_close(lp, legal_log_softmax(batch, walk.state, expected),
+                               rtol=0, atol=1e-12)
+    # and the gradients of a random readout of the logits, in every weight
+    readout = torch.randn(logits.shape, dtype=torch.float64)
+    params = list(swa.parameters())
+    got = torch.autograd.grad((readout * logits).sum(), params, retain_graph=True,
+                              allow_unused=True)
+    want = torch.autograd.grad((readout * expected).sum(), params, allow_unused=True)
+    for g, e in zip(got, want):
+        assert (g is None) == (e is None)
+        if e is not None:
+            torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-12)
     assert not train or (m_h == 0).any() and (m_a == 0).any()

@@ -5,7 +5,7 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers import SamplerConfig, make_sampler
-from nfst.models.samplers.forcing import one_walk
+from nfst.models.samplers.record import WalkRecord
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
 from tests.helpers.samplers import new_sampler
 
@@ -14,7 +14,7 @@ def test_suffix_encoder_encodes_each_suffix_right_to_left():
     lats = del_ins_lattices() + [del_ins_lattices()[1]]
     sws = new_sampler("sws", lats)
     strings = [lat.x for lat in lats]  # lengths 2, 1, 0, 1: padding and an empty string
-    ids, lengths = sws.symbol_ids(strings, torch.device("cpu"))
+    ids, lengths = sws.symbol_table.ids(strings, torch.device("cpu"))
     enc = sws.enc_x.encode(ids, lengths)
     assert enc.shape == (4, ids.shape[1] + 1, sws.config.d)
     for b, s in enumerate(strings):
@@ -31,26 +31,41 @@ def test_suffix_encoder_encodes_each_suffix_right_to_left():
 @pytest.mark.parametrize("train", [False, True])
 def test_sws_logits_read_the_suffixes_at_the_state_positions(train):
     """At every state s, logits = W[1; m_h ⊙ h; m_x ⊙ enc_x(x_{≥i}); m_y ⊙ enc_y(y_{≥j})]
-    (003:4) with (i, j) s's positions, m the walker's dropout masks (1 in eval mode)."""
+    (003:4) with (i, j) s's positions, m the walker's dropout masks (1 in eval mode): values
+    and gradients in float64."""
     lat = cipher_lattice()
     batch = LatticeBatch([lat])
     torch.manual_seed(0)
     sws = make_sampler("sws", len(lat.mark_vocab), SamplerConfig(d=8, dropout=0.5),
                        symbols_of([lat])).double().train(train)
     states = torch.arange(lat.num_states)
-    with torch.no_grad(), one_walk(sws, len(states)):
-        context = sws.prepare(batch)
-        walk = sws.start(batch, context, torch.zeros_like(states))
-        walk.state = states  # one walker at each state, all with h_0
-        logits = sws.mark_logits(batch, walk)
-        h = walk.hidden[0]
-        m_h, m_x, m_y = (m.mask if train else torch.ones_like(h)
-                         for m in (sws.drop_h, sws.drop_x, sws.drop_y))
-        for s in range(lat.num_states):
-            i, j = lat.positions[s]
-            expected = sws.out_h(m_h[s] * h[s]) + sws.out_suffix(
-                torch.cat([m_x[s] * context.x[0, i], m_y[s] * context.y[0, j]]))
-            torch.testing.assert_close(logits[s], expected)
+    record = WalkRecord(len(states))
+    context = sws.prepare(batch)
+    walk = sws.start(batch, context, torch.zeros_like(states), record)
+    walk.state = states  # one walker at each state, all with h_0
+    logits = sws.mark_logits(batch, walk)
+    h = walk.hidden[0]
+    m_h, m_x, m_y = (record.masks[m] if train else torch.ones_like(h)
+                     for m in (sws.drop_h, sws.drop_x, sws.drop_y))
+    expected = []
+    for s in range(lat.num_states):
+        i, j = lat.positions[s]
+        expected.append(sws.out_h(m_h[s] * h[s]) + sws.out_suffix(
+            torch.cat([m_x[s] * context.x[0, i], m_y[s] * context.y[0, j]])))
+    expected = torch.stack(expected)
+    torch.testing.assert_close(logits, expected, rtol=0, atol=1e-12)
+    # and the gradients of a random readout, in every weight (the suffix logits are formed
+    # once per walk and read per step)
+    readout = torch.randn(logits.shape, dtype=torch.float64)
+    params = list(sws.parameters())
+    got = torch.autograd.grad((readout * logits).sum(), params, retain_graph=True,
+                              allow_unused=True)
+    want = torch.autograd.grad((readout * expected).sum(), params, allow_unused=True)
+    for g, e in zip(got, want):
+        assert (g is None) == (e is None)
+        if e is not None:
+            torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-12)
+    logits = logits.detach()
     if train:
         return
     # states at the same positions (and prefix) get the same logits

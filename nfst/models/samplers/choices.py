@@ -1,0 +1,75 @@
+"""A walker's legal choices at its state, and drawing one (003 §3).
+
+Column c < D of a state's row is its out-arc ``batch.out_arcs[s, c]`` (-1 padded), column D is
+STOP. Illegal columns have probability exactly 0: padding, and STOP at a non-final state.
+
+Most states of most lattices leave a walker one legal choice (one out-arc and not final, or
+final without out-arcs; ``batch.choices``), where q is 1 whatever a sampler's network says.
+Samplers run their networks only for the walkers with a choice (:func:`choosing`) and fill the
+other rows with :func:`forced_log_probs` (:func:`with_forced`).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from ...dp.batch import LatticeBatch
+from .walk import Walk
+
+
+def legal_log_softmax(batch: LatticeBatch, states: Tensor, logits: Tensor) -> Tensor:
+    """Log-softmax of mark logits (..., vocab_size + 1), the last column STOP, over just the
+    legal choices at states (...): (..., D + 1) in the columns of ``batch.out_arcs``, then STOP."""
+    arcs = batch.out_arcs[states]  # (..., D)
+    marks = batch.arc_mark[arcs.clamp(min=0)]
+    arc_logits = logits.gather(-1, marks).masked_fill(arcs < 0, float("-inf"))
+    stop = logits[..., -1].masked_fill(~batch.final[states], float("-inf"))
+    return torch.log_softmax(torch.cat([arc_logits, stop[..., None]], dim=-1), dim=-1)
+
+
+def forced_log_probs(batch: LatticeBatch, states: Tensor, dtype: torch.dtype) -> Tensor:
+    """(..., D + 1) log q at states (...) where a walker has one legal choice
+    (``batch.choices``): 0 at it and -inf at every other column, whatever a sampler's network
+    says. Samplers run their networks only where there is a choice and take these rows
+    elsewhere (at most states of most lattices: one out-arc, not final)."""
+    legal = torch.cat([batch.out_arcs[states] >= 0, batch.final[states][..., None]], dim=-1)
+    return torch.zeros(legal.shape, dtype=dtype, device=states.device).masked_fill(
+        ~legal, float("-inf"))
+
+
+def choosing(batch: LatticeBatch, walk: Walk) -> Optional[Tensor]:
+    """The walkers (n,) with a choice to make now: alive, at a state with more than one legal
+    choice. None on a GPU, where finding them would sync it with the host (there every walker's
+    row is computed). See :func:`with_forced`."""
+    if walk.state.device.type != "cpu":
+        return None
+    return (walk.alive & (batch.choices[walk.state] > 1)).nonzero().squeeze(1)
+
+
+def with_forced(batch: LatticeBatch, walk: Walk, rows: Tensor, log_probs: Tensor) -> Tensor:
+    """(N, D + 1): ``log_probs`` (n, D + 1) at the walkers ``rows`` (n,) from
+    :func:`choosing`, :func:`forced_log_probs` at the others (dead walkers' rows are unused)."""
+    return forced_log_probs(batch, walk.state, log_probs.dtype).index_copy(0, rows, log_probs)
+
+
+@torch.no_grad()
+def choose(batch: LatticeBatch, walk: Walk, log_probs: Tensor,
+           generator: Optional[torch.Generator] = None) -> tuple[Tensor, Tensor]:
+    """One move per walker drawn from ``log_probs`` (N, D + 1): the column chosen (N,) and
+    the arc it takes (N,), -1 for STOP. Walkers that have ended choose STOP again, at no cost."""
+    stop_col = batch.out_arcs.shape[1]
+    stop_only = torch.full((stop_col + 1,), float("-inf"), dtype=log_probs.dtype,
+                           device=log_probs.device)
+    stop_only[stop_col] = 0.0
+    probs = torch.where(walk.alive[:, None], log_probs, stop_only).exp()
+    # torch.multinomial(probs, 1)'s own draw (the same numbers), without its check that
+    # syncs a GPU with the host
+    noise = torch.empty_like(probs).exponential_(generator=generator)
+    choice = (probs / noise).argmax(1)
+    moving = walk.alive & (choice != stop_col)
+    arc = torch.where(moving, batch.out_arcs[walk.state, choice.clamp(max=stop_col - 1)],
+                      torch.full_like(choice, -1))
+    return choice, arc
