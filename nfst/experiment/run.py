@@ -223,9 +223,8 @@ class Run:
         if done is not None and list(done["samplers"]) == list(self.config.samplers):
             return done
         self.run_dir.forget("smc")  # its proposal is the best of these
-        from ..evaluate.exact import add_exact, exact_log_z, is_exact
-        from ..evaluate.log_z import add_exclusive_kl, estimate_log_z
-        from ..evaluate.samplers import evaluate
+        from ..evaluate import (add_exact, add_exclusive_kl, estimate_log_z, evaluate,
+                                exact_log_z, is_exact)
         self._say("evaluating samplers, trained and untrained")
         scorer, test = self.scorer(), self.lattices("test")
         samplers = {name: self.sampler(name) for name in self.config.samplers}

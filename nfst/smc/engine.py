@@ -205,6 +205,17 @@ def _smc(batch, sampler, scorer, lookahead, config, generator) -> SMCResult:
 
     with torch.no_grad():
         log_z = log_z + log_mean_exp(log_w.view(B, M))
+    return _result(batch, rec, log_w.view(B, M), log_z, log_p.view(B, M), log_q.view(B, M))
+
+
+def _result(batch: LatticeBatch, rec: dict[str, list[Tensor]], log_w: Tensor, log_z: Tensor,
+            log_p: Tensor, log_q: Tensor) -> SMCResult:
+    """The SMCResult of a finished run from the per-step records ``rec`` (each step's (N,)
+    or (B, M) tensors) and the final (B, M) weights, log p̃ and log q, and (B,) log Ẑ: every
+    final particle's path and per-step values, traced back through the ancestry. Only each
+    step's log q of its choice keeps the sampler's gradient."""
+    B, M = log_w.shape
+    with torch.no_grad():
         ancestors = torch.stack(rec["ancestors"], 1)  # (B, T, M)
         step_arcs = _by_slot(rec["arcs"], B, M)
         path_arcs = trace(ancestors, step_arcs)  # (B, M, T)
@@ -213,13 +224,11 @@ def _smc(batch, sampler, scorer, lookahead, config, generator) -> SMCResult:
         lengths = (path_arcs >= 0).sum(-1)
         L = int(lengths.max())
         arcs = path_arcs[..., :L]
-        marks = batch.marks_of(arcs)
     return SMCResult(
-        arcs=arcs, marks=marks, lengths=lengths, log_p=log_p.view(B, M),
-        log_weights=log_w.view(B, M), log_z=log_z, log_q=log_q.view(B, M),
-        step_log_p=path_lp[..., :L + 1], step_log_q=path_lq[..., :L + 1],
-        ess=torch.stack(rec["ess"], 1), resampled=torch.stack(rec["resampled"], 1),
-        ancestors=ancestors, step_arcs=step_arcs,
+        arcs=arcs, marks=batch.marks_of(arcs), lengths=lengths, log_p=log_p, log_weights=log_w,
+        log_z=log_z, log_q=log_q, step_log_p=path_lp[..., :L + 1],
+        step_log_q=path_lq[..., :L + 1], ess=torch.stack(rec["ess"], 1),
+        resampled=torch.stack(rec["resampled"], 1), ancestors=ancestors, step_arcs=step_arcs,
         step_choice_log_q=_by_slot(rec["choice_lq"], B, M),
         filtering_log_weights=torch.stack(rec["filtering"], 1))
 
