@@ -144,3 +144,18 @@ def fit_by_inclusive_kl(sampler, scorer, batch, steps, lr, k=128, seed=0):
         opt.step()
     with torch.no_grad():
         return before, exact_inclusive_kl(sampler, scorer, batch)
+
+
+def assert_same_parameter_gradients(module: nn.Module, got: torch.Tensor,
+                                    want: torch.Tensor) -> None:
+    """The gradients of a random linear readout of ``got`` and of ``want`` (same shape, float64)
+    agree in every parameter of ``module``: a fast path and its plain reference."""
+    readout = torch.randn(got.shape, dtype=torch.float64)
+    params = list(module.parameters())
+    grads = torch.autograd.grad((readout * got).sum(), params, retain_graph=True,
+                                allow_unused=True)
+    expected = torch.autograd.grad((readout * want).sum(), params, allow_unused=True)
+    for g, e in zip(grads, expected):
+        assert (g is None) == (e is None)
+        if e is not None:
+            torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-12)

@@ -9,7 +9,7 @@ from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.samplers.record import WalkRecord
 from nfst.models.samplers.symbols import SEPARATOR
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
-from tests.helpers.samplers import new_sampler
+from tests.helpers.samplers import assert_same_parameter_gradients, new_sampler
 
 
 def test_encoding_reads_x_separator_reversed_y_and_ignores_padding():
@@ -76,13 +76,5 @@ def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
     torch.testing.assert_close(lp, legal_log_softmax(batch, walk.state, expected),
                                rtol=0, atol=1e-12)
     # and the gradients of a random readout of the logits, in every weight
-    readout = torch.randn(logits.shape, dtype=torch.float64)
-    params = list(swa.parameters())
-    got = torch.autograd.grad((readout * logits).sum(), params, retain_graph=True,
-                              allow_unused=True)
-    want = torch.autograd.grad((readout * expected).sum(), params, allow_unused=True)
-    for g, e in zip(got, want):
-        assert (g is None) == (e is None)
-        if e is not None:
-            torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-12)
+    assert_same_parameter_gradients(swa, logits, expected)
     assert not train or (m_h == 0).any() and (m_a == 0).any()

@@ -7,7 +7,7 @@ from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.samplers.record import WalkRecord
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
-from tests.helpers.samplers import new_sampler
+from tests.helpers.samplers import assert_same_parameter_gradients, new_sampler
 
 
 def test_suffix_encoder_encodes_each_suffix_right_to_left():
@@ -56,15 +56,7 @@ def test_sws_logits_read_the_suffixes_at_the_state_positions(train):
     torch.testing.assert_close(logits, expected, rtol=0, atol=1e-12)
     # and the gradients of a random readout, in every weight (the suffix logits are formed
     # once per walk and read per step)
-    readout = torch.randn(logits.shape, dtype=torch.float64)
-    params = list(sws.parameters())
-    got = torch.autograd.grad((readout * logits).sum(), params, retain_graph=True,
-                              allow_unused=True)
-    want = torch.autograd.grad((readout * expected).sum(), params, allow_unused=True)
-    for g, e in zip(got, want):
-        assert (g is None) == (e is None)
-        if e is not None:
-            torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-12)
+    assert_same_parameter_gradients(sws, logits, expected)
     logits = logits.detach()
     if train:
         return
