@@ -139,10 +139,15 @@ def sampler_sections(runs: list[dict], out: Path) -> list[str]:
     lines += _table(runs, "expected_length", "expected_length_se", None,
                     "Expected mark-string length under p, by self-normalised IS (003 Fig. 4b)")
     lines += _table(runs, "ess", None, PAPER_ESS, "Deduplicated ESS (003 Table 7)")
-    lines += _table(runs, "pareto_k", None, None,
-                    f"Pareto k̂ of the importance weights behind the two tables above (mean over "
-                    f"pairs; above {PARETO_K_WARN} unreliable; – where the evaluation's k samples "
-                    f"per pair are too few to fit a tail, k < 21)", digits=2)
+    if any(res.get("pareto_k") is not None for r in runs for res in r.get("samplers", {}).values()):
+        lines += _table(runs, "pareto_k", None, None,
+                        f"Pareto k̂ of the importance weights behind the two tables above (mean "
+                        f"over pairs; above {PARETO_K_WARN} unreliable; – where the evaluation's "
+                        f"k samples per pair are too few to fit a tail, k < 21)", digits=2)
+    else:
+        lines += ["The Pareto k̂ of the importance weights behind the two tables above is not "
+                  "fitted: the evaluation draws fewer than 21 samples per pair, too few to fit "
+                  "a tail.", ""]
     for run in runs:
         for s, res in run.get("samplers", {}).items():
             lines += reliability(f"{run['task']} / {s}'s expected length and ESS",
