@@ -29,6 +29,8 @@ import math
 import time
 from typing import Optional, Sequence
 
+import torch
+
 from ..evaluate.exact import add_exact
 from ..evaluate.log_z import add_exclusive_kl, estimate_log_z
 from ..evaluate.samplers import evaluate
@@ -62,7 +64,8 @@ def bench_estimates(lattices: int = 32, train_pairs: int = 256, steps: int = 60,
     config = SamplerTrainConfig(sampler=SamplerConfig(d=d, dropout=0.0), lr=3e-3, steps=steps,
                                 eval_every=max(1, steps), eval_k=8, patience=10**6)
     untrained, trained = {}, {}
-    for name in names:
+    for i, name in enumerate(names):
+        torch.manual_seed(seed + i)  # each sampler's initial weights, whatever ran before
         untrained[name] = make_sampler(name, vocab, config.sampler, symbols).to(device)
         trained[name] = make_sampler(name, vocab, config.sampler, symbols).to(device)
         trained[name].load_state_dict(untrained[name].state_dict())
