@@ -17,16 +17,9 @@ from typing import Optional
 import torch
 
 from ..errors import RunConfigError
+from ..runtime import storage
 from ..runtime.distributed import rank_and_world
 from .config import agrees
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file: a reader sees all of it or none."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 class RunDir:
@@ -69,7 +62,8 @@ class RunDir:
             return
         self._claimed = True
         if self.rank == 0:
-            write_atomically(self.config_file, json.dumps(self.settings, indent=1))
+            text = json.dumps(self.settings, indent=1)
+            storage.write_atomically(self.config_file, text.encode())
 
     def barrier(self) -> None:
         """Under torchrun: wait until every rank is here."""
@@ -90,7 +84,7 @@ class RunDir:
         self.claim()
         self.barrier()
         if self.rank == 0:
-            write_atomically(self.stage_file(name), json.dumps(result, indent=1))
+            storage.write_atomically(self.stage_file(name), json.dumps(result, indent=1).encode())
         self.barrier()
         return result
 

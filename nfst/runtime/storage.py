@@ -1,4 +1,5 @@
-"""Checksummed, atomically written files for caches and checkpoints.
+"""Checksummed, atomically written files for caches and checkpoints (and atomic writes of any
+file: :func:`write_atomically`).
 
 Layout: an 8-byte magic tag, the SHA-256 of the payload, then the payload (a pickle). A reader
 that finds a wrong tag or digest raises CorruptCacheError instead of trusting the bytes; a
@@ -22,13 +23,20 @@ MAGIC = b"NFST\x00v1\n"
 
 def save(path: str | os.PathLike, obj: Any, *, durable: bool = False) -> None:
     """Write ``obj``; ``durable`` also flushes it to disk (for checkpoints, not caches)."""
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    write_atomically(path, MAGIC + hashlib.sha256(payload).digest() + payload, durable=durable)
+
+
+def write_atomically(path: str | os.PathLike, data: bytes, *, durable: bool = False) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory, renamed over
+    it: a reader sees all of it or none, and a crash never leaves a half-written file under
+    the final name. ``durable`` also flushes it to disk first."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + hashlib.sha256(payload).digest() + payload)
+            f.write(data)
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
