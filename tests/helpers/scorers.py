@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from nfst.dp.batch import LatticeBatch
+from nfst.models.ngram import NgramScorer
 from nfst.models.scorer import ArcFactoredScorer
 from tests.helpers.brute import lattice_paths
 
@@ -40,3 +41,13 @@ def path_scores(batch: LatticeBatch, scorer: ArcFactoredScorer) -> list[dict[tup
                 else float(theta[-1])
         out.append(scores)
     return out
+
+
+def random_bigram(lats, seed=0) -> NgramScorer:
+    """A frozen mark bigram with N(0, 1.5²) weights over the lattices' mark vocabulary: a WFST
+    scorer whose log Z and posterior are exact."""
+    torch.manual_seed(seed)
+    scorer = NgramScorer(len(lats[0].mark_vocab), order=2)
+    with torch.no_grad():
+        scorer.logits.normal_(0, 1.5)
+    return scorer.freeze()
