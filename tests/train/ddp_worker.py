@@ -2,6 +2,7 @@
 training from particles, on 2 CPU ranks."""
 
 import dataclasses
+import gc
 import os
 import signal
 import sys
@@ -98,4 +99,8 @@ dist.all_gather(out, flat_a)
 assert all(torch.equal(out[0], o) for o in out), "adapt's parameters differ across ranks"
 sys.stdout.write(f"rank {dist.get_rank()} ok\n")  # one write: ranks share the pipe
 sys.stdout.flush()
+# DDP's reducers live as long as the parameters they hooked: free the models while the
+# process group is alive (a reducer destroyed after it aborts the process at exit).
+del r, resumed, particles
+gc.collect()
 dist.destroy_process_group()
