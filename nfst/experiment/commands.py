@@ -90,37 +90,43 @@ def open_run(o, samplers: Optional[tuple[str, ...]] = None) -> Run:
     return Run(config, o.run_dir, **where)
 
 
+def _say(run: Run, *lines: str) -> None:
+    """Print what a command did, once: under torchrun every rank runs it, rank 0 speaks."""
+    if run.rank == 0:
+        print("\n".join(lines))
+
+
 def run(o) -> None:
-    print(f"report: {open_run(o).run()}")
+    the_run = open_run(o)
+    report = the_run.run()
+    _say(the_run, f"report: {report}")
 
 
 def train_scorer(o) -> None:
     run = open_run(o)
     run.scorer()
-    print(f"scorer: {run.dir / 'scorer.pt'}")
+    _say(run, f"scorer: {run.dir / 'scorer.pt'}")
 
 
 def train_sampler(o) -> None:
     run = open_run(o, samplers=(o.sampler,))
     run.sampler(o.sampler)
-    print(f"sampler: {run.dir / 'samplers' / (o.sampler + '.pt')}")
+    _say(run, f"sampler: {run.dir / 'samplers' / (o.sampler + '.pt')}")
 
 
 def evaluate(o) -> None:
     from ..evaluate.samplers import format_table
     run = open_run(o)
-    print(format_table(run.evaluation()))
-    print(f"written: {run.dir / 'stages' / 'evaluate.json'}")
+    _say(run, format_table(run.evaluation()), f"written: {run.dir / 'stages' / 'evaluate.json'}")
 
 
 def smc(o) -> None:
     from ..evaluate.smc import format_table
     run = open_run(o)
     result = run.smoothing()
-    print(f"{result['pairs']} test pairs, proposal {result['sampler']}")
-    for metric in ("offset_kl", "dedup_ess", "log_z_var"):
-        print(format_table(result, metric))
-    print(f"written: {run.dir / 'stages' / 'smc.json'}")
+    _say(run, f"{result['pairs']} test pairs, proposal {result['sampler']}",
+         *(format_table(result, metric) for metric in ("offset_kl", "dedup_ess", "log_z_var")),
+         f"written: {run.dir / 'stages' / 'smc.json'}")
 
 
 def report(o) -> None:
