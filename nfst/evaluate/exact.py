@@ -18,7 +18,7 @@ estimates are from the truth on the same pairs.
 
 from __future__ import annotations
 
-from typing import Mapping, Protocol, Sequence
+from typing import Mapping, Optional, Protocol, Sequence
 
 import torch
 from torch import Tensor
@@ -27,9 +27,10 @@ from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
-from ..runtime.distributed import shared_map
+from ..runtime.distributed import item_seed, shared_map
+from .log_z import add_partial_kl_plus
 from .metrics import mean_and_se
-from .samplers import draw, eval_mode
+from .samplers import eval_mode
 
 
 class ExactScorer(Protocol):
@@ -56,51 +57,50 @@ def exact_log_z(scorer: ExactScorer, lattices: Sequence[Lattice], *, batch_size:
 
 
 @torch.no_grad()
-def inclusive_kl(sampler: Sampler, scorer: ExactScorer, lattices: Sequence[Lattice], k: int, *,
-                 batch_size: int = 16, seed: int = 0,
-                 device: torch.device | str = "cpu") -> list[float]:
-    """Per pair, (1/k) Σ_j log p(z_j) − log q(z_j) over k exact posterior samples z_j."""
+def inclusive_kl(samplers: Mapping[str, Sampler], scorer: ExactScorer,
+                 lattices: Sequence[Lattice], k: int, *, batch_size: int = 16, seed: int = 0,
+                 device: torch.device | str = "cpu") -> dict[str, list[float]]:
+    """Per sampler (by name) and pair, (1/k) Σ_j log p(z_j) − log q(z_j) over the same k exact
+    posterior samples z_j of the pair, drawn once for every sampler. Each minibatch draws from
+    its own generator, so under torchrun the ranks share them (a collective)."""
     device = torch.device(device)
-    samples = draw(scorer.posterior(), scorer, lattices, k, batch_size=batch_size, seed=seed,
-                   device=device, desc="posterior")
-    starts = range(0, len(lattices), batch_size)
+    posterior = scorer.posterior()
+    starts = list(range(0, len(lattices), batch_size))
 
-    def one_batch(lo: int) -> list[float]:
-        batch = LatticeBatch(lattices[lo:lo + batch_size], device)
-        chunk = samples[lo:lo + batch_size]
-        L = max(s.arcs.shape[1] for s in chunk)
-        local = torch.stack([torch.nn.functional.pad(s.arcs, (0, L - s.arcs.shape[1]), value=-1)
-                             for s in chunk]).to(device)
-        arcs = torch.where(local >= 0, local + batch.arc_offsets[:-1, None, None], local)
-        log_q = sampler.score(batch, arcs).double().cpu()
-        # the posterior sampler's log q is the exact log p of each path
-        return [float((s.log_q - lq).mean()) for s, lq in zip(chunk, log_q)]
+    def one_batch(i: int) -> dict[str, list[float]]:
+        batch = LatticeBatch(lattices[starts[i]:starts[i] + batch_size], device)
+        generator = torch.Generator(device=device).manual_seed(item_seed(seed, i))
+        paths = posterior.sample(batch, k, generator)
+        log_p = paths.log_q.double().cpu()  # the posterior's log q is the exact log p
+        return {name: [float((lp - lq).mean()) for lp, lq in
+                       zip(log_p, sampler.score(batch, paths.arcs).double().cpu())]
+                for name, sampler in samplers.items()}
 
-    with eval_mode(sampler):
-        return [v for part in shared_map(one_batch, starts) for v in part]
+    with eval_mode(posterior, *samplers.values()):
+        parts = shared_map(one_batch, range(len(starts)))
+    return {name: [v for part in parts for v in part[name]] for name in samplers}
 
 
 def add_exact(result: dict, scorer: ExactScorer, samplers: Mapping[str, Sampler],
               lattices: Sequence[Lattice], *, k: int, batch_size: int = 16, seed: int = 0,
-              device: torch.device | str = "cpu") -> dict:
+              device: torch.device | str = "cpu", log_z: Optional[list[float]] = None) -> dict:
     """Add the module docstring's exact quantities to :func:`samplers.evaluate`'s ``result``
     (on the same ``lattices``): ``result["exact_log_z"]`` (mean and per pair) and, for each
     sampler, ``exclusive_kl`` ± ``exclusive_kl_se`` (and ``untrained_exclusive_kl`` where the
     untrained sampler's partial KL is there) and ``inclusive_kl`` ± ``inclusive_kl_se`` (and
     ``per_pair_inclusive_kl``), from k posterior samples per pair. Where ``result["log_z"]``
     holds an importance-sampled estimate, its ``error`` (mean log Ẑ − log Z) is added.
-    Returns ``result``."""
-    log_z = exact_log_z(scorer, lattices, batch_size=batch_size, device=device)
+    ``log_z``: the lattices' :func:`exact_log_z`, when the caller has it already. Returns
+    ``result``."""
+    if log_z is None:
+        log_z = exact_log_z(scorer, lattices, batch_size=batch_size, device=device)
     result["exact_log_z"] = {"mean": sum(log_z) / len(log_z), "per_pair": log_z}
+    add_partial_kl_plus(result, log_z, "exclusive_kl")
+    inclusive = inclusive_kl(samplers, scorer, lattices, k, batch_size=batch_size, seed=seed,
+                             device=device)
     for name, m in result["samplers"].items():
-        for prefix in ("", "untrained_"):
-            per_pair = m.get(f"{prefix}per_pair_partial_kl")
-            if per_pair is not None:
-                m[f"{prefix}exclusive_kl"], m[f"{prefix}exclusive_kl_se"] = mean_and_se(
-                    [p + z for p, z in zip(per_pair, log_z)])
-        m["per_pair_inclusive_kl"] = inclusive_kl(samplers[name], scorer, lattices, k,
-                                                  batch_size=batch_size, seed=seed, device=device)
-        m["inclusive_kl"], m["inclusive_kl_se"] = mean_and_se(m["per_pair_inclusive_kl"])
+        m["per_pair_inclusive_kl"] = inclusive[name]
+        m["inclusive_kl"], m["inclusive_kl_se"] = mean_and_se(inclusive[name])
     estimate = result.get("log_z", {}).get("per_pair")
     if estimate is not None:
         result["log_z"]["error"] = sum(e - z for e, z in zip(estimate, log_z)) / len(log_z)

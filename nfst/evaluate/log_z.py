@@ -101,11 +101,18 @@ def add_exclusive_kl(result: dict) -> dict:
     E[log Ẑ] ≤ log Z, each is a lower bound in expectation on the exclusive KL(q ‖ p), low by
     the same log Z − E[log Ẑ] for every sampler: differences between samplers are unbiased,
     ratios are not. Returns ``result``."""
-    log_z = result["log_z"]["per_pair"]
+    return add_partial_kl_plus(result, result["log_z"]["per_pair"], "exclusive_kl_lower_bound")
+
+
+def add_partial_kl_plus(result: dict, log_z: Sequence[float], key: str) -> dict:
+    """To every sampler of :func:`evaluate`'s result, partial KL + ``log_z`` per pair as ``key``
+    ± ``key_se`` (mean and standard error over pairs), and as ``untrained_key`` where the
+    untrained sampler's partial KL is there too: the exclusive KL with the exact log Z, its
+    lower bound with an estimate. Returns ``result``."""
     for m in result["samplers"].values():
         for prefix in ("", "untrained_"):
             per_pair = m.get(f"{prefix}per_pair_partial_kl")
             if per_pair is not None:
-                key = f"{prefix}exclusive_kl_lower_bound"
-                m[key], m[f"{key}_se"] = mean_and_se([p + z for p, z in zip(per_pair, log_z)])
+                m[prefix + key], m[f"{prefix}{key}_se"] = mean_and_se(
+                    [p + z for p, z in zip(per_pair, log_z)])
     return result

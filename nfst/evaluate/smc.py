@@ -187,7 +187,7 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
         with torch.no_grad():
             p = draws[name](batches[i], M, generator)
         bar.update()
-        return (*_pair_stats(p, is_beam=name == "BEAM"), time.time() - started, counter.calls)
+        return (*_pair_stats(p), time.time() - started, counter.calls)
 
     done = shared_map(run_unit, units)
     bar.close()
@@ -216,20 +216,23 @@ def _lookahead(lookahead: Optional[Lookahead], sampler: Sampler, scorer: Scorer,
                               "fit_seconds": round(time.time() - started, 2)}
 
 
-def _pair_stats(p: Particles, is_beam: bool) -> tuple[list[tuple], list[dict]]:
+def _pair_stats(p: Particles) -> tuple[list[tuple], list[dict]]:
     """Per lattice of one SMC call: (partial KL, ESS, dedup ESS, log Ẑ, Pareto k̂) of its
-    final particles, and its distinct paths with their log p̃ (for 𝒴)."""
+    final particles, and its distinct paths with their log p̃ (for 𝒴). Particles without a
+    log Ẑ (plain ``Particles``) are the beam's: their weights are no importance weights (no k̂), and the mass they
+    found stands for log Ẑ, a lower bound on log Z."""
     log_z = getattr(p, "log_z", None)
-    if log_z is None:  # beam: the mass it found, a lower bound on log Z
-        log_z = torch.logsumexp(p.log_p.masked_fill(
-            ~torch.isfinite(p.log_weights), float("-inf")), -1)
+    beam = log_z is None
+    if beam:
+        log_z = torch.logsumexp(p.log_p.masked_fill(~torch.isfinite(p.log_weights),
+                                                    float("-inf")), -1)
     full_ess = ess(p.log_weights.double())
     rows, found = [], []
     for b in range(p.arcs.shape[0]):
         keys, w, log_p = merge_duplicates(p, b)
         found.append(dict(zip(keys, log_p.tolist())))
         partial = float((w * (w.log() - log_p)).sum())
-        k_hat = math.nan if is_beam else pareto_k(p.log_weights[b])
+        k_hat = math.nan if beam else pareto_k(p.log_weights[b])
         rows.append((partial, float(full_ess[b]), float(ess(w.log())), float(log_z[b]), k_hat))
     return rows, found
 
