@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import statistics
 import time
 from pathlib import Path
 from typing import Optional
@@ -239,7 +238,7 @@ class Run:
                 "untrained_partial_kl": metrics["partial_kl"],
                 "untrained_partial_kl_se": metrics["partial_kl_se"],
                 "untrained_per_pair_partial_kl": metrics["per_pair_partial_kl"]})
-        ngram = self.ngram()
+        ngram = scorer if self.preset.scorer.kind == "ngram" else self.ngram()
         order = self.preset.scorer.ngram.order
         proposals = {f"the {order}-gram's posterior": ngram.posterior(),
                      **{f"the {name} sampler": sampler for name, sampler in samplers.items()}}
@@ -248,13 +247,15 @@ class Run:
         result["log_z"] = estimate_log_z(proposals, scorer, test, self.config.log_z_samples,
                                          seed=self.config.seed, device=self.device,
                                          structure=structure)
-        result["ngram"] = {"order": order,
-                           "test_log_likelihood": statistics.mean(exact_log_z(ngram, test))}
+        ngram_log_z = exact_log_z(ngram, test, device=self.device)
+        result["ngram"] = {"order": order, "test_log_likelihood": float(
+            torch.tensor(ngram_log_z, dtype=torch.float64).mean())}
         add_exclusive_kl(result)
         if is_exact(scorer):
             self._say("exact log Z and KL: the scorer is a WFST")
             add_exact(result, scorer, samplers, test, k=self.config.eval_k,
-                      seed=self.config.seed, device=self.device)
+                      seed=self.config.seed, device=self.device,
+                      log_z=ngram_log_z if scorer is ngram else None)
         return self.run_dir.finish("evaluate", result)
 
     def smoothing(self) -> dict:
