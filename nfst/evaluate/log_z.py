@@ -17,7 +17,7 @@ import torch
 from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
-from ..models.samplers.mixture import mixture_draw
+from ..models.samplers.mixture import mixture_counts, mixture_draw
 from ..models.scorer import Scorer
 from ..runtime.distributed import item_seed, shared_map
 from ..runtime.threads import cpu_threads
@@ -74,6 +74,7 @@ def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
         per_pair = [v for part in shared_map(one_batch, range(len(starts))) for v in part]
     by_proposal = {name: mean_and_se([p["own"][name] for p in per_pair])
                    for name in per_pair[0]["own"]}
+    counts = [n for n in mixture_counts([1.0] * len(components), M) if n]
     mean = sum(p["value"] for p in per_pair) / len(per_pair)
     ks = [p["pareto_k"] for p in per_pair]
     names = " and ".join(proposals)
@@ -82,8 +83,8 @@ def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
               "proposals": list(proposals), "samples": M,
               "mean_se": sum(p["se"] for p in per_pair) / len(per_pair),
               "pareto_k": pareto_summary(ks),
-              "by_proposal": {name: {"log_z": v, "log_z_se": se, "samples": M // len(proposals)}
-                              for name, (v, se) in by_proposal.items()},
+              "by_proposal": {name: {"log_z": v, "log_z_se": se, "samples": count}
+                              for (name, (v, se)), count in zip(by_proposal.items(), counts)},
               "spread": mean - max(v for v, _ in by_proposal.values()),
               "per_pair": [p["value"] for p in per_pair],
               "per_pair_se": [p["se"] for p in per_pair], "per_pair_pareto_k": ks}

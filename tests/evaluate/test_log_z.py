@@ -33,6 +33,7 @@ def test_importance_sampled_log_z_is_a_lower_bound_with_its_diagnostics():
     for m in result["samplers"].values():
         assert m["exclusive_kl"] - m["exclusive_kl_lower_bound"] == pytest.approx(-log_z["error"])
     assert set(log_z["by_proposal"]) == {"swa", "swp"}
+    assert sum(v["samples"] for v in log_z["by_proposal"].values()) == 64
     best = max(v["log_z"] for v in log_z["by_proposal"].values())
     assert log_z["spread"] == pytest.approx(sum(log_z["per_pair"]) / len(exact) - best)
     assert len(log_z["per_pair_pareto_k"]) == len(lats)
