@@ -22,7 +22,7 @@ test: docs
 # Material for MkDocs prints a notice on every build that it reaches end of life on 2027-05-05
 # (its successor is Zensical); noted here, silenced there.
 docs: setup  ## the documentation site, into site/; strict: any warning is an error
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --quiet   # strict, into site/: mkdocs.yml
 
 serve-docs: setup  ## the site at http://127.0.0.1:8000, rebuilt on every edit
 	$(BIN)/mkdocs serve

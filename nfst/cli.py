@@ -56,7 +56,7 @@ def _common(p) -> None:
     _add(g, "--data-dir", metavar="DIR", help="folder with the task data (default: "
                                                 "$NFST_DATA_DIR)")
     _add(g, "--cache-dir", metavar="DIR", default=DEFAULT_CACHE,
-         help="on-disk lattice cache ($NFST_CACHE_DIR, else .nfst-cache)")
+         help="on-disk lattice cache ($NFST_CACHE_DIR sets the default)")
     _add(g, "--device", default="auto", help="cpu, cuda, cuda:N or auto (GPU if present)")
     _add(g, "--threads", type=int, default=1, help="torch intra-op threads on CPU (the small "
          "per-step ops of lattice passes run fastest single-threaded)")

@@ -114,8 +114,9 @@ def console_commands(code: str) -> list[tuple[str, list[str]]]:
 
 
 def _bash(code: str, scratch: Path) -> str:
-    done = subprocess.run(["bash", "-e", "-c", code], cwd=scratch, env=_environment(scratch),
-                          capture_output=True, text=True, timeout=PAGE_TIMEOUT_S)
+    # run_page has made this process's environment the page's: the shell inherits it
+    done = subprocess.run(["bash", "-e", "-c", code], cwd=scratch, capture_output=True,
+                          text=True, timeout=PAGE_TIMEOUT_S)
     if done.returncode != 0:
         raise RuntimeError(f"exit status {done.returncode}\n--- stdout\n{done.stdout[-4000:]}"
                            f"\n--- stderr\n{done.stderr[-4000:]}")

@@ -76,15 +76,15 @@ def _nearest(key: str, keys: Sequence[str]) -> list[str]:
     return sorted(near, key=lambda k: -like(key, k))[:3]
 
 
-def _settings(obj, prefix: str = "") -> Iterator[tuple[str, dataclasses.Field]]:
-    """(dotted key, field) of every setting of a nest of config dataclasses, in field order:
-    the fields that do not hold a dataclass themselves."""
+def _settings(obj, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, the config dataclass that holds it) of every setting of a nest of config
+    dataclasses, in field order: the fields that do not hold a dataclass themselves."""
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         if dataclasses.is_dataclass(value):
             yield from _settings(value, f"{prefix}{f.name}.")
         else:
-            yield prefix + f.name, f
+            yield prefix + f.name, obj
 
 
 @functools.cache
@@ -107,10 +107,9 @@ def describe_options(preset_name: str = "small") -> list[tuple[str, Any, str]]:
     order: the value there, and the meaning from the config dataclass that holds it."""
     p = preset(preset_name)
     rows = []
-    for key, f in _settings(p):
-        *path, name = key.split(".")
-        obj = functools.reduce(getattr, path, p)
-        rows.append((key, getattr(obj, name), attribute_docs(type(obj)).get(name, "")))
+    for key, holder in _settings(p):
+        name = key.rpartition(".")[2]
+        rows.append((key, getattr(holder, name), attribute_docs(type(holder)).get(name, "")))
     return rows
 
 
@@ -143,7 +142,8 @@ class RunConfig:
     smc_particles: tuple[int, ...] = (8, 16, 32, 64, 128)
     smc_pairs: int = 16
     log_z_samples: int = 256
-    """Samples per test pair from the best sampler for the IS estimate of log Z."""
+    """Samples per test pair for the IS estimate of log Z, from an even mixture of the n-gram's
+    posterior and every sampler."""
 
     def default_dir(self) -> Path:
         return Path("runs") / f"{self.task}-{self.preset}-{self.seed}"

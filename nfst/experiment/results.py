@@ -68,7 +68,7 @@ def build_results(run_dir: RunDir) -> dict:
     run = settings["run"]
     return {"task": run["task"], "preset": run["preset"], "seed": run["seed"],
             "lattices": run_dir.done("compile"),
-            "scorer": _scorer(run_dir, evaluation, settings["preset"]["scorer"]["kind"]),
+            "scorer": _scorer(run_dir, evaluation, settings["preset"]["scorer"].get("kind", "lstm")),
             "samplers": _samplers(run_dir, evaluation),
             "log_z": {k: v for k, v in evaluation.get("log_z", {}).items()
                       if not k.startswith("per_pair")},

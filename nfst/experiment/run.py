@@ -19,11 +19,9 @@ Stages, each skipped when its result is already in the run directory:
    (``stages/smc.json``);
 6. ``report``   – ``results.json`` and ``report/report.md`` with plots.
 
-Every setting used is written to ``config.json`` by the first stage that writes into the
-directory; re-running with other settings in the same directory is then refused, so results
-never mix (``nfst.experiment.rundir``). Training stages checkpoint (``checkpoints/``) and resume
-after an interruption. ``results.json`` is built from the stage files
-(``nfst.experiment.results``).
+Settings are recorded and checked by ``nfst.experiment.rundir``, so results never mix;
+training stages checkpoint (``checkpoints/``) and resume after an interruption;
+``results.json`` is built from the stage files (``nfst.experiment.results``).
 """
 
 from __future__ import annotations
@@ -59,11 +57,11 @@ log = logging.getLogger("nfst")
 class Run:
     """One run directory and its stages."""
 
-    def __init__(self, config: RunConfig, out_dir: Optional[str | Path] = None, *,
+    def __init__(self, config: RunConfig, run_dir: Optional[str | Path] = None, *,
                  data_dir=None, cache_dir=None, device: str = "cpu", processes: int = 2,
                  quiet: bool = False):
         self.config = config
-        self.dir = Path(out_dir) if out_dir else config.default_dir()
+        self.dir = Path(run_dir) if run_dir else config.default_dir()
         self.data_dir, self.cache_dir, self.quiet = data_dir, cache_dir, quiet
         self.device, self.processes = torch.device(device), processes
         self.task: Task = get_task(config.task, **config.task_settings)
@@ -297,5 +295,6 @@ class Run:
         self.smoothing()  # evaluates first
         if self.rank != 0:
             return self.dir / "report"
-        (self.dir / "results.json").write_text(json.dumps(self.results(), indent=1))
+        storage.write_atomically(self.dir / "results.json",
+                                 json.dumps(self.results(), indent=1).encode())
         return write_report([self.dir], self.dir / "report")

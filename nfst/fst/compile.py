@@ -59,7 +59,7 @@ def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
     Raises UnknownSymbolError, NoPathError, AmbiguousMFSTError, CyclicLatticeError (unless
     ``options.allow_cyclic``) or LatticeTooLargeError; see ``nfst.errors``.
     """
-    enc: CompileEncoding = T.derived("pynini-encoding", CompileEncoding)
+    enc = CompileEncoding.of(T)
     x, y = as_symbols(x), as_symbols(y)
     where = f"{T.name} on x={' '.join(x)!r}, y={' '.join(y)!r}"
     for tape, string, alphabet in (("input", x, enc.inputs), ("output", y, enc.outputs)):

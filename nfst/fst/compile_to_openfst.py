@@ -15,7 +15,12 @@ from .to_openfst import states_of
 
 
 class CompileEncoding:
-    """T as a pynini transducer over one shared symbol table (built once per MFST)."""
+    """T as a pynini transducer over one shared symbol table (built once per MFST: :meth:`of`)."""
+
+    @classmethod
+    def of(cls, T: MarkedFST) -> "CompileEncoding":
+        """T's encoding, built on first use and kept with T."""
+        return T.derived("pynini-encoding", cls)
 
     def __init__(self, T: MarkedFST):
         self.name = T.name

@@ -1,9 +1,6 @@
-"""Infrastructure every layer may use: atomic checksummed files (``storage``), interrupt
-handling (``interrupt``), thread counts (``threads``), devices (``devices``), and sharing work
-between torchrun ranks (``distributed``)."""
+"""Infrastructure every layer may use: atomic checksummed files, interrupt handling, thread
+counts, devices, and sharing work between torchrun ranks.
 
-from .devices import resolve_device
-from .distributed import rank_and_world, shared_map
-from .threads import cpu_threads, set_threads
-
-__all__ = ["cpu_threads", "rank_and_world", "resolve_device", "set_threads", "shared_map"]
+(Nothing is imported here: ``nfst.fst`` reads files through ``storage``, and importing the
+package must not load torch for that.)
+"""

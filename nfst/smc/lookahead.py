@@ -37,6 +37,7 @@ from torch import Tensor, nn
 from ..dp.batch import LatticeBatch
 from ..dp.passes import backward
 from ..models.samplers.base import Sampler, Walk
+from ..models.samplers.record import WalkRecord
 from ..models.scorer import ArcFactoredScorer, Scorer
 
 WeightFn = Callable[[LatticeBatch], tuple[Tensor, Tensor]]
@@ -205,8 +206,9 @@ class LookaheadProposal(Sampler):
     def prepare(self, batch: LatticeBatch) -> Any:
         return self.lookahead.prepare(batch)
 
-    def start(self, batch: LatticeBatch, context, lattice: Tensor) -> ScorerWalk:
-        walk = self.initial_walk(batch, lattice, None)
+    def start(self, batch: LatticeBatch, context, lattice: Tensor,
+              record: Optional[WalkRecord] = None) -> ScorerWalk:
+        walk = self.initial_walk(batch, lattice, None, record)
         with torch.no_grad():
             hidden = self.scorer.start(len(lattice))
         return ScorerWalk(**vars(walk) | {"hidden": hidden}, scorer=self.scorer)

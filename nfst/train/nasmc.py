@@ -107,8 +107,8 @@ def nasmc_lookahead(lookahead: Optional[Lookahead]) -> Lookahead:
 
 @dataclass
 class AdaptConfig(LoopConfig):
-    """Training from particles (``adapt``); steps, batch_size, lr, grad_clip and
-    checkpoint_every are :class:`~nfst.train.loop.LoopConfig`'s."""
+    """The settings of training from particles (``adapt``), beside those every trainer shares
+    (:class:`~nfst.train.loop.LoopConfig`; some with other defaults here)."""
 
     steps: int = 200
     objective: str = "nasmc"

@@ -25,8 +25,8 @@ from .loop import LoopConfig, Trainer, train_loop
 
 @dataclass
 class NgramConfig(LoopConfig):
-    """``fit_ngram``'s settings; steps, lr and checkpoint_every are
-    :class:`~nfst.train.loop.LoopConfig`'s."""
+    """``fit_ngram``'s settings, beside those every trainer shares
+    (:class:`~nfst.train.loop.LoopConfig`; some with other defaults here)."""
 
     order: int = 1
     """n: each mark is scored given the n − 1 before it (1: a unigram)."""

@@ -31,8 +31,8 @@ from .objectives import EMABaseline, sampler_loss
 
 @dataclass
 class SamplerTrainConfig(LoopConfig):
-    """``train_sampler``'s settings; batch_size, grad_clip and checkpoint_every are
-    :class:`~nfst.train.loop.LoopConfig`'s."""
+    """``train_sampler``'s settings, beside those every trainer shares
+    (:class:`~nfst.train.loop.LoopConfig`; some with other defaults here)."""
 
     steps: int = 20_000
     """Most training steps, one minibatch each (``patience`` may stop training sooner)."""

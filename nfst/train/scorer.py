@@ -47,8 +47,8 @@ KINDS = ("lstm", "ngram")
 
 @dataclass
 class ScorerConfig(LoopConfig):
-    """``train_scorer``'s settings; steps, batch_size, lr, grad_clip and checkpoint_every
-    are :class:`~nfst.train.loop.LoopConfig`'s."""
+    """``train_scorer``'s settings, beside those every trainer shares
+    (:class:`~nfst.train.loop.LoopConfig`; some with other defaults here)."""
 
     steps: int = 2_000
     """Training steps, one minibatch each."""

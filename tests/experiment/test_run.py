@@ -12,7 +12,7 @@ import torch
 
 from nfst.cli import main
 from nfst.errors import RunConfigError
-from nfst.experiment.run import Run, RunConfig
+from nfst.experiment.run import Run
 from nfst.runtime import storage
 from tests.experiment.tiny import TASK, TINY, tiny_config
 

@@ -54,8 +54,8 @@ class FreeWeightSampler(Sampler):
             arc_lp, stop_lp = transition_log_probs(batch, arc_w, final_w)
         return torch.log_softmax(transition_table(batch, arc_lp, stop_lp), 1)  # (S, D + 1)
 
-    def start(self, batch, context, lattice):
-        return self.initial_walk(batch, lattice, None)
+    def start(self, batch, context, lattice, record=None):
+        return self.initial_walk(batch, lattice, None, record)
 
     def log_probs(self, batch, context, walk):
         return context[walk.state]

@@ -2,7 +2,6 @@
 scorer trained on its posterior's paths (nfst.train.scorer), on a tiny cipher task."""
 
 import pytest
-import torch
 
 from nfst import compile_lattice
 from nfst.dp.batch import LatticeBatch

@@ -7,15 +7,16 @@ import math
 from pathlib import Path
 
 from ...evaluate.pareto import PARETO_K_WARN
+from ...evaluate.tables import text_table
 from .format import fmt, pyplot
 
 
 def _smc_table(smc: dict, key: str, digits: int) -> list[str]:
     """One metric of an SMC evaluation as a markdown table: methods × M."""
-    lines = ["| method | " + " | ".join(f"M={m}" for m in smc["M"]) + " |",
-             "|---" * (len(smc["M"]) + 1) + "|"]
-    return lines + [f"| {method} | " + " | ".join(fmt(v, digits=digits) for v in res[key])
-                    + " |" for method, res in smc["methods"].items() if key in res]
+    rows = [("method", *(f"M={m}" for m in smc["M"]))]
+    rows += [(method, *(fmt(v, digits=digits) for v in res[key]))
+             for method, res in smc["methods"].items() if key in res]
+    return text_table(rows, markdown=True).split("\n")
 
 
 def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:

@@ -12,7 +12,8 @@ masks padding and STOP at non-final states to -inf.
 A subclass implements four methods over a :class:`Walk` of N walkers (particles):
 
     prepare(batch)                       per-batch context (encodings, SWP's Algorithm 1, ...)
-    start(batch, context, lattice)       N fresh walkers, lattice (N,) says which lattice each walks
+    start(batch, context, lattice, record)   N fresh walkers, lattice (N,) says which
+                                         lattice each walks; the walk carries ``record``
     log_probs(batch, context, walk)      (N, D + 1) log q of each column at the current state
     advance(batch, context, walk, choice)   take column ``choice`` (N,); STOP kills the walker
 
@@ -24,7 +25,7 @@ also has the forced rows, where a walker has one legal choice and no network nee
 
 Optionally, ``path_log_probs(batch, context, route, record)`` gives (N, T, D + 1) log q at every
 position of known paths up to their STOP (``route.valid``; later entries are unspecified) in one
-batched pass (``nfst.models.samplers.route``); a sampler that has it samples without gradients
+batched pass (the paths laid out by ``nfst.models.samplers.route``); a sampler that has it samples without gradients
 and scores the drawn paths in that pass. Its walk and pass share a ``record.WalkRecord``, made
 by :meth:`Sampler.sample` and handed to ``start(batch, context, lattice, record)`` and to the
 pass: each walker's dropout masks, and what the walk computed that the pass would compute again.
@@ -115,7 +116,7 @@ class Sampler(torch.nn.Module):
         STOP (teacher forcing; ``route`` from :func:`~.route.route_of_arcs`). This default
         steps through the positions; samplers override it with one batched pass, which reads
         in ``record`` the masks and states of the walk that drew the paths, if one did."""
-        walk = self._start(batch, context, route.lattice, record)
+        walk = self.start(batch, context, route.lattice, record)
         out = []
         for t in range(route.states.shape[1]):
             out.append(self.log_probs(batch, context, walk))
@@ -206,7 +207,7 @@ class Sampler(torch.nn.Module):
         # A GPU would wait for every check of the loop's end: check every 16 steps there.
         check_every = 1 if batch.device.type == "cpu" else 16
         states, choices, arcs, steps = [], [], [], []
-        walk = self._start(batch, context, lattice, record)
+        walk = self.start(batch, context, lattice, record)
         for t in range(cap + 1):
             lp = self.log_probs(batch, context, walk)
             choice, arc = choose(batch, walk, lp.detach(), generator)
@@ -227,14 +228,6 @@ class Sampler(torch.nn.Module):
                       torch.stack(choices, 1)[:, :L + 1], batch.marks_of(arcs_t), walk.length,
                       per_lattice=k)
         return route, arcs_t, None if record else torch.stack(steps, dim=1)[:, :L + 1]
-
-    def _start(self, batch: LatticeBatch, context: Any, lattice: Tensor,
-               record: Optional[WalkRecord]) -> Walk:
-        """:meth:`start`, handing over ``record`` if there is one (only samplers that score in
-        one pass take it)."""
-        if record is None:
-            return self.start(batch, context, lattice)
-        return self.start(batch, context, lattice, record)
 
     def _route_log_q(self, batch: LatticeBatch, context: Any, route: Route,
                      record: Optional[WalkRecord] = None) -> Tensor:

@@ -74,7 +74,7 @@ class SWPPrefix(SWP):
         rows = choosing(batch, walk)
         if rows is not None:
             g = self.g(self.drop_step(walk.hidden[rows], walk.record, walkers=rows))  # (n, d + 1)
-            if walk.record is not None and not torch.is_grad_enabled():
+            if walk.record is not None:
                 walk.record.keep(self, g)  # the scoring's g at this step's positions
             return with_forced(batch, walk, rows,
                                self.bonus_log_probs(batch, context, walk.state[rows], g))

@@ -46,9 +46,7 @@ class PrefixGRU(nn.Module):
 
         def table() -> Tensor:
             return torch.addmm(g.bias_ih_l0, self.embed.weight, g.weight_ih_l0.T)
-        if record is None or torch.is_grad_enabled():
-            return table()
-        return record.constant(self, table)
+        return table() if record is None else record.constant(self, table)
 
     def input_gates(self, marks: Tensor, record: Optional[WalkRecord] = None) -> Tensor:
         """W_ih e[ω] + b_ih (..., 3d) for marks (...), with dropout (see WalkDropout)."""
@@ -67,7 +65,7 @@ class PrefixGRU(nn.Module):
         else:
             gi, h_in = self.drop(table[marks[rows]], record, walkers=rows), h[rows]
         states = gru_step(gi, h_in, g.weight_hh_l0, g.bias_hh_l0)
-        if record is not None and not torch.is_grad_enabled() and marks.device.type == "cpu":
+        if record is not None and marks.device.type == "cpu":
             record.keep(self, states)  # this step's position of the walkers that read
         return states[0] if rows is None else h.index_copy(0, rows, states[0])
 

@@ -43,15 +43,20 @@ class WalkRecord:
 
     def constant(self, module: nn.Module, compute: Callable[[], Tensor]) -> Tensor:
         """A value of ``module`` that is the same at every step of the walk: ``compute()``
-        the first time (the caller asks only when the weights cannot change meanwhile)."""
+        the first time. Only a walk without gradients keeps it (the weights cannot change
+        during it); with gradients every call computes it, in the graph."""
+        if torch.is_grad_enabled():
+            return compute()
         if module not in self.constants:
             self.constants[module] = compute()
         return self.constants[module]
 
     def keep(self, module: nn.Module, entry: Any) -> None:
         """Record what ``module`` computed at this step of the walk (its rows: the positions
-        of the walkers that stepped, in walker order)."""
-        self.steps.setdefault(module, []).append(entry)
+        of the walkers that stepped, in walker order). Only a walk without gradients records:
+        a pass with gradients computes everything itself."""
+        if not torch.is_grad_enabled():
+            self.steps.setdefault(module, []).append(entry)
 
     def replay(self, module: nn.Module, running: Sequence[int], rows: Callable = len
                ) -> Optional[list]:

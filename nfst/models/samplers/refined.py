@@ -15,6 +15,7 @@ n-gram scorer's exact posterior) and the region lattice of abstract particles
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 from torch import Tensor
@@ -22,6 +23,7 @@ from torch import Tensor
 from ...dp.batch import LatticeBatch
 from ...dp.passes import transition_log_probs, transition_table
 from .base import Sampler
+from .record import WalkRecord
 from .walk import Walk
 
 
@@ -68,8 +70,9 @@ class RefinedLatticeSampler(Sampler):
         next_state = torch.where(out >= 0, refined.arc_dst[out.clamp(min=0)], -1)
         return RefinedContext(refinement, table, next_state)
 
-    def start(self, batch: LatticeBatch, context: RefinedContext, lattice: Tensor) -> Walk:
-        return self.initial_walk(batch, lattice, context.refinement.batch.start[lattice])
+    def start(self, batch: LatticeBatch, context: RefinedContext, lattice: Tensor,
+              record: Optional[WalkRecord] = None) -> Walk:
+        return self.initial_walk(batch, lattice, context.refinement.batch.start[lattice], record)
 
     def log_probs(self, batch: LatticeBatch, context: RefinedContext, walk: Walk) -> Tensor:
         return context.table[walk.hidden]

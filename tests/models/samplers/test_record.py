@@ -17,8 +17,9 @@ def test_replay_hands_out_a_recorded_walk_only_for_the_paths_it_walked():
     record = WalkRecord(3)
     assert record.replay(site, [3, 2, 1]) is None
     tape = [torch.zeros(3, 4), torch.zeros(2, 4), torch.zeros(1, 4)]
-    for entry in tape:
-        record.keep(site, entry)
+    with torch.no_grad():  # a walk records only without gradients
+        for entry in tape:
+            record.keep(site, entry)
     assert record.replay(site, [3, 2, 1]) == tape
     assert record.replay(torch.nn.Linear(1, 1), [3, 2, 1]) is None  # another module's
     for running in ([3, 2], [3, 1, 1], [3, 2, 1, 1]):
@@ -78,3 +79,22 @@ def test_two_walks_in_turn_keep_their_own_records(name):
             assert (g is None) == (w is None)
             if w is not None:
                 torch.testing.assert_close(g, w, rtol=1e-9, atol=1e-12)
+
+
+def test_a_walk_with_gradients_records_nothing_and_keeps_no_constant():
+    """With gradients on, every value must stay in the graph: nothing is kept for a replay,
+    and a constant is computed again at every call."""
+    site, record, calls = torch.nn.Linear(1, 1), WalkRecord(2), []
+
+    def compute():
+        calls.append(1)
+        return torch.zeros(2)
+
+    record.keep(site, torch.zeros(2, 4))
+    record.constant(site, compute)
+    record.constant(site, compute)
+    assert record.replay(site, [2]) is None and len(calls) == 2
+    with torch.no_grad():
+        record.constant(site, compute)
+        record.constant(site, compute)
+    assert len(calls) == 3
