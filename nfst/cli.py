@@ -22,6 +22,7 @@ from .bench import BENCHMARKS, bench_command
 from .errors import NfstError
 from .experiment import commands
 from .experiment.config import DEFAULT_SAMPLERS, check_samplers
+from .experiment.jobs import available_cores
 from .experiment.presets import PRESETS
 from .models.samplers import SAMPLERS
 
@@ -103,6 +104,32 @@ def _run(p, samplers: bool = True) -> None:
               "`nfst options` lists every key with its value and meaning)")
 
 
+def _jobs(p) -> None:
+    _add(p, "--jobs", type=int, default=available_cores(),
+         help="samplers trained at once, each in its own process (same figures as one after "
+              "another; default: the cores available)")
+
+
+def _run_all(p) -> None:
+    _run(p)
+    _jobs(p)
+
+
+def _reproduce(p) -> None:
+    _add(p, "--preset", default="small", choices=list(PRESETS),
+         help="training sizes and hyperparameters of every task's run")
+    _add(p, "--tasks", default="tr,scan,cipher", help="comma-separated tasks to run")
+    _add(p, "--seed", type=int, default=0, help="seeds data subsets, models and sampling")
+    _add(p, "--runs-dir", metavar="DIR", default="runs",
+         help="where the runs go (one directory per task: TASK-PRESET-SEED)")
+    _add(p, "--out", metavar="DIR", help="the merged report's folder (default: "
+                                         "RUNS_DIR/reproduce-PRESET-SEED)")
+    _data(p)
+    _add(p, "--option", dest="overrides", metavar="KEY=VALUE", action="append", default=[],
+         help="a preset setting for every task's run (repeatable; `nfst options`)")
+    _jobs(p)
+
+
 def _sampler(p, **kw) -> None:
     _run(p, samplers=False)
     _add(p, "--sampler", choices=list(SAMPLERS), metavar="NAME",
@@ -162,10 +189,14 @@ COMMANDS: dict[str, Command] = {
     "bench": Command("run a benchmark; prints one JSON object as its last line", _bench,
                      bench_command, "nfst bench backward --lattices 64\n"
                      "nfst bench abstract --run-dir runs/cipher-small-0"),
-    "run": Command("the whole pipeline for a task: compile, train, evaluate, SMC, report", _run,
-                   commands.run, "nfst run cipher --preset small\n"
+    "run": Command("the whole pipeline for a task: compile, train, evaluate, SMC, report",
+                   _run_all, commands.run, "nfst run cipher --preset small\n"
                    "nfst run tr --data-dir DATA --samplers swa,swp-prefix --run-dir runs/tr\n"
                    "nfst run cipher --option sampler.steps=100 --option scorer.kind=ngram"),
+    "reproduce": Command("003's comparison: run tr, scan and cipher at a preset, then merge "
+                         "them into one report", _reproduce, commands.reproduce,
+                         "nfst reproduce --preset small --data-dir DATA\n"
+                         "nfst reproduce --preset large --data-dir DATA --jobs 2"),
     "train-scorer": Command("train (or reuse) the frozen LSTM scorer of a run",
                             lambda p: _run(p, samplers=False), commands.train_scorer,
                             "nfst train-scorer cipher --run-dir runs/c"),

@@ -11,7 +11,7 @@ import json
 import os
 from typing import Callable, Optional
 
-from ..errors import NfstError
+from ..errors import NfstError, RunConfigError
 from .config import DEFAULT_SAMPLERS, RunConfig, describe_options, parse_settings
 from .run import Run
 
@@ -78,7 +78,7 @@ def open_run(o, samplers: Optional[tuple[str, ...]] = None) -> Run:
     """The run in ``o.run_dir`` if it records one (its recorded settings win), else a new one;
     ``nfst run`` always makes a new one (refused if the directory holds other settings)."""
     where = dict(data_dir=o.data_dir, cache_dir=o.cache_dir, device=o.device,
-                 processes=o.processes, quiet=o.quiet)
+                 processes=o.processes, jobs=_jobs(o), quiet=o.quiet)
     recorded = o.run_dir and os.path.exists(os.path.join(o.run_dir, "config.json"))
     if recorded and o.command != "run":
         return Run.open(o.run_dir, **where)
@@ -88,6 +88,14 @@ def open_run(o, samplers: Optional[tuple[str, ...]] = None) -> Run:
                        task_settings=parse_settings(o.task_settings),
                        overrides=tuple(o.overrides))
     return Run(config, o.run_dir, **where)
+
+
+def _jobs(o) -> int:
+    jobs = getattr(o, "jobs", 1)
+    if jobs < 1:
+        raise RunConfigError(f"--jobs {jobs}: at least one job is needed",
+                             "e.g. --jobs 2 (the default: the cores available)")
+    return jobs
 
 
 def _say(run: Run, *lines: str) -> None:
@@ -100,6 +108,26 @@ def run(o) -> None:
     the_run = open_run(o)
     report = the_run.run()
     _say(the_run, f"report: {report}")
+
+
+def reproduce(o) -> None:
+    """Each task's run at the preset (resuming what is done), then one merged report."""
+    from pathlib import Path
+    from .report import write_report
+    tasks = [t.strip() for t in o.tasks.split(",") if t.strip()]
+    if not tasks:
+        raise RunConfigError("--tasks is empty", "e.g. --tasks tr,scan,cipher")
+    runs = []
+    for task in tasks:  # every name checked before the first run starts
+        config = RunConfig(task=task, preset=o.preset, seed=o.seed,
+                           overrides=tuple(o.overrides))
+        runs.append(Run(config, Path(o.runs_dir) / f"{task}-{o.preset}-{o.seed}",
+                        data_dir=o.data_dir, cache_dir=o.cache_dir, device=o.device,
+                        processes=o.processes, jobs=_jobs(o), quiet=o.quiet))
+    for run in runs:
+        print(f"{run.config.task}: {run.run()}", flush=True)
+    out = o.out or Path(o.runs_dir) / f"reproduce-{o.preset}-{o.seed}"
+    print(f"report: {write_report([run.dir for run in runs], out)}")
 
 
 def train_scorer(o) -> None:

@@ -31,12 +31,40 @@ def _samplers(run_dir: RunDir, evaluation: dict) -> dict:
         samplers[name] = {
             **{k: v for k, v in metrics.items() if k != "examples"},
             "train_seconds": trained.get("seconds"),
+            **_stopping(trained),
             "curve": {"step": [h["step"] for h in history],
                       "val_partial_kl": [h["dev_partial_kl"] for h in history]},
             "training": training_summary(trained.get("history", [])),
             "proposals": metrics.get("examples", []),
         }
     return samplers
+
+
+def _stopping(trained: dict) -> dict:
+    """What ended a sampler's training (``"patience"`` or ``"steps"``), after how many steps,
+    and the step whose parameters were kept; stage files written before ``stopped_by`` was
+    recorded give ``stopped_early`` instead."""
+    if not trained:
+        return {"stopped_by": None, "steps": None, "best_step": None}
+    stopped_by = trained.get("stopped_by") or ("patience" if trained.get("stopped_early")
+                                               else "steps")
+    steps = trained.get("steps", max((h["step"] for h in trained.get("history", [])),
+                                     default=0))
+    return {"stopped_by": stopped_by, "steps": steps, "best_step": trained.get("best_step")}
+
+
+def wall_seconds(run_dir: RunDir) -> dict:
+    """Each stage's wall time in seconds, None for a stage without a record: ``scorer`` is the
+    n-gram's fit and the LSTM's training together; ``samplers`` the whole sampler stage (its
+    samplers trained in parallel with ``--jobs``), as measured by the command that finished
+    it."""
+    def seconds(*stages):
+        found = [run_dir.done(s) for s in stages]
+        found = [f["seconds"] for f in found if f and f.get("seconds") is not None]
+        return sum(found) if found else None
+    return {"compile": seconds("compile"), "scorer": seconds("ngram", "scorer"),
+            "samplers": seconds("samplers"), "evaluate": seconds("evaluate"),
+            "smc": seconds("smc")}
 
 
 def _scorer(run_dir: RunDir, evaluation: dict, kind: str) -> dict:
@@ -72,4 +100,5 @@ def build_results(run_dir: RunDir) -> dict:
             "samplers": _samplers(run_dir, evaluation),
             "log_z": {k: v for k, v in evaluation.get("log_z", {}).items()
                       if not k.startswith("per_pair")},
-            "smc": run_dir.done("smc"), "config": settings}
+            "smc": run_dir.done("smc"), "wall_seconds": wall_seconds(run_dir),
+            "config": settings}

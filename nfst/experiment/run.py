@@ -47,6 +47,7 @@ from ..train.ngram import fit_ngram
 from ..train.sampler import train_sampler
 from ..train.scorer import train_scorer
 from .config import RunConfig, apply_overrides, check_names, json_default
+from .evaluation import evaluate_run
 from .presets import preset
 from .results import build_results
 from .rundir import RunDir
@@ -59,11 +60,11 @@ class Run:
 
     def __init__(self, config: RunConfig, run_dir: Optional[str | Path] = None, *,
                  data_dir=None, cache_dir=None, device: str = "cpu", processes: int = 2,
-                 quiet: bool = False):
+                 jobs: int = 1, quiet: bool = False):
         self.config = config
         self.dir = Path(run_dir) if run_dir else config.default_dir()
         self.data_dir, self.cache_dir, self.quiet = data_dir, cache_dir, quiet
-        self.device, self.processes = torch.device(device), processes
+        self.device, self.processes, self.jobs = torch.device(device), processes, jobs
         self.task: Task = get_task(config.task, **config.task_settings)
         self.preset = apply_overrides(preset(config.preset), config.overrides)
         check_names(self.preset, config.samplers)
@@ -91,7 +92,7 @@ class Run:
         """The result of stage ``name`` if it has finished, else None."""
         return self.run_dir.done(name)
 
-    def _say(self, text: str) -> None:
+    def say(self, text: str) -> None:
         if not self.quiet and self.rank == 0:
             print(f"[{self.config.task}] {text}", flush=True)
 
@@ -122,13 +123,14 @@ class Run:
         return self._lattices[split]
 
     def stage_compile(self) -> dict:
+        started = time.time()
         out = {}
         for split in ("train", "dev", "test"):
             lats = self.lattices(split)
             out[split] = {"pairs": len(lats), "skipped": self._skipped[split],
                           "mean_states": sum(lat.num_states for lat in lats) / len(lats),
                           "mean_arcs": sum(lat.num_arcs for lat in lats) / len(lats)}
-        return out
+        return out | {"seconds": time.time() - started}
 
     def ngram(self) -> NgramScorer:
         """The mark n-gram scorer fitted by exact maximum likelihood (``nfst.train.ngram``)."""
@@ -190,7 +192,9 @@ class Run:
         teacher = self.preset.sampler.teacher
         return teacher if teacher != name else ""
 
-    def sampler(self, name: str) -> Sampler:
+    def sampler(self, name: str, callback=None) -> Sampler:
+        """The trained sampler ``name``, trained on first use (``callback``: ``train_sampler``'s,
+        called after every step)."""
         path = self.dir / "samplers" / f"{name}.pt"
         if not path.exists():
             scorer = self.scorer()
@@ -203,13 +207,13 @@ class Run:
             self.run_dir.claim()  # before its first checkpoint
             result = train_sampler(untrained, scorer, train, dev, config, seed=self.config.seed,
                                    device=self.device, quiet=self.quiet, teacher=teacher,
-                                   checkpoint=self.dir / "checkpoints" / f"{name}.ckpt")
+                                   callback=callback, checkpoint=self.dir / "checkpoints" / f"{name}.ckpt")
             if self.rank == 0:
                 storage.save(path, {"state": result.sampler.state_dict()}, durable=True)
             self.run_dir.finish(f"sampler-{name}", {
                 "seconds": time.time() - started, "best_step": result.best_step,
-                "best_dev_partial_kl": result.best_dev_partial_kl,
-                "stopped_early": result.stopped_early, "history": result.history})
+                "best_dev_partial_kl": result.best_dev_partial_kl, "steps": result.steps,
+                "stopped_by": result.stopped_by, "history": result.history})
         sampler = self.new_sampler(name)
         sampler.load_state_dict(storage.load(path)["state"])
         return sampler.to(self.device).eval()
@@ -220,41 +224,10 @@ class Run:
         if done is not None and list(done["samplers"]) == list(self.config.samplers):
             return done
         self.run_dir.forget("smc")  # its proposal is the best of these
-        from ..evaluate import (add_exact, add_exclusive_kl, estimate_log_z, evaluate,
-                                exact_log_z, is_exact)
-        self._say("evaluating samplers, trained and untrained")
-        scorer, test = self.scorer(), self.lattices("test")
-        samplers = {name: self.sampler(name) for name in self.config.samplers}
-        structure = self.task.structure("test")
-        common = dict(k=self.config.eval_k, seed=self.config.seed, device=self.device,
-                      quiet=self.quiet)
-        result = evaluate(samplers, scorer, test, structure=structure, **common)
-        untrained = evaluate({name: self.untrained_sampler(name) for name in samplers}, scorer,
-                             test, examples=0, **common)
-        for name, metrics in untrained["samplers"].items():
-            result["samplers"][name].update({
-                "untrained_partial_kl": metrics["partial_kl"],
-                "untrained_partial_kl_se": metrics["partial_kl_se"],
-                "untrained_per_pair_partial_kl": metrics["per_pair_partial_kl"]})
-        ngram = scorer if self.preset.scorer.kind == "ngram" else self.ngram()
-        order = self.preset.scorer.ngram.order
-        proposals = {f"the {order}-gram's posterior": ngram.posterior(),
-                     **{f"the {name} sampler": sampler for name, sampler in samplers.items()}}
-        self._say(f"estimating log Z with {self.config.log_z_samples} samples per pair "
-                  f"from {', '.join(proposals)}")
-        result["log_z"] = estimate_log_z(proposals, scorer, test, self.config.log_z_samples,
-                                         seed=self.config.seed, device=self.device,
-                                         structure=structure)
-        ngram_log_z = exact_log_z(ngram, test, device=self.device)
-        result["ngram"] = {"order": order, "test_log_likelihood": float(
-            torch.tensor(ngram_log_z, dtype=torch.float64).mean())}
-        add_exclusive_kl(result)
-        if is_exact(scorer):
-            self._say("exact log Z and KL: the scorer is a WFST")
-            add_exact(result, scorer, samplers, test, k=self.config.eval_k,
-                      seed=self.config.seed, device=self.device,
-                      log_z=ngram_log_z if scorer is ngram else None)
-        return self.run_dir.finish("evaluate", result)
+        self.say("evaluating samplers, trained and untrained")
+        started = time.time()
+        result = evaluate_run(self)
+        return self.run_dir.finish("evaluate", result | {"seconds": time.time() - started})
 
     def smoothing(self) -> dict:
         """Offset KL against M of the SMC methods, with the best sampler as proposal."""
@@ -264,11 +237,39 @@ class Run:
         from ..evaluate.smc import evaluate_smc
         evaluation = self.evaluation()
         best = min(evaluation["samplers"], key=lambda s: evaluation["samplers"][s]["partial_kl"])
-        self._say(f"particle smoothing with the {best} sampler")
-        return self.run_dir.finish("smc", evaluate_smc(
+        self.say(f"particle smoothing with the {best} sampler")
+        started = time.time()
+        result = evaluate_smc(
             self.sampler(best), self.scorer(), self.lattices("test")[:self.config.smc_pairs],
             particles=self.config.smc_particles, seed=self.config.seed, device=self.device,
-            train_lattices=self.lattices("train")[:256], quiet=self.quiet) | {"sampler": best})
+            train_lattices=self.lattices("train")[:256], quiet=self.quiet)
+        return self.run_dir.finish("smc", result | {"sampler": best,
+                                                    "seconds": time.time() - started})
+
+    def train_samplers(self) -> None:
+        """The sampler stage: every sampler not yet trained, the teacher first (the others
+        learn from it), then the rest, ``jobs`` at a time in worker processes
+        (``nfst.experiment.jobs``; one after another when ``jobs`` is 1 or under torchrun).
+        Its wall time is recorded (``stages/samplers.json``) when it trains any."""
+        from .jobs import train_in_workers
+        teacher = self.preset.sampler.teacher
+        todo = [name for name in sorted(self.config.samplers, key=lambda n: n != teacher)
+                if self.done(f"sampler-{name}") is None]
+        for name in self.config.samplers:
+            self.say(f"sampler {name}: {'training' if name in todo else 'reusing'}")
+        if not todo:
+            return
+        started = time.time()
+        if teacher in todo:
+            self.sampler(teacher)
+        rest = [name for name in todo if name != teacher]
+        if self.jobs > 1 and len(rest) > 1 and self.run_dir.world == 1:
+            self.say(f"training {len(rest)} samplers in {min(self.jobs, len(rest))} processes")
+            train_in_workers(self, rest, self.jobs)
+        for name in rest:  # trained above if in workers: then this loads them
+            self.sampler(name)
+        self.run_dir.finish("samplers", {"seconds": time.time() - started, "jobs": self.jobs,
+                                         "trained": todo})
 
     def results(self) -> dict:
         """``results.json`` (``nfst.experiment.results``); the evaluate stage must be done."""
@@ -280,18 +281,14 @@ class Run:
         SIGTERM stop a training stage after a checkpoint)."""
         from .report import write_report
         if self.done("compile") is None:
-            self._say("compiling lattices")
+            self.say("compiling lattices")
             self.run_dir.finish("compile", self.stage_compile())
-        self._say(f"n-gram: {'reusing' if self.done('ngram') else 'fitting'}")
+        self.say(f"n-gram: {'reusing' if self.done('ngram') else 'fitting'}")
         self.ngram()
         if self.preset.scorer.kind == "lstm":
-            self._say(f"scorer: {'reusing' if (self.dir / 'scorer.pt').exists() else 'training'}")
+            self.say(f"scorer: {'reusing' if (self.dir / 'scorer.pt').exists() else 'training'}")
         self.scorer()
-        teacher = self.preset.sampler.teacher  # trained first: the others learn from it
-        for name in sorted(self.config.samplers, key=lambda n: n != teacher):
-            self._say(f"sampler {name}: "
-                      f"{'reusing' if self.done(f'sampler-{name}') else 'training'}")
-            self.sampler(name)
+        self.train_samplers()
         self.smoothing()  # evaluates first
         if self.rank != 0:
             return self.dir / "report"

@@ -77,6 +77,17 @@ class SamplerResult:
     best_step: int
     best_dev_partial_kl: float
     stopped_early: bool
+    """True when ``patience`` validations without improvement ended training."""
+
+    @property
+    def stopped_by(self) -> str:
+        """What ended training: ``"patience"`` (early stopping) or ``"steps"`` (the cap)."""
+        return "patience" if self.stopped_early else "steps"
+
+    @property
+    def steps(self) -> int:
+        """Steps trained (``config.steps`` unless stopped early)."""
+        return max((h["step"] for h in self.history), default=0)
 
 
 def validate(sampler: Sampler, scorer: Scorer, dev: Sequence[Lattice], k: int, batch_size: int,

@@ -129,11 +129,11 @@ def test_a_failed_first_stage_leaves_the_directory_free(folder, capsys):
     assert not (folder / "R" / "config.json").exists()
     (data / TR_TRAIN).parent.mkdir(parents=True)
     (data / TR_TRAIN).write_text("\n".join(TR_LINES) + "\n")
-    status, out, err = _main(["train-scorer", "tr", "--preset", "medium", "--data-dir", str(data),
+    status, out, err = _main(["train-scorer", "tr", "--preset", "large", "--data-dir", str(data),
                               "--run-dir", run_dir, *QUICK_NGRAM], capsys)
     assert status == 0, err
     recorded = json.loads((folder / "R" / "config.json").read_text())["run"]
-    assert (recorded["task"], recorded["preset"]) == ("tr", "medium")
+    assert (recorded["task"], recorded["preset"]) == ("tr", "large")
 
 
 def test_report_on_a_run_stopped_after_evaluate(finished_run, folder, capsys):

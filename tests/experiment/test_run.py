@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +24,25 @@ def test_a_teacher_is_trained_first_and_its_paths_train_the_others(tmp_path):
     assert (tmp_path / "run" / "samplers" / "swp.pt").exists()
     history = run.done("sampler-swa")["history"]
     assert all(1.0 <= h["ess"] <= 16 for h in history[1:])
+
+
+def test_samplers_trained_in_parallel_match_those_trained_one_after_another(finished_run,
+                                                                           tmp_path):
+    """The sampler stage in two worker processes reproduces the sequential stage exactly:
+    the same parameters and the same training history (wall times aside)."""
+    run, _ = finished_run
+    copy = tmp_path / "run"
+    shutil.copytree(run.dir, copy, ignore=shutil.ignore_patterns("sampler*", "*.ckpt"))
+    parallel = Run.open(copy, cache_dir=run.cache_dir, quiet=True, processes=1, jobs=2)
+    parallel.train_samplers()
+    assert parallel.done("samplers")["jobs"] == 2
+    for name in run.config.samplers:
+        ours, theirs = (r.done(f"sampler-{name}") for r in (parallel, run))
+        assert {k: v for k, v in ours.items() if k != "seconds"} == \
+            {k: v for k, v in theirs.items() if k != "seconds"}
+        ours, theirs = (storage.load(d / "samplers" / f"{name}.pt")["state"]
+                        for d in (copy, run.dir))
+        assert all(torch.equal(ours[key], theirs[key]) for key in theirs)
 
 
 def test_stage_commands_and_a_full_run_share_one_directory(tmp_path):
@@ -69,6 +89,13 @@ def test_run_writes_everything_and_skips_finished_stages(finished_run):
         assert metrics["exclusive_kl"] + 3 * metrics["exclusive_kl_se"] >= 0
         assert metrics["inclusive_kl"] + 3 * metrics["inclusive_kl_se"] >= 0
         assert metrics["training"]["mean_ess"] >= 1.0
+        # three validations at 4, 8, 12 without improvement stop it by patience at the cap
+        best_step = metrics["best_step"]
+        assert metrics["stopped_by"] == ("patience" if best_step == 0 else "steps")
+        assert metrics["steps"] == run.done(f"sampler-{name}")["history"][-1]["step"] == 12
+        assert best_step in metrics["curve"]["step"]
+    assert set(results["wall_seconds"]) == {"compile", "scorer", "samplers", "evaluate", "smc"}
+    assert all(seconds > 0 for seconds in results["wall_seconds"].values())
     assert len(log_z["per_pair"]) == 4 and results["log_z"]["samples"] == 8
     text = report.read_text()
     assert "Partial KL" in text and "untrained → trained" in text and "Ordering" in text
