@@ -29,6 +29,9 @@ from .nasmc import nasmc_lookahead, particle_loss
 from .objectives import EMABaseline, sampler_loss
 
 
+OBJECTIVES = ("is", "nasmc", "mixture", "posterior")
+
+
 @dataclass
 class SamplerTrainConfig(LoopConfig):
     """``train_sampler``'s settings, beside those every trainer shares
@@ -49,7 +52,10 @@ class SamplerTrainConfig(LoopConfig):
     self-normalised importance sampling (003); ``nasmc`` – k SMC particles (particle smoothing
     with resampling and a lookahead, which ``train_sampler`` requires), each step's log q
     weighted by its filtering weight (002:1); ``mixture`` – the λ-mixture on the final SMC
-    particles (000:32; without resampling when λ > 0)."""
+    particles (000:32; without resampling when λ > 0); ``posterior`` – maximum likelihood on k
+    exact samples of the posterior p(ω | x, y) of a WFST scorer (the n-gram, ``scorer.kind =
+    ngram``): the inclusive KL's gradient −E_p[∇ log q_φ] without importance weights, so what
+    the sampler reaches shows what its architecture can represent."""
     without_replacement: bool = False
     """With ``is``: k *distinct* proposals by stochastic beam search, weighted by priority
     sampling (``nfst.smc.without_replacement``; inclusive KL only)."""
@@ -131,6 +137,10 @@ class _StepLoss(torch.nn.Module):
             loss, log_w = defensive_loss(sampler, teacher, scorer, batch, config.k,
                                          config.teacher_share, generator)
             return (loss,), weight_ess(log_w)
+        if config.objective == "posterior":
+            with torch.no_grad():
+                arcs = scorer.posterior().sample(batch, config.k, generator).arcs
+            return (-sampler.score(batch, arcs).mean(),), None
         if config.objective == "is":
             paths = sampler.sample(batch, config.k, generator)
             with torch.no_grad():
@@ -253,6 +263,9 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     called after every step. ``lookahead``: the SMC targets' C, required by the ``nasmc``
     objective (see ``nasmc_lookahead``)."""
     _check(train, dev, config, teacher)
+    if config.objective == "posterior" and not hasattr(scorer, "posterior"):
+        raise NfstError("the objective 'posterior' needs a scorer with an exact posterior",
+                        "use scorer.kind=ngram, or another objective")
     if config.objective == "nasmc":  # refuse before any work rather than train on C = 0
         lookahead = nasmc_lookahead(lookahead)
     device = torch.device(device)
@@ -276,9 +289,9 @@ def _check(train: Sequence[Lattice], dev: Sequence[Lattice], config: SamplerTrai
            teacher: Optional[Sampler]) -> None:
     if not train or not dev:
         raise ValueError("train_sampler needs training and validation lattices")
-    if config.objective not in ("is", "nasmc", "mixture"):
+    if config.objective not in OBJECTIVES:
         raise NfstError(f"unknown sampler objective {config.objective!r}",
-                        "choose is, nasmc or mixture (SamplerTrainConfig.objective)")
+                        f"choose {', '.join(OBJECTIVES)} (SamplerTrainConfig.objective)")
     if config.teacher and config.objective != "is":
         raise NfstError(f"a teacher trains with the objective 'is' only, not "
                         f"{config.objective!r}", "unset sampler.teacher or use objective=is")

@@ -239,3 +239,26 @@ def test_nasmc_without_a_lookahead_is_refused_before_training():
         assert "LearnedLookahead" in err.value.hint
         with pytest.raises(NfstError, match="nasmc objective needs a lookahead"):
             adapt(sampler, scorer, lats, AdaptConfig(objective="nasmc"), lookahead=look)
+
+
+def test_maximum_likelihood_on_exact_posterior_samples_lowers_the_inclusive_kl():
+    """The ``posterior`` objective fits q_φ to exact samples of a WFST scorer's posterior:
+    the exact KL(p ‖ q), by enumeration, falls (measured 0.80 → 0.03 nats); a scorer without
+    an exact posterior is refused before training."""
+    from tests.helpers.samplers import exact_inclusive_kl
+    from tests.helpers.scorers import random_bigram
+
+    lats = [cipher_lattice()]
+    scorer = random_bigram(lats, seed=3)
+    sampler = new_sampler("swa", lats, d=16)
+    batch = LatticeBatch(lats)
+    with torch.no_grad():
+        before = float(exact_inclusive_kl(sampler, scorer, batch).mean())
+    config = small_config(lr=0.03, steps=40, eval_every=20, k=32, objective="posterior")
+    result = train_sampler(sampler, scorer, lats, lats, config, quiet=True)
+    with torch.no_grad():
+        after = float(exact_inclusive_kl(result.sampler, scorer, batch).mean())
+    assert after < before / 3, (before, after)
+    with pytest.raises(NfstError, match="needs a scorer with an exact posterior"):
+        train_sampler(new_sampler("swa", lats), random_scorer(len(lats[0].mark_vocab), 0),
+                      lats, lats, config, quiet=True)
