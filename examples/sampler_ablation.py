@@ -3,7 +3,7 @@ frozen scorer of an existing run, then print their test partial KL untrained and
 
     python examples/sampler_ablation.py runs/cipher-small-0 runs/abl-k64 swa sampler.k=64
 
-The new run directory OUT gets a copy of RUN's scorer (so every row shares one scorer) and
+The new run directory OUT gets a copy of RUN's scorer and n-gram (so every row shares them) and
 RUN's task, preset and options; OVERRIDES are further ``--option`` settings. Reads
 NFST_DATA_DIR and NFST_CACHE_DIR like the command line. Prints one JSON object.
 """
@@ -24,8 +24,9 @@ def main(base: str, out: str, samplers: str, *overrides: str) -> dict:
              "cache_dir": os.environ.get("NFST_CACHE_DIR", ".nfst-cache")}
     base_run, out_dir = Run.open(base, **where), Path(out)
     (out_dir / "stages").mkdir(parents=True, exist_ok=True)
-    shutil.copy(Path(base) / "scorer.pt", out_dir / "scorer.pt")
-    for stage in ("compile", "scorer"):
+    for model in ("scorer.pt", "ngram.pt"):
+        shutil.copy(Path(base) / model, out_dir / model)
+    for stage in ("ngram", "scorer"):
         shutil.copy(Path(base) / "stages" / f"{stage}.json", out_dir / "stages")
     config = RunConfig(task=base_run.config.task, preset=base_run.config.preset,
                        seed=base_run.config.seed, samplers=tuple(samplers.split(",")),
@@ -33,11 +34,19 @@ def main(base: str, out: str, samplers: str, *overrides: str) -> dict:
     started = time.time()
     run = Run(config, out_dir, **where, quiet=True)
     run.evaluation()
-    keys = ("untrained_partial_kl", "partial_kl", "partial_kl_se",
-            "untrained_exclusive_kl_lower_bound", "exclusive_kl_lower_bound", "training", "curve")
-    return {"run": out, "overrides": list(overrides), "seconds": time.time() - started,
-            "samplers": {name: {k: metrics.get(k) for k in keys}
-                         for name, metrics in run.results()["samplers"].items()}}
+    keys = ("untrained_partial_kl", "partial_kl", "partial_kl_se", "per_pair_partial_kl",
+            "untrained_exclusive_kl_lower_bound", "exclusive_kl_lower_bound", "exclusive_kl",
+            "exclusive_kl_se", "inclusive_kl", "inclusive_kl_se", "training", "curve",
+            "stopped_by", "steps", "best_step")
+    results = run.results()
+    structure = run.task.structure("test")
+    share = [structure.name, f"{structure.name}_se"] if structure else []
+    return {"run": out, "task": config.task, "overrides": list(overrides),
+            "seconds": time.time() - started,
+            "scorer": {k: results["scorer"].get(k) for k in (
+                "kind", "test_log_z", "test_log_z_se", "test_log_z_exact", *share)},
+            "samplers": {name: {k: metrics.get(k) for k in (*keys, *share)}
+                         for name, metrics in results["samplers"].items()}}
 
 
 if __name__ == "__main__":
