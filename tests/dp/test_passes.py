@@ -15,7 +15,7 @@ from nfst.dp.semiring import MaxSemiring
 from nfst.fst import lattice_to_fst, reverse_shortest_distance
 from tests.helpers.brute import chi_square_critical, lattice_paths
 from tests.helpers.lattices import small_lattices
-from tests.helpers.strategies import small_mfsts
+from tests.helpers.strategies import examples, small_mfsts
 
 
 def random_weights(batch, seed, scale=2.0):
@@ -41,8 +41,8 @@ def one_state_loops() -> MarkedFST:
 
 # Most random (T, x, y) have no lattice (assume rejects them): about 1 seed in 100 trips the
 # filtering health check, as in tests/fst/test_history.py.
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                HealthCheck.filter_too_much])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.too_slow,
+                                                            HealthCheck.filter_too_much])
 @given(small_mfsts(), st.lists(st.sampled_from("ab"), max_size=3),
        st.lists(st.sampled_from("cd"), max_size=3), st.integers(0, 2**31))
 @example(one_state_loops(), list("abb"), list("ddd"), 293)
