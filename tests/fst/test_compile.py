@@ -6,18 +6,18 @@ from nfst import (AmbiguousMFSTError, CompileOptions, CyclicLatticeError, Invali
                   LatticeTooLargeError, MarkedFST, NoPathError, UnknownSymbolError, compile_lattice)
 from nfst.fst.compile_to_openfst import CompileEncoding, marks_determine_paths
 from tests.helpers.brute import asap_positions, generating_paths, path_marks, walk_marks
-from tests.helpers.strategies import small_mfsts
+from tests.helpers.strategies import examples, small_mfsts
 
 pairs = st.tuples(st.lists(st.sampled_from("ab"), max_size=3), st.lists(st.sampled_from("cd"), max_size=3))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(small_mfsts(), pairs)
 def test_lattice_matches_brute_force(T, pair):
     check_against_brute_force(T, pair)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(small_mfsts(grouped=True), pairs)
 def test_marks_carrying_several_symbols(T, pair):
     """A mark may carry several symbols (e.g. one mark ``a:c`` for a substitution)."""
@@ -66,7 +66,7 @@ def two_ways_to_mark_m():
     return T
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(small_mfsts())
 @example(two_ways_to_mark_m())  # acyclic and ambiguous: rare among the random ones
 def test_unambiguity_matches_brute_force(T):

@@ -7,7 +7,7 @@ from nfst import NfstError, compile_lattice
 from nfst.fst.history import expand_history, start_history
 from tests.helpers.brute import lattice_paths
 from tests.helpers.lattices import small_lattices
-from tests.helpers.strategies import small_mfsts
+from tests.helpers.strategies import examples, small_mfsts
 
 
 def history_of(marks, depth, V):
@@ -47,7 +47,7 @@ def test_small_lattices_at_every_depth():
             check_expansion(lat, depth)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow,
                                                             HealthCheck.filter_too_much])
 @given(small_mfsts(), st.lists(st.sampled_from("ab"), max_size=3),
        st.lists(st.sampled_from("cd"), max_size=3), st.integers(1, 3))

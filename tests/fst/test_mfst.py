@@ -4,6 +4,7 @@ from hypothesis import strategies as st
 
 from nfst import InvalidMFSTError, MarkedFST, compile_lattice
 from tests.helpers.brute import generating_paths
+from tests.helpers.strategies import examples
 
 
 def edit(name, sigma, delta, tag, delete=True):
@@ -26,7 +27,7 @@ def marks_of(T, x, y):
 words = st.lists(st.sampled_from("ab"), max_size=2)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(words, st.lists(st.sampled_from("cd"), max_size=2))
 def test_compose_concatenates_marks(x, y):
     """The (x, y) paths of T1∘T2 correspond one to one with pairs of a T1 path x→z and a T2

@@ -2,7 +2,7 @@ from hypothesis import HealthCheck, given, settings
 
 from nfst import MarkedFST, compose_openfst
 from tests.helpers.brute import path_triples
-from tests.helpers.strategies import small_mfsts
+from tests.helpers.strategies import examples, small_mfsts
 
 
 def relabel_input(T: MarkedFST, mapping: dict) -> MarkedFST:
@@ -17,7 +17,7 @@ def relabel_input(T: MarkedFST, mapping: dict) -> MarkedFST:
     return U
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(small_mfsts(), small_mfsts())
 def test_openfst_compose_equals_python(A, B):
     """The same paths (input, output, marks), repeats included, as the Python composition;

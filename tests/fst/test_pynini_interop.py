@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from nfst import (InvalidMFSTError, MarkedFST, NoPathError, OutputMarks, compile_lattice,
                   from_pynini, to_pynini)
 from tests.helpers.brute import path_triples, walk_marks
-from tests.helpers.strategies import small_mfsts
+from tests.helpers.strategies import examples, small_mfsts
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(small_mfsts(grouped=True, wide=True))
 def test_round_trip_keeps_paths_and_marks(T):
     """An arc with two symbols on a tape becomes two mark-less Pynini arcs in a row, whose

@@ -1,8 +1,16 @@
 """Hypothesis strategies shared by the tests."""
 
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from nfst import MarkedFST
+
+
+def examples(n: int) -> int:
+    """A test's max_examples: ``n`` under the ``dev`` and ``ci`` profiles, scaled by the loaded
+    profile's max_examples over Hypothesis's default 100 (10x under ``thorough``;
+    tests/conftest.py), since a test's own max_examples would otherwise override the profile's."""
+    return max(1, n * settings.default.max_examples // 100)
 
 
 @st.composite

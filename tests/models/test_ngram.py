@@ -15,7 +15,7 @@ from tests.helpers.brute import chi_square_critical, lattice_paths
 from tests.helpers.lattices import small_batch
 from tests.helpers.samplers import all_paths, exact_log_p
 from tests.helpers.scorers import padded
-from tests.helpers.strategies import small_mfsts
+from tests.helpers.strategies import examples, small_mfsts
 
 
 def random_ngram(V, order, seed, scale=1.5):
@@ -75,7 +75,7 @@ def test_log_partition_and_posteriors_match_enumeration(order, device):
     assert torch.allclose(post, expected, atol=1e-10)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(30), suppress_health_check=[HealthCheck.too_slow,
                                                             HealthCheck.filter_too_much])
 @given(small_mfsts(), st.lists(st.sampled_from("ab"), max_size=3),
        st.lists(st.sampled_from("cd"), max_size=3), st.integers(1, 3), st.integers(0, 2**31))

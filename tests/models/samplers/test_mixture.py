@@ -7,8 +7,9 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers.mixture import mixture_counts, mixture_draw
-from tests.helpers.lattices import small_batch
-from tests.helpers.samplers import FreeWeightSampler, all_paths, exact_log_p, exact_sampler
+from tests.helpers.lattices import cipher_lattice, small_batch
+from tests.helpers.samplers import (FreeWeightSampler, all_paths, exact_log_p, exact_sampler,
+                                    new_sampler)
 from tests.helpers.scorers import random_scorer
 
 
@@ -38,6 +39,21 @@ def test_every_path_is_weighted_against_the_whole_mixture():
     assert (drawn.arcs[:, :2] >= 0).sum() > 0  # the first component's paths come first
 
 
+def test_the_mixture_density_uses_the_counts_drawn_not_the_shares():
+    """Shares 1 : 2 over k = 4 paths draw 1 and 3: r = (1/4) q_a + (3/4) q_b, the density the
+    paths came from, not (1/3) q_a + (2/3) q_b."""
+    batch = small_batch()
+    g = torch.Generator().manual_seed(4)
+    a = FreeWeightSampler(batch, torch.randn(batch.num_arcs, dtype=torch.float64, generator=g))
+    b = FreeWeightSampler(batch, torch.randn(batch.num_arcs, dtype=torch.float64, generator=g))
+    drawn = mixture_draw([a, b], [1, 2], batch, 4, torch.Generator().manual_seed(0))
+    assert drawn.counts == (1, 3)
+    with torch.no_grad():
+        qa, qb = a.score(batch, drawn.arcs), b.score(batch, drawn.arcs)
+    expected = torch.logaddexp(qa + math.log(1 / 4), qb + math.log(3 / 4))
+    assert torch.allclose(drawn.log_r, expected, rtol=0, atol=1e-12), drawn.log_r - expected
+
+
 def test_the_mixture_estimate_of_z_is_unbiased():
     """Ẑ = mean p̃/r over many draws against the exact Z, within 4 standard errors; a mixture
     weighted by the drawing component alone (a wrong r) is far off."""
@@ -57,3 +73,25 @@ def test_the_mixture_estimate_of_z_is_unbiased():
     own = torch.cat([drawn.log_q[0][:, :2000], drawn.log_q[1][:, 2000:]], 1)
     wrong = torch.exp(log_p - own - log_z[:, None]).mean(1)
     assert torch.any((wrong - 1).abs() > 10 * se)
+
+
+def test_a_randomized_component_scores_every_path_under_the_selection_it_drew_with(monkeypatch):
+    """Randomized SWP (budget 0.1) beside another sampler: its log q of every path, its own and
+    the other's, is its score under the one selection it sampled with (a fresh selection
+    scores the same paths differently), so r is one density."""
+    batch = LatticeBatch([cipher_lattice()] * 4)
+    swp = new_sampler("swp", batch.lattices)
+    swp.config.budget = 0.1
+    other = FreeWeightSampler(batch, torch.randn(batch.num_arcs, dtype=torch.float64,
+                                                 generator=torch.Generator().manual_seed(2)))
+    contexts = []  # every selection swp prepares, in order
+    prepare = swp.prepare
+    monkeypatch.setattr(swp, "prepare", lambda b: contexts.append(prepare(b)) or contexts[-1])
+    torch.manual_seed(0)  # the selection's randomness
+    drawn = mixture_draw([swp, other], [1, 1], batch, 8, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        drew_with = swp.score(batch, drawn.arcs, contexts[0])
+        fresh = swp.score(batch, drawn.arcs)
+    assert torch.allclose(drawn.log_q[0], drew_with, rtol=0, atol=1e-9), \
+        drawn.log_q[0] - drew_with
+    assert float((fresh - drew_with).abs().max()) > 1e-3

@@ -1,0 +1,21 @@
+"""The schema of results.json (nfst.experiment.results), from hand-written stage files."""
+
+import math
+
+import pytest
+
+from nfst.experiment.results import build_results
+from nfst.experiment.rundir import RunDir
+
+
+def test_the_scorers_test_log_z_is_the_mean_over_pairs(tmp_path):
+    """Three pairs of 8 samples each: test log Ẑ is the mean of the three per-pair values,
+    with the standard error of that mean (not a sum over the samples)."""
+    run_dir = RunDir(tmp_path, {"run": {"task": "cipher", "preset": "small", "seed": 0},
+                                "preset": {"scorer": {"kind": "ngram"}}})
+    log_z = {"method": "importance sampling", "samples": 8, "per_pair": [-1.0, -2.0, -6.0],
+             "per_pair_se": [0.1, 0.2, 0.3]}
+    run_dir.finish("evaluate", {"samplers": {}, "log_z": log_z})
+    scorer = build_results(run_dir)["scorer"]
+    assert scorer["test_log_z"] == pytest.approx(-3.0)
+    assert scorer["test_log_z_se"] == pytest.approx(math.sqrt(7 / 3))  # sd √7 over √3 pairs
