@@ -29,6 +29,15 @@ from torch import Tensor, nn
 from ..dp.batch import LatticeBatch
 
 
+def distinct_strings(marks: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The distinct rows U (n, L) of mark strings ``marks`` (N, L), -1 after each end, their
+    lengths (n,) and each row's place among them (N,): ``marks == U[index]``."""
+    if not marks.numel():  # torch.unique refuses zero-width rows; nothing to share anyway
+        return marks, (marks >= 0).sum(-1), torch.arange(len(marks), device=marks.device)
+    distinct, index = torch.unique(marks, dim=0, return_inverse=True)
+    return distinct, (distinct >= 0).sum(-1), index
+
+
 class Scorer(nn.Module):
     """Base class; see the module docstring."""
 
@@ -91,16 +100,20 @@ class Scorer(nn.Module):
         tokens = torch.cat(tokens)
         return tokens.new_zeros(N).index_add_(0, torch.cat(read), tokens)
 
+    def score_marks(self, marks: Tensor) -> Tensor:
+        """log p̃ (...) of mark strings (..., L), -1 after each end. A trained sampler repeats
+        its paths, so each distinct string is scored once (:func:`distinct_strings`): for a
+        frozen scorer the same values as scoring every row (bitwise for the LSTM on CPU)."""
+        distinct, lengths, index = distinct_strings(marks.flatten(0, -2))
+        return self.log_prob(distinct, lengths)[index].view(marks.shape[:-1])
+
     def score_paths(self, paths) -> Tensor:
         """log p̃ (B, k) of sampled paths (a ``nfst.models.samplers.Paths``)."""
-        B, k, L = paths.marks.shape
-        return self.log_prob(paths.marks.reshape(B * k, L), paths.lengths.reshape(-1)).view(B, k)
+        return self.score_marks(paths.marks)
 
     def score_arcs(self, batch: LatticeBatch, arcs: Tensor) -> Tensor:
         """log p̃ (B, k) of paths given by their arcs (B, k, L) in ``batch``, -1 padded."""
-        B, k, L = arcs.shape
-        return self.log_prob(batch.marks_of(arcs).reshape(B * k, L),
-                             (arcs >= 0).sum(-1).reshape(-1)).view(B, k)
+        return self.score_marks(batch.marks_of(arcs))
 
     def freeze(self) -> "Scorer":
         """Read-only from now on: no gradients, eval mode (dropout off)."""

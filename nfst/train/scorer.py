@@ -36,7 +36,7 @@ from ..fst.lattice import Lattice
 from ..models.ngram import NgramScorer
 from ..models.samplers import Sampler, SamplerConfig, make_sampler
 from ..models.samplers.mixture import mixture_draw
-from ..models.scorer import LSTMScorer
+from ..models.scorer import LSTMScorer, distinct_strings
 from .loop import LoopConfig, Trainer, train_loop
 from .ngram import NgramConfig, fit_ngram
 from .objectives import inclusive_kl_loss, iwae_bound, iwae_loss
@@ -181,9 +181,8 @@ class _StepLoss(torch.nn.Module):
         arcs, log_q, log_r = self.propose(batch, generator)
         B, K, L = arcs.shape
         # A good proposal repeats paths: score each distinct mark string once.
-        marks, index = torch.unique(batch.marks_of(arcs).reshape(B * K, L), dim=0,
-                                    return_inverse=True)
-        log_p, smoothed = self.scorer.log_prob_smoothed(marks, (marks >= 0).sum(-1),
+        marks, lengths, index = distinct_strings(batch.marks_of(arcs).reshape(B * K, L))
+        log_p, smoothed = self.scorer.log_prob_smoothed(marks, lengths,
                                                         self.config.label_smoothing)
         log_p, smoothed = log_p[index].view(B, K), smoothed[index].view(B, K)
         loss_p = iwae_loss(log_p.detach(), log_r, surrogate=smoothed)

@@ -9,10 +9,10 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.dp.passes import log_partition
 from nfst.models.samplers import SamplerConfig
-from nfst.models.scorer import ArcFactoredScorer, LSTMScorer
+from nfst.models.scorer import ArcFactoredScorer, LSTMScorer, distinct_strings
 from nfst.train.scorer import ScorerConfig, train_scorer
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
-from tests.helpers.samplers import all_paths, exact_log_p
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, small_batch, symbols_of
+from tests.helpers.samplers import all_paths, exact_log_p, exact_sampler
 from tests.helpers.scorers import padded, random_scorer
 
 
@@ -55,6 +55,30 @@ def test_prefix_tree_scoring_matches_log_prob(device):
     empty = [t.to(device) for t in padded([[], []])]
     torch.testing.assert_close(scorer.log_prob_tree(*empty), scorer.log_prob(*empty))
     assert scorer.log_prob_tree(marks[:0], lengths[:0]).shape == (0,)
+
+
+def repeated_paths(batch, k=32):
+    """k paths per lattice from a sharp posterior: most of them repeats, as a trained
+    sampler's are."""
+    sharp = random_scorer(len(batch.mark_vocab), seed=3, scale=4.0)
+    return exact_sampler(batch, sharp).sample(batch, k, torch.Generator().manual_seed(0))
+
+
+def test_scoring_distinct_paths_once_matches_scoring_every_path():
+    batch = small_batch()
+    paths = repeated_paths(batch)
+    B, k, L = paths.marks.shape
+    marks, lengths = paths.marks.reshape(B * k, L), paths.lengths.reshape(-1)
+    distinct, distinct_lengths, index = distinct_strings(marks)
+    assert len(distinct) <= B * k // 4  # mostly repeats, so the test exercises sharing
+    assert torch.equal(distinct[index], marks) and torch.equal(distinct_lengths[index], lengths)
+    scorer = LSTMScorer(len(batch.mark_vocab), hidden=8, layers=2).double().freeze()
+    every = scorer.log_prob(marks, lengths).view(B, k)
+    assert torch.equal(scorer.score_paths(paths), every)  # one row's score ignores the others
+    assert torch.equal(scorer.score_arcs(batch, paths.arcs), every)
+    unigram, empty = random_scorer(5, seed=0), torch.full((2, 3, 0), -1, dtype=torch.long)
+    assert torch.equal(unigram.score_marks(empty),  # torch.unique refuses zero-width rows
+                       unigram.weights[-1].detach().expand(2, 3))
 
 
 def tiny_trained_scorer():

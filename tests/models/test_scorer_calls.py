@@ -6,6 +6,7 @@ from nfst.models.scorer_calls import CountingScorer
 from nfst.smc.engine import SMCConfig, smc
 from tests.helpers.lattices import small_batch
 from tests.helpers.samplers import noisy_sampler
+from tests.models.test_scorer import repeated_paths
 from tests.helpers.scorers import padded, random_scorer
 
 
@@ -43,3 +44,23 @@ def test_prefix_tree_scoring_costs_one_call_per_distinct_prefix():
     counter.calls = 0  # two lattices: their trees share nothing, not even the empty prefix
     counter.log_prob_tree(*padded(strings + strings), torch.tensor([5] * 6 + [2] * 6))
     assert counter.calls == 2 * len(prefixes)
+
+
+class LogProbRows(CountingScorer):
+    """Also counts the strings scored whole."""
+
+    rows = 0
+
+    def log_prob(self, marks, lengths):
+        self.rows += len(marks)
+        return super().log_prob(marks, lengths)
+
+
+def test_sampled_paths_cost_one_scoring_per_distinct_path():
+    batch = small_batch()
+    paths = repeated_paths(batch)
+    distinct = {tuple(m) for m in paths.marks.flatten(0, 1).tolist()}
+    counter = LogProbRows(random_scorer(len(batch.mark_vocab), seed=0, normalised=True))
+    counter.score_paths(paths)
+    assert counter.rows == len(distinct) < paths.lengths.numel() // 4
+    assert counter.calls == sum(sum(m >= 0 for m in s) + 1 for s in distinct)
