@@ -1,15 +1,24 @@
-# Set-up installs the pinned CPU build of torch first: a bare `torch` requirement would pull a
-# multi-GB CUDA build.
+# Set-up installs torch before nfst, from PyTorch's CPU wheel index by default: PyPI's torch for
+# Linux x86-64 is the CUDA build (gigabytes of wheels), and nfst's bare `torch>=2.1` would pull
+# it. TORCH_INDEX=URL installs from another index (a CUDA one: .../whl/cu1XY); TORCH_INDEX= (empty)
+# from pip's default index only. Where TORCH_INDEX cannot be reached, or has no such wheel, the
+# set-up says so in one line and installs torch from the default index instead.
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH := torch==2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# a first try that fails fast and quietly: no retries, a short timeout, no error output
+TORCH_FROM_INDEX = $(BIN)/pip install -q --retries 0 --timeout 10 --index-url $(TORCH_INDEX) \
+	$(TORCH) 2>/dev/null || { echo "setup: no $(TORCH) from $(TORCH_INDEX) (unreachable, or no \
+	wheel for this platform); installing it from pip's \
+	default index, whose Linux x86-64 torch is the CUDA build"; $(BIN)/pip install -q $(TORCH); }
 
 .PHONY: setup test docs serve-docs demo bench clean
 
 $(BIN)/nfst: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q $(TORCH)
+	$(if $(TORCH_INDEX),$(TORCH_FROM_INDEX),$(BIN)/pip install -q $(TORCH))
 	$(BIN)/pip install -q -e '.[dev,docs]'
 	touch $@
 

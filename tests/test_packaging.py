@@ -1,10 +1,13 @@
 """The installed package: every subpackage of nfst/ is listed in pyproject.toml (an unlisted one
 works in an editable install but is missing from a wheel), and the repository's tasks/ and fsts/
-install as nfst.tasks and nfst.fsts, never as top-level `tasks` and `fsts`."""
+install as nfst.tasks and nfst.fsts, never as top-level `tasks` and `fsts`; the citation file
+agrees with pyproject.toml."""
 
 import ast
 import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).parents[1]
 
@@ -36,3 +39,23 @@ def test_requires_python_is_what_the_code_needs():
                 too_new += [f"{path.relative_to(ROOT)} imports {name}" for name in names
                             if NEWER_STDLIB.get(name, (0, 0)) > (major, minor)]
     assert not too_new, f"requires-python {spec}, but " + "; ".join(too_new)
+
+
+def test_citation_file_has_what_cff_requires_and_matches_pyproject():
+    """CITATION.cff holds the keys that the Citation File Format 1.2.0 requires, every author
+    and reference author has a name, and the version, licence and repository are
+    pyproject.toml's."""
+    yaml = pytest.importorskip("yaml", reason="PyYAML comes with the docs extra (mkdocs)")
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    missing = {"cff-version", "message", "title", "authors"} - set(cff)
+    assert not missing, f"CITATION.cff lacks {sorted(missing)}"
+    assert cff["cff-version"] == "1.2.0"
+    assert isinstance(cff["message"], str) and cff["message"].strip()
+    for reference in [cff, *cff.get("references", [])]:
+        assert reference["authors"], f"{reference['title']}: no authors"
+        for author in reference["authors"]:
+            assert "name" in author or "family-names" in author, f"{reference['title']}: {author}"
+    assert str(cff["version"]) == project["version"]
+    assert cff["license"] == project["license"]
+    assert cff["repository-code"] == project["urls"]["Repository"]

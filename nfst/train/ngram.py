@@ -37,6 +37,7 @@ class NgramConfig(LoopConfig):
     batch_size: Optional[int] = None
     """Lattices per step, cycling through the training set; None: all of them."""
     grad_clip: Optional[float] = None
+    """Clip the fit's gradient norm to this; None (the n-gram's default): no clipping."""
 
 
 @dataclass

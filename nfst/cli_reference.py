@@ -1,16 +1,38 @@
-"""MkDocs hook: the CLI reference page, generated from the parser at every build.
+"""The command-line reference page, docs/cli.md, generated from the parser:
 
-A page holding the line ``<!-- cli-reference -->`` gets, in its place, every command of
-``nfst.cli.build_parser()`` (its purpose, usage, arguments with their defaults, examples) and
-the table of every ``--option`` key of the presets (``nfst.experiment.config.describe_options``),
-so the reference cannot fall behind the code.
+    python -m nfst.cli_reference            # (re)writes docs/cli.md, from the checkout's root
+    python -m nfst.cli_reference -          # prints the page instead
+
+The page holds every command of ``nfst.cli.build_parser()`` (its purpose, usage, arguments with
+their defaults, examples) and the table of every ``--option`` key of the presets
+(``nfst.experiment.config.describe_options``). It is committed, so that it reads right where the
+repository is browsed; tests/test_cli_reference.py fails when it falls behind the code.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from pathlib import Path
 
-MARKER = "<!-- cli-reference -->"
+PAGE = Path("docs/cli.md")
+INTRO = """\
+# Command-line reference
+
+`nfst COMMAND --help` prints the same for one command. Settings come, in increasing priority,
+from the defaults, a TOML file given with `--config` (a table per command, e.g. `[run]`, and
+shared keys at the top level) and the command line. Bad input stops with one line saying what
+is wrong and a hint, and exit status 2.
+
+```console
+$ nfst --version
+nfst 0.1.0
+```
+
+This page is generated from the parser by `python -m nfst.cli_reference`; a test fails when
+it falls behind the code.
+"""
 
 
 def _cell(text: object) -> str:
@@ -82,7 +104,22 @@ def _options() -> list[str]:
     return lines
 
 
-def on_page_markdown(markdown: str, page, config, files) -> str:
-    if MARKER not in markdown:
-        return markdown
-    return markdown.replace(MARKER, "\n".join(_commands() + [""] + _options()))
+def render() -> str:
+    """The whole page."""
+    return "\n".join([INTRO, *_commands(), "", *_options()]) + "\n"
+
+
+def main(argv: list[str]) -> None:
+    # The same page from any shell: the defaults without NFST_CACHE_DIR (nfst.cli reads it on
+    # import), usage wrapped at 80 columns (argparse reads COLUMNS).
+    os.environ.pop("NFST_CACHE_DIR", None)
+    os.environ["COLUMNS"] = "80"
+    text = render()
+    if argv == ["-"]:
+        sys.stdout.write(text)
+    else:
+        (Path(argv[0]) if argv else PAGE).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
