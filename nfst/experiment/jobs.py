@@ -13,7 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Sequence
+from typing import Callable, Sequence
 
 
 def available_cores() -> int:
@@ -32,19 +32,19 @@ def train_in_workers(run, names: Sequence[str], jobs: int) -> None:
                  processes=1, quiet=True)
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(min(jobs, len(names)), mp_context=context) as pool:
-        futures = {pool.submit(_train_one, str(run.dir), name, where, loop_threads()): name
-                   for name in names}
+        # type(run).open (Run.open) pickles by name: the workers import it themselves
+        futures = {pool.submit(_train_one, type(run).open, str(run.dir), name, where,
+                               loop_threads()): name for name in names}
         for future in as_completed(futures):
             future.result()  # a worker's error (or interruption) is the stage's
 
 
-def _train_one(run_dir: str, name: str, where: dict, threads: int) -> None:
+def _train_one(open_run: Callable, run_dir: str, name: str, where: dict, threads: int) -> None:
     from ..runtime.interrupt import graceful_interrupts
     from ..runtime.threads import set_threads
-    from .run import Run
     set_threads(threads)
     with graceful_interrupts():
-        run = Run.open(run_dir, **where)
+        run = open_run(run_dir, **where)
 
         def report(step: int, record: dict) -> None:
             if "dev_partial_kl" in record:
