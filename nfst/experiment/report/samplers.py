@@ -18,6 +18,11 @@ PAPER_PARTIAL_KL = {
     "swp": {"tr": 38.1, "scan": 102.9, "cipher": 73.9},
     "nolookahead": {"tr": 31.9, "scan": 39.9, "cipher": 95.5},
 }
+PAPER_LENGTH = {  # 003 Fig. 4b
+    "swa": {"tr": 24.3, "scan": 65.6, "cipher": 68.4},
+    "sws": {"tr": 24.3, "scan": 65.6, "cipher": 67.6},
+    "swp": {"tr": 24.3, "scan": 65.6, "cipher": 59.9},
+}
 PAPER_ESS = {
     "swa": {"tr": 1.0, "scan": 7.9, "cipher": 1.1},
     "sws": {"tr": 1.1, "scan": 4.3, "cipher": 1.3},
@@ -60,7 +65,8 @@ def _learning(runs: list[dict]) -> list[str]:
         lines += [f"### {run['task']}: what training changed (test pairs)", "",
                   "| sampler | partial KL untrained → trained | drop | exclusive KL lower bound "
                   "untrained → trained |" + (" exclusive KL untrained → trained | inclusive KL |"
-                                              if exact else "") + " training ESS | steps |",
+                                              if exact else "") + " training ESS | steps "
+                  "(best; stopped by) |",
                   "|---|---|---|---|---|---|" + ("---|---|" if exact else "")]
         for s in ordered(samplers, SAMPLER_ORDER):
             r = samplers[s]
@@ -74,7 +80,7 @@ def _learning(runs: list[dict]) -> list[str]:
             lines.append(
                 f"| {s} | {fmt(r['untrained_partial_kl'])} → {fmt(r['partial_kl'])} | "
                 f"{fmt(r['untrained_partial_kl'] - r['partial_kl'])} | {' | '.join(cells)} | "
-                f"{fmt(training.get('mean_ess'), digits=2)} | {training.get('steps', '–')} |")
+                f"{fmt(training.get('mean_ess'), digits=2)} | {_stopping(r, training)} |")
         lines.append("")
         if log_z:
             lines += [f"Exclusive KL lower bound: partial KL + log Ẑ per pair, log Ẑ by "
@@ -88,6 +94,44 @@ def _learning(runs: list[dict]) -> list[str]:
                         "of 1/Σ w̄² of the k training weights.", ""]
         lines += _ordering(samplers)
     return lines
+
+
+def _stopping(r: dict, training: dict) -> str:
+    """``steps (best step; what stopped training)``, from results.json's per-sampler keys."""
+    steps = r.get("steps", training.get("steps", "–"))
+    if r.get("stopped_by") is None:
+        return str(steps)
+    return f"{steps} ({r.get('best_step')}; {r['stopped_by']})"
+
+
+def gaps_to_best(samplers: dict) -> dict:
+    """Per sampler: the mean over test pairs of its partial KL minus the best sampler's, and
+    that difference's standard error (paired: on one scorer log Z cancels, so it is a
+    difference of exclusive KLs)."""
+    ranked = [s for s in samplers if "per_pair_partial_kl" in samplers[s]]
+    if not ranked:
+        return {}
+    best = min(ranked, key=lambda s: samplers[s]["partial_kl"])
+    return {s: mean_and_se([x - y for x, y in zip(samplers[s]["per_pair_partial_kl"],
+                                                  samplers[best]["per_pair_partial_kl"])])
+            for s in ranked}
+
+
+def _gaps(runs: list[dict]) -> list[str]:
+    """Each sampler's gap to the best sampler of its run, per task (runs of one preset)."""
+    tasks = ordered([r["task"] for r in runs], TASK_ORDER)
+    gaps = {r["task"]: gaps_to_best(r.get("samplers", {})) for r in runs}
+    samplers = ordered({s for g in gaps.values() for s in g}, SAMPLER_ORDER)
+    if not samplers:
+        return []
+    rows = [("sampler", *tasks)]
+    rows += [(s, *(fmt(*gaps[t][s], digits=1) if s in gaps[t] else "–" for t in tasks))
+             for s in samplers]
+    return ["### Gap to the best sampler (test partial KL, paired)", "",
+            text_table(rows, markdown=True), "",
+            "The mean over test pairs of each sampler's partial KL minus the best sampler's ± "
+            "its standard error. Unlike the partial KLs, gaps compare across presets and "
+            "scorers.", ""]
 
 
 def _ordering(samplers: dict) -> list[str]:
@@ -135,8 +179,9 @@ def sampler_sections(runs: list[dict], out: Path) -> list[str]:
     ``out``)."""
     lines = _table(runs, "partial_kl", "partial_kl_se", PAPER_PARTIAL_KL,
                    "Partial KL, lower is better (003 Fig. 4a)")
+    lines += _gaps(runs)
     lines += _learning(runs)
-    lines += _table(runs, "expected_length", "expected_length_se", None,
+    lines += _table(runs, "expected_length", "expected_length_se", PAPER_LENGTH,
                     "Expected mark-string length under p, by self-normalised IS (003 Fig. 4b)")
     lines += _table(runs, "ess", None, PAPER_ESS, "Deduplicated ESS (003 Table 7)")
     if any(res.get("pareto_k") is not None for r in runs for res in r.get("samplers", {}).values()):
