@@ -22,7 +22,6 @@ from .bench import BENCHMARKS, bench_command
 from .errors import NfstError
 from .experiment import commands
 from .experiment.config import DEFAULT_SAMPLERS, check_samplers
-from .experiment.jobs import available_cores
 from .experiment.presets import PRESETS
 from .models.samplers import SAMPLERS
 
@@ -105,9 +104,8 @@ def _run(p, samplers: bool = True) -> None:
 
 
 def _jobs(p) -> None:
-    _add(p, "--jobs", type=int, default=available_cores(),
-         help="samplers trained at once, each in its own process (same figures as one after "
-              "another; default: the cores available)")
+    _add(p, "--jobs", type=int, help="samplers trained at once, each in its own process (the "
+         "same figures as one after another; default: the cores available)")
 
 
 def _run_all(p) -> None:

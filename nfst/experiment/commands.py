@@ -91,7 +91,11 @@ def open_run(o, samplers: Optional[tuple[str, ...]] = None) -> Run:
 
 
 def _jobs(o) -> int:
+    """``--jobs``: by default the cores available (1 for commands without the flag)."""
+    from .jobs import available_cores
     jobs = getattr(o, "jobs", 1)
+    if jobs is None:
+        return available_cores()
     if jobs < 1:
         raise RunConfigError(f"--jobs {jobs}: at least one job is needed",
                              "e.g. --jobs 2 (the default: the cores available)")
@@ -120,6 +124,7 @@ def reproduce(o) -> None:
     runs = []
     for task in tasks:  # every name checked before the first run starts
         config = RunConfig(task=task, preset=o.preset, seed=o.seed,
+                           task_settings=parse_settings(o.task_settings),
                            overrides=tuple(o.overrides))
         runs.append(Run(config, Path(o.runs_dir) / f"{task}-{o.preset}-{o.seed}",
                         data_dir=o.data_dir, cache_dir=o.cache_dir, device=o.device,
