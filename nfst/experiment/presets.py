@@ -10,8 +10,8 @@ paths from the posterior of a mark trigram fitted by exact maximum likelihood
 smoothing: on cipher that brings its test log Ẑ from −82 (200 steps, 3e-3, smoothing 0.1) to
 about −70 nats per pair. ``large`` trains the samplers to convergence: 2,000 training pairs
 (4× small; the tasks' default training subset), d 128, and training until the partial KL on
-100 validation pairs has not improved for 5 validations 100 steps apart (the 3,000-step cap is
-a safety net; ``stopped_by`` in results.json says which ended it); its scorer is
+100 validation pairs has not improved by more than 0.1 nats for 5 validations 100 steps apart
+(the 3,000-step cap is a safety net; ``stopped_by`` in results.json says which ended it); its scorer is
 small's recipe on the larger training set.
 """
 
@@ -57,7 +57,8 @@ PRESETS: dict[str, Preset] = {
                             label_smoothing=0.0, bootstrap=SamplerConfig(d=128, dropout=0.1),
                             bootstrap_lr=1e-3),
         sampler=SamplerTrainConfig(sampler=SamplerConfig(d=128, dropout=0.1), lr=3e-3,
-                                   steps=3000, eval_every=100, eval_k=8, patience=5),
+                                   steps=3000, eval_every=100, eval_k=8, patience=5,
+                                   min_delta=0.1),
         train_pairs=2000, dev_pairs=100, test_pairs=100),
 }
 

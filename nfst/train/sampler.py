@@ -70,6 +70,10 @@ class SamplerTrainConfig(LoopConfig):
     """Samples per dev pair for the validation partial KL."""
     patience: int = 5
     """Stop after this many validations without improvement."""
+    min_delta: float = 0.0
+    """An improvement of the validation partial KL counts (keeps the parameters, restarts the
+    patience) only if it is larger than this, in nats: on a flat curve, changes below the
+    validation's own jitter would otherwise keep training going to the step cap."""
 
 
 @dataclass
@@ -156,18 +160,20 @@ class _StepLoss(torch.nn.Module):
 
 @dataclass
 class EarlyStopping:
-    """Stop after ``patience`` validations without improvement, keeping the best parameters
-    (lower validation values are better)."""
+    """Stop after ``patience`` validations without an improvement larger than ``min_delta``,
+    keeping the parameters of the last such improvement (lower validation values are
+    better)."""
 
     patience: int
     best_params: dict
+    min_delta: float = 0.0
     best: float = math.inf
     best_step: int = 0
     since_best: int = 0
     stopped: bool = False
 
     def update(self, step: int, value: float, module: torch.nn.Module) -> None:
-        if value < self.best:
+        if value < self.best - self.min_delta:
             self.best, self.best_step, self.since_best = value, step, 0
             self.best_params = _copy_params(module)
         else:
@@ -206,7 +212,7 @@ class _SamplerTrainer(Trainer):
         self.optimizers = {f"the {sampler.name} sampler": opt}
         self.saved = {"sampler": sampler, "opt": opt}
         self.train_modules = (sampler,)
-        self.early = EarlyStopping(config.patience, _copy_params(sampler))
+        self.early = EarlyStopping(config.patience, _copy_params(sampler), config.min_delta)
 
     @property
     def stopped(self) -> bool:

@@ -262,3 +262,21 @@ def test_maximum_likelihood_on_exact_posterior_samples_lowers_the_inclusive_kl()
     with pytest.raises(NfstError, match="needs a scorer with an exact posterior"):
         train_sampler(new_sampler("swa", lats), random_scorer(len(lats[0].mark_vocab), 0),
                       lats, lats, config, quiet=True)
+
+
+def test_improvements_smaller_than_min_delta_do_not_count():
+    """A validation curve that creeps down by 0.02 a check: every check improves on the last,
+    so without a threshold training never stops; with min_delta 0.1 three checks (0.06) do not
+    count, and training stops after ``patience`` = 3 checks, keeping the first parameters."""
+    from nfst.train.sampler import EarlyStopping
+
+    module = torch.nn.Linear(1, 1)
+    for min_delta, stops_at in ((0.0, None), (0.1, 3)):
+        early = EarlyStopping(3, {}, min_delta)
+        early.update(0, 10.0, module)
+        step = 0
+        while not early.stopped and step < 7:
+            step += 1
+            early.update(step, 10.0 - 0.02 * step, module)
+        assert (step if early.stopped else None) == stops_at
+        assert early.best_step == (7 if min_delta == 0 else 0)
