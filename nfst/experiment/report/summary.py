@@ -7,7 +7,8 @@ table that :func:`render` makes of the summary ``NAME`` (a run, or a group of ab
 ``gaps:NAME,NAME`` puts the gaps of several runs side by side), and text written by hand
 around them.
 
-    python -m nfst.experiment.report.summary add RUN_DIR NAME --command CMD --machine TEXT
+    python -m nfst.experiment.report.summary add RUN_DIR NAME --command CMD --machine TEXT \
+        [--commit HASH]
     python -m nfst.experiment.report.summary page     # rewrites the tables of docs/results.md
 
 A test checks that the committed page holds the tables its summaries make.
@@ -141,11 +142,13 @@ def main(argv=None) -> None:
     add.add_argument("name")
     add.add_argument("--command", required=True)
     add.add_argument("--machine", required=True)
+    add.add_argument("--commit", help="the commit of the code that ran (default: HEAD)")
     sub.add_parser("page", help="rewrite the tables of docs/results.md")
     o = parser.parse_args(argv)
     if o.what == "add":
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, check=True).stdout.strip()
+        commit = o.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                            capture_output=True, text=True,
+                                            check=True).stdout.strip()
         summary = summarize(load_results(o.run_dir), o.command, commit, o.machine)
         (DOCS / "results" / f"{o.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
     else:
