@@ -1,6 +1,6 @@
-"""One row of the training ablation in docs/results.md ("Ablation with the half-trained scorer"):
-train samplers with changed settings against the frozen scorer of an existing run, then print
-their test partial KL untrained and trained.
+"""One row of an ablation in docs/results.md ("Where we disagree with 003, measured"): train
+samplers with changed settings against the frozen scorer of an existing run, then print their
+test partial KL untrained and trained.
 
     python examples/sampler_ablation.py runs/cipher-small-0 runs/abl-k64 swa sampler.k=64
 

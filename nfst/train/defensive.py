@@ -19,8 +19,8 @@ share keeps q_φ's own paths in the estimate, the teacher's share keeps the weig
 collapsing while q_φ is poor). log q_φ of the teacher's paths is taken by teacher forcing
 (``Sampler.score``), with gradients; the teacher is frozen.
 
-Measured on cipher with a half-trained scorer (docs/results.md, "Ablation with the half-trained
-scorer"): with SWP as teacher (shares 0.25–0.75) the ESS of the training weights rises from
+Measured on cipher with a half-trained scorer (docs/results.md, "Earlier recipes,
+condensed"): with SWP as teacher (shares 0.25–0.75) the ESS of the training weights rises from
 about 2 to 4–14 of 16, but the locally normalised samplers end no lower, so no preset turns it
 on.
 """
