@@ -72,7 +72,9 @@ def fit_generalized_pareto(x: np.ndarray | Tensor) -> tuple[float, float]:
     first_quartile = x[math.floor(n / 4 + 0.5) - 1]
     theta = 1 / x[-1] + (1 - np.sqrt(m / (np.arange(1, m + 1) - 0.5))) / (3 * first_quartile)
     k_theta = np.log1p(-theta[:, None] * x).mean(1)  # (m,)
-    profile = n * (np.log(-theta / k_theta) - k_theta - 1)
+    # −θ / k̂(θ) → 1 / mean x as θ → 0, where evenly spaced x (a repeated weight) can put θ_j
+    ratio = np.divide(-theta, k_theta, out=np.full(m, 1 / x.mean()), where=theta != 0)
+    profile = n * (np.log(ratio) - k_theta - 1)
     post = np.exp(profile - profile.max())
     theta_hat = float((theta * post).sum() / post.sum())
     k = float(np.log1p(-theta_hat * x).mean())

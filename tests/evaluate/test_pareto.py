@@ -37,6 +37,15 @@ def test_fit_shrinks_toward_one_half():
     assert abs(np.mean(k_hats) - 0.15) < 0.1
 
 
+def test_fit_is_defined_where_the_grid_meets_theta_zero():
+    # x = 0.2, 0.4, .., 1 (five evenly spaced, as a repeated weight gives): m = 32, x* = 0.2 and
+    # θ_13 = 1 + (1 − √(32/12.5))/0.6 = 0, where −θ/k̂(θ) is 0/0; its limit is 1/mean x. The
+    # fit is scale-free, so it equals that of 1..5, whose grid misses 0.
+    k, sigma = fit_generalized_pareto(np.arange(1.0, 6.0) / 5)
+    k_1, sigma_1 = fit_generalized_pareto(np.arange(1.0, 6.0))
+    assert k == pytest.approx(k_1, abs=1e-9) and sigma == pytest.approx(sigma_1 / 5, rel=1e-9)
+
+
 def test_fit_rejects_nonpositive_exceedances():
     with pytest.raises(ValueError):
         fit_generalized_pareto(np.array([1.0, 0.0, 2.0]))
