@@ -144,6 +144,9 @@ class RunConfig:
     log_z_samples: int = 256
     """Samples per test pair for the IS estimate of log Z, from an even mixture of the n-gram's
     posterior and every sampler."""
+    log_z_max_samples: int = 2048
+    """Samples per test pair of a fresh draw that replaces the first ``log_z_samples`` where
+    their Pareto k̂ is above 0.7 (``nfst.evaluate.log_z``); at most ``log_z_samples``: none."""
 
     def default_dir(self) -> Path:
         return Path("runs") / f"{self.task}-{self.preset}-{self.seed}"

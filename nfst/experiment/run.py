@@ -243,6 +243,7 @@ class Run:
         self._say(f"estimating log Z with {self.config.log_z_samples} samples per pair "
                   f"from {', '.join(proposals)}")
         result["log_z"] = estimate_log_z(proposals, scorer, test, self.config.log_z_samples,
+                                         max_samples=self.config.log_z_max_samples,
                                          seed=self.config.seed, device=self.device,
                                          structure=structure)
         ngram_log_z = exact_log_z(ngram, test, device=self.device)
