@@ -6,6 +6,12 @@ against the whole mixture: ``nfst.models.samplers.mixture``), log Ẑ = log (1/M
 is a lower bound in expectation, tight only when r is close to the posterior. Partial KL + log Ẑ
 is therefore a lower bound on the exclusive KL(q ‖ p) (:func:`add_exclusive_kl`). Where the
 scorer is a WFST, ``nfst.evaluate.exact`` gives the exact values to check these against.
+
+Adaptive sample sizes: a first draw of M paths per pair only decides how many paths a second,
+fresh draw has: N where the first draw's weights are heavy-tailed (Pareto k̂ > 0.7), else M.
+The estimate is the second draw's alone. Its size depends on the first draw only, so Ẑ stays
+unbiased; keeping the first draw where its k̂ looks fine would not (it is kept exactly when it
+looks light-tailed, which its value correlates with), nor would pooling the two.
 """
 
 from __future__ import annotations
@@ -23,20 +29,51 @@ from ..runtime.distributed import item_seed, shared_map
 from ..runtime.threads import cpu_threads
 from . import metrics
 from .metrics import mean_and_se
-from .pareto import pareto_k, pareto_summary
+from .pareto import PARETO_K_WARN, pareto_k, pareto_summary
 from .samplers import Structure, eval_mode
 
 
+@torch.no_grad()
+def _draw(proposals: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence[Lattice], M: int,
+          seed: int, device: torch.device, structure: Optional[Structure]) -> list[dict]:
+    """Per pair of ``lattices`` (one minibatch), M paths from the even mixture of
+    ``proposals``: log Ẑ ± SE, k̂, each proposal's own log Ẑ from its paths, the share."""
+    components = list(proposals.values())
+    batch = LatticeBatch(lattices, device)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    drawn = mixture_draw(components, [1.0] * len(components), batch, M, generator)
+    with cpu_threads(device):
+        log_p = scorer.score_arcs(batch, drawn.arcs).double().cpu()
+    log_w = log_p - drawn.log_r.double().cpu()
+    log_q = drawn.log_q.double().cpu()
+    local = torch.where(drawn.arcs >= 0, drawn.arcs - batch.arc_offsets[:-1, None, None],
+                        drawn.arcs).cpu()
+    bounds = torch.tensor((0,) + drawn.counts).cumsum(0).tolist()
+    out = []
+    for b, lat in enumerate(batch.lattices):
+        value, se = metrics.log_z_is(log_w[b])
+        own = {name: metrics.log_z_is(log_p[b, lo:hi] - log_q[c, b, lo:hi])[0]
+               for c, (name, lo, hi) in enumerate(zip(proposals, bounds, bounds[1:]))
+               if hi > lo}
+        out.append({"value": value, "se": se, "pareto_k": pareto_k(log_w[b]), "own": own,
+                    "samples": M, "share": None if structure is None else
+                    structure.share(lat, local[b], torch.softmax(log_w[b], 0))})
+    return out
+
+
 def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
-                   lattices: Sequence[Lattice], M: int, *, batch_size: int = 16, seed: int = 0,
-                   device: torch.device | str = "cpu",
+                   lattices: Sequence[Lattice], M: int, *, max_samples: Optional[int] = None,
+                   batch_size: int = 16, seed: int = 0, device: torch.device | str = "cpu",
                    structure: Optional[Structure] = None) -> dict:
     """Per-pair IS estimates of log Z (``metrics.log_z_is``) with M samples per pair from an
     even mixture of ``proposals`` (by name), each path weighted against the whole mixture
     (``nfst.models.samplers.mixture``). Ẑ is unbiased, so E[log Ẑ] ≤ log Z: each log Ẑ is a
-    lower bound in expectation, tight only when the mixture is close to the posterior.
+    lower bound in expectation, tight only when the mixture is close to the posterior. With
+    ``max_samples`` N > M, a first draw of M decides the size of a fresh one that gives the
+    estimate: N paths where its k̂ > 0.7, else M (module docstring; minibatches of as many
+    paths at any size).
 
-    Diagnostics: the Pareto k̂ of each pair's M weights (``nfst.evaluate.pareto``; above 0.7
+    Diagnostics: the Pareto k̂ of each pair's weights (``nfst.evaluate.pareto``; above 0.7
     the estimate is unreliable whatever its standard error says), and, from the same draw,
     each proposal's own IS estimate from just the paths it drew (``by_proposal``); ``spread``,
     the mixture's mean log Ẑ minus the best single proposal's, says how much the mixture
@@ -44,50 +81,58 @@ def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
     (self-normalised over the same samples). Another seed than the evaluation's, so its
     samples are not reused; under torchrun the ranks share the minibatches (a collective)."""
     device = torch.device(device)
-    starts = list(range(0, len(lattices), batch_size))
-    components = list(proposals.values())
 
-    @torch.no_grad()
-    def one_batch(i: int) -> list[dict]:
-        batch = LatticeBatch(lattices[starts[i]:starts[i] + batch_size], device)
-        generator = torch.Generator(device=device).manual_seed(item_seed(seed + 1, i))
-        drawn = mixture_draw(components, [1.0] * len(components), batch, M, generator)
-        with cpu_threads(device):
-            log_p = scorer.score_arcs(batch, drawn.arcs).double().cpu()
-        log_w = log_p - drawn.log_r.double().cpu()
-        log_q = drawn.log_q.double().cpu()
-        local = torch.where(drawn.arcs >= 0, drawn.arcs - batch.arc_offsets[:-1, None, None],
-                            drawn.arcs).cpu()
-        bounds = torch.tensor((0,) + drawn.counts).cumsum(0).tolist()
-        out = []
-        for b, lat in enumerate(batch.lattices):
-            value, se = metrics.log_z_is(log_w[b])
-            own = {name: metrics.log_z_is(log_p[b, lo:hi] - log_q[c, b, lo:hi])[0]
-                   for c, (name, lo, hi) in enumerate(zip(proposals, bounds, bounds[1:]))
-                   if hi > lo}
-            out.append({"value": value, "se": se, "pareto_k": pareto_k(log_w[b]), "own": own,
-                        "share": None if structure is None else
-                        structure.share(lat, local[b], torch.softmax(log_w[b], 0))})
-        return out
+    def stage(lats: Sequence[Lattice], m: int, *again: int) -> list[dict]:
+        size = max(1, batch_size * M // m)  # as many paths per minibatch at any m
+        starts = list(range(0, len(lats), size))
+        parts = shared_map(lambda i: _draw(proposals, scorer, lats[starts[i]:starts[i] + size],
+                                           m, item_seed(seed + 1, i, *again), device, structure),
+                           range(len(starts)))
+        return [v for part in parts for v in part]
 
-    with eval_mode(scorer, *components):
-        per_pair = [v for part in shared_map(one_batch, range(len(starts))) for v in part]
-    by_proposal = {name: mean_and_se([p["own"][name] for p in per_pair])
-                   for name in per_pair[0]["own"]}
-    counts = [n for n in mixture_counts([1.0] * len(components), M) if n]
+    with eval_mode(scorer, *proposals.values()):
+        per_pair = stage(lattices, M)
+        first_ks = [p["pareto_k"] for p in per_pair]
+        if (max_samples or 0) > M:
+            heavy = [k > PARETO_K_WARN for k in first_ks]
+            for again, size in enumerate((M, max_samples), 1):
+                chosen = [j for j, h in enumerate(heavy) if h == (size == max_samples)]
+                for j, p in zip(chosen, stage([lattices[j] for j in chosen], size, again)):
+                    per_pair[j] = p
+    return _summary(proposals, per_pair, first_ks, M, max_samples, structure)
+
+
+def _summary(proposals: Mapping[str, Sampler], per_pair: list[dict], first_ks: list[float],
+             M: int, max_samples: Optional[int], structure: Optional[Structure]) -> dict:
+    """:func:`estimate_log_z`'s result from its per-pair estimates."""
+    names = [name for name in proposals if all(name in p["own"] for p in per_pair)]
+    by_proposal = {name: mean_and_se([p["own"][name] for p in per_pair]) for name in names}
+    counts = {m: dict(zip(proposals, mixture_counts([1.0] * len(proposals), m)))
+              for m in {p["samples"] for p in per_pair}}  # each proposal's paths per pair
     mean = sum(p["value"] for p in per_pair) / len(per_pair)
     ks = [p["pareto_k"] for p in per_pair]
-    names = " and ".join(proposals)
-    result = {"method": f"importance sampling, {M} samples per pair from an even mixture of "
-                        f"{names}; a lower bound in expectation (E[log Ẑ] ≤ log Z)",
+    adaptive = (max_samples or 0) > M
+    more = sum(p["samples"] != M for p in per_pair)
+    how = (f" ({max_samples} on the {more} of {len(per_pair)} pairs where a first draw of {M} "
+           f"had Pareto k̂ > {PARETO_K_WARN}, which then only chose the size)" if adaptive else "")
+    mixture = " and ".join(proposals)
+    result = {"method": f"importance sampling, {M} samples per pair{how} from an even mixture "
+                        f"of {mixture}; a lower bound in expectation (E[log Ẑ] ≤ log Z)",
               "proposals": list(proposals), "samples": M,
+              "max_samples": max_samples if adaptive else None, "more_samples": more,
+              "samples_drawn": sum(p["samples"] for p in per_pair) + adaptive * len(per_pair) * M,
               "mean_se": sum(p["se"] for p in per_pair) / len(per_pair),
               "pareto_k": pareto_summary(ks),
-              "by_proposal": {name: {"log_z": v, "log_z_se": se, "samples": count}
-                              for (name, (v, se)), count in zip(by_proposal.items(), counts)},
+              "by_proposal": {name: {"log_z": v, "log_z_se": se,
+                                     "samples": sum(counts[p["samples"]][name] for p in per_pair)
+                                     / len(per_pair)}
+                              for name, (v, se) in by_proposal.items()},
               "spread": mean - max(v for v, _ in by_proposal.values()),
               "per_pair": [p["value"] for p in per_pair],
-              "per_pair_se": [p["se"] for p in per_pair], "per_pair_pareto_k": ks}
+              "per_pair_se": [p["se"] for p in per_pair], "per_pair_pareto_k": ks,
+              "per_pair_samples": [p["samples"] for p in per_pair]}
+    if adaptive:
+        result["first_pareto_k"] = pareto_summary(first_ks)
     if structure is not None:
         result[structure.name], result[f"{structure.name}_se"] = mean_and_se(
             [p["share"] for p in per_pair])

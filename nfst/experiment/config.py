@@ -144,6 +144,11 @@ class RunConfig:
     log_z_samples: int = 256
     """Samples per test pair for the IS estimate of log Z, from an even mixture of the n-gram's
     posterior and every sampler."""
+    log_z_max_samples: int = 2048
+    """Samples per test pair where a first draw of ``log_z_samples`` has Pareto k̂ above 0.7.
+    The first draw only chooses: each pair's estimate comes from a fresh draw of this many or of
+    ``log_z_samples`` (``nfst.evaluate.log_z``), so Ẑ stays unbiased; at most ``log_z_samples``:
+    one draw, which gives the estimate."""
 
     def default_dir(self) -> Path:
         return Path("runs") / f"{self.task}-{self.preset}-{self.seed}"

@@ -32,6 +32,7 @@ def evaluate_run(run) -> dict:
     run.say(f"estimating log Z with {run.config.log_z_samples} samples per pair "
              f"from {', '.join(proposals)}")
     result["log_z"] = estimate_log_z(proposals, scorer, test, run.config.log_z_samples,
+                                     max_samples=run.config.log_z_max_samples,
                                      seed=run.config.seed, device=run.device,
                                      structure=structure)
     ngram_log_z = exact_log_z(ngram, test, device=run.device)

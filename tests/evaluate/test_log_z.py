@@ -9,7 +9,7 @@ import torch
 from nfst.evaluate.exact import add_exact, exact_log_z
 from nfst.evaluate.log_z import add_exclusive_kl, estimate_log_z
 from nfst.evaluate.samplers import evaluate
-from tests.helpers.lattices import del_ins_lattices
+from tests.helpers.lattices import del_ins_lattices, small_batch
 from tests.helpers.samplers import new_sampler
 from tests.helpers.scorers import random_bigram
 
@@ -51,5 +51,39 @@ def test_mixture_importance_sampling_is_unbiased_for_z():
     ratio = torch.tensor(log_z, dtype=torch.float64).view(copies, len(lats)) \
         - torch.tensor(exact, dtype=torch.float64)
     ratio = ratio.exp()
+    mean, se = ratio.mean(0), ratio.std(0) / math.sqrt(copies)
+    assert bool(((mean - 1).abs() <= 4 * se + 1e-9).all()), (mean, se)
+
+
+def test_adaptive_sizes_come_from_a_first_draw_that_is_then_set_aside():
+    """With max_samples, pairs whose first M weights have k̂ > 0.7 are estimated from N fresh
+    paths, the others from M fresh ones: no estimate is the first draw's (keeping it where its
+    k̂ looks fine would bias Ẑ), and the counts recorded are the paths really drawn."""
+    lats = small_batch().lattices * 3
+    scorer = random_bigram(lats, seed=0)
+    samplers = {"swa": new_sampler("swa", lats), "swp": new_sampler("swp", lats, seed=1)}
+    first = estimate_log_z(samplers, scorer, lats, 24)
+    log_z = estimate_log_z(samplers, scorer, lats, 24, max_samples=48)
+    heavy = [k > 0.7 for k in first["per_pair_pareto_k"]]
+    assert 0 < sum(heavy) < len(lats)
+    assert log_z["per_pair_samples"] == [48 if h else 24 for h in heavy]
+    assert log_z["first_pareto_k"] == first["pareto_k"] and log_z["more_samples"] == sum(heavy)
+    assert all(a != b for a, b in zip(log_z["per_pair"], first["per_pair"]))
+    assert log_z["samples_drawn"] == len(lats) * 24 * 2 + sum(heavy) * 24
+    assert sum(v["samples"] for v in log_z["by_proposal"].values()) == pytest.approx(
+        sum(log_z["per_pair_samples"]) / len(lats))
+    assert first["max_samples"] is None and "first_pareto_k" not in first
+
+
+def test_adaptive_importance_sampling_is_unbiased_for_z():
+    """E[Ẑ] = Z with adaptive sample sizes too: over 40 copies of each pair (about half of
+    them drawn again with more paths), the mean of Ẑ/Z is 1 within 4 standard errors."""
+    lats, copies = small_batch().lattices, 40
+    scorer = random_bigram(lats, seed=3)
+    samplers = {"swa": new_sampler("swa", lats), "swp": new_sampler("swp", lats, seed=1)}
+    log_z = estimate_log_z(samplers, scorer, lats * copies, 24, max_samples=48, batch_size=64)
+    assert 0.2 < log_z["more_samples"] / len(log_z["per_pair"]) < 0.8
+    ratio = (torch.tensor(log_z["per_pair"], dtype=torch.float64).view(copies, len(lats))
+             - torch.tensor(exact_log_z(scorer, lats), dtype=torch.float64)).exp()
     mean, se = ratio.mean(0), ratio.std(0) / math.sqrt(copies)
     assert bool(((mean - 1).abs() <= 4 * se + 1e-9).all()), (mean, se)

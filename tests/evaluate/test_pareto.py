@@ -1,5 +1,6 @@
 """The PSIS Pareto k̂: recovery of a known generalized Pareto shape, light and heavy weight tails,
-and the handling of zero weights, too few weights and a shift of the log weights."""
+repeated weights (identical paths), and the handling of zero weights, too few weights and a shift
+of the log weights."""
 
 import math
 
@@ -7,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from nfst.evaluate.pareto import PARETO_K_WARN, fit_generalized_pareto, pareto_k, pareto_summary
+from nfst.evaluate.pareto import (PARETO_K_WARN, fit_generalized_pareto, pareto_k,
+                                  pareto_summary, untied)
 
 
 def generalized_pareto(k: float, sigma: float, n: int, seed: int) -> np.ndarray:
@@ -35,6 +37,15 @@ def test_fit_shrinks_toward_one_half():
     assert abs(np.mean(k_hats) - 0.15) < 0.1
 
 
+def test_fit_is_defined_where_the_grid_meets_theta_zero():
+    # x = 0.2, 0.4, .., 1 (five evenly spaced, as a repeated weight gives): m = 32, x* = 0.2 and
+    # θ_13 = 1 + (1 − √(32/12.5))/0.6 = 0, where −θ/k̂(θ) is 0/0; its limit is 1/mean x. The
+    # fit is scale-free, so it equals that of 1..5, whose grid misses 0.
+    k, sigma = fit_generalized_pareto(np.arange(1.0, 6.0) / 5)
+    k_1, sigma_1 = fit_generalized_pareto(np.arange(1.0, 6.0))
+    assert k == pytest.approx(k_1, abs=1e-9) and sigma == pytest.approx(sigma_1 / 5, rel=1e-9)
+
+
 def test_fit_rejects_nonpositive_exceedances():
     with pytest.raises(ValueError):
         fit_generalized_pareto(np.array([1.0, 0.0, 2.0]))
@@ -60,14 +71,54 @@ def test_minus_inf_weights_are_ignored():
 
 
 def test_too_few_weights_give_nan():
-    assert math.isnan(pareto_k(np.random.default_rng(6).normal(0, 1, 9)))
-    # 9 finite weights among -inf ones are still too few.
-    assert math.isnan(pareto_k(np.concatenate([np.arange(9.0), np.full(50, -np.inf)])))
-    # Many weights, but ties leave fewer than 5 distinct exceedances (repeated paths do this).
-    assert math.isnan(pareto_k(np.repeat(np.arange(4.0), 100)))
-    assert math.isnan(pareto_k(np.zeros(1000)))
+    # A tail of M ≥ 5 needs S ≥ 21 nonzero weights.
+    assert math.isnan(pareto_k(np.random.default_rng(6).normal(0, 1, 20)))
+    assert not math.isnan(pareto_k(np.random.default_rng(6).normal(0, 1, 21)))
+    # 20 finite weights among -inf ones are still too few.
+    assert math.isnan(pareto_k(np.concatenate([np.arange(20.0), np.full(50, -np.inf)])))
 
 
+def test_untied_weights_are_the_weights_when_none_repeat():
+    log_w = np.sort(np.random.default_rng(10).normal(0, 2, 300))
+    assert np.array_equal(untied(log_w), np.exp(log_w - log_w[-1]))
+
+
+def test_untied_spreads_each_repeated_weight_over_the_gap_below_it():
+    # Weights 1, 2, 2, 2, 4 (over 4): the three 2s close the gap from 1 to 2 in thirds; a run at
+    # the bottom spreads down to 0; log weights within 1e-9 are one run.
+    assert untied(np.log([1, 2, 2, 2, 4.0])) == pytest.approx([1 / 4, 1 / 3, 5 / 12, 1 / 2, 1])
+    assert untied(np.log([3, 3, 6.0])) == pytest.approx([1 / 4, 1 / 2, 1])
+    near = np.log([1, 2, 2, 2, 4.0]) + np.array([0, 0, 1e-12, -1e-12, 0])
+    assert untied(np.sort(near)) == pytest.approx(untied(np.log([1, 2, 2, 2, 4.0])))
+
+
+def test_a_tail_of_one_repeated_weight_is_a_uniform_tail():
+    """All 256 weights equal (one path drawn every time): a finite k̂, that of M = 48 evenly
+    spaced exceedances, the GPD with k = −1 shrunk by the prior: bounded weights, k̂ < 0."""
+    k = pareto_k(np.zeros(256))
+    assert k == pytest.approx(fit_generalized_pareto(np.arange(1.0, 49.0))[0], abs=1e-12)
+    assert -1 < k < 0
+    # So is a tail whose 49 largest weights are one path's, over weights that vary.
+    body = np.random.default_rng(11).normal(-3, 1, 200)
+    assert pareto_k(np.concatenate([body, np.zeros(56)])) == pytest.approx(k, abs=1e-12)
+
+
+def test_a_repeated_weight_that_closes_a_gap_reads_as_weights_across_it():
+    """Weights 1..38 and the weight 48 drawn ten times (S = 256, M = 48, the 208 others far
+    below): the ten copies are read as 39..48, so k̂ is that of 48 evenly spaced exceedances."""
+    log_w = np.log(np.concatenate([np.full(208, 1e-3), np.arange(1.0, 39.0), np.full(10, 48.0)]))
+    assert pareto_k(log_w) == pytest.approx(pareto_k(np.log(np.concatenate(
+        [np.full(208, 1e-3), np.arange(1.0, 49.0)]))), abs=1e-12)
+
+
+def test_repeated_weights_are_fitted_and_order_does_not_matter():
+    """Tails of a few repeated weights, as a good sampler draws them, all get a k̂ (before, one
+    with fewer than 5 distinct exceedances got nan), the same for any order of the weights."""
+    rng = np.random.default_rng(12)
+    for _ in range(20):
+        log_w = np.repeat(rng.normal(0, 1, 6), rng.integers(4, 80, 6))
+        k = pareto_k(log_w)
+        assert math.isfinite(k) and pareto_k(rng.permutation(log_w)) == k
 def test_nan_or_plus_inf_raise():
     for bad in (np.nan, np.inf):
         with pytest.raises(ValueError):
@@ -87,11 +138,13 @@ def test_tensor_input_matches_numpy():
     assert pareto_k(torch.tensor(log_w)) == pareto_k(log_w)
 
 
-def test_summary_counts_pairs_over_the_threshold_and_skips_nan():
+def test_summary_shares_are_over_all_pairs_and_it_counts_the_unfitted():
     s = pareto_summary([0.2, float("nan"), 0.9, 0.5])
-    assert s["pairs"] == 3 and s["max"] == 0.9 and s["over_threshold"] == pytest.approx(1 / 3)
+    assert s["pairs"] == 4 and s["fitted"] == 3 and s["max"] == 0.9
+    assert s["over_threshold"] == pytest.approx(1 / 4)
     assert s["mean"] == pytest.approx((0.2 + 0.9 + 0.5) / 3)
-    assert pareto_summary([float("nan")])["mean"] is None
+    empty = pareto_summary([float("nan")])
+    assert empty["mean"] is None and empty["fitted"] == 0 and empty["over_threshold"] == 0
 
 
 @pytest.mark.parametrize("seed,sd,S,reference", [

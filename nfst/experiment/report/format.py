@@ -25,14 +25,25 @@ def fmt(value, se=None, digits=1) -> str:
 
 
 def reliability(name: str, pareto: Optional[dict]) -> list[str]:
-    """A warning line when an IS estimate's Pareto k̂ is above the threshold on some pairs."""
-    if not pareto or not pareto.get("over_threshold"):
+    """A warning line when an IS estimate's Pareto k̂ is above the threshold on some pairs, its
+    share over all the pairs; where the summary counts them (``pairs``, ``fitted``), the pairs
+    counted, and those with too few weights to fit a k̂, said as such."""
+    if not pareto:
         return []
+    pairs, fitted = pareto.get("pairs"), pareto.get("fitted")
+    unfitted = (f"k̂ is not fitted on {pairs - fitted} of the {pairs} pairs, which have fewer "
+                f"than 21 nonzero importance weights" if pairs and fitted is not None
+                and fitted < pairs else "")
+    if not pareto.get("over_threshold"):
+        return [f"{name}: {unfitted}.", ""] if unfitted else []
+    share = pareto["over_threshold"]
+    where = (f"{round(share * pairs)} of {pairs} pairs ({share:.0%})"
+             if pairs and fitted is not None else f"{share:.0%} of the pairs")
     top = f"; max {pareto['max']:.2f}" if pareto.get("max") is not None else ""
-    return [f"**Warning: {name} is unreliable on {pareto['over_threshold']:.0%} of the pairs** "
-            f"(Pareto k̂ > {pareto['threshold']}{top}): the importance "
-            f"weights are so heavy-tailed that the estimate can be far off whatever its "
-            f"standard error says. More samples or a better proposal are needed.", ""]
+    return [f"**Warning: {name} is unreliable on {where}** "
+            f"(Pareto k̂ > {pareto['threshold']}{top}{'; ' + unfitted if unfitted else ''}): "
+            f"the importance weights are so heavy-tailed that the estimate can be far off "
+            f"whatever its standard error says. More samples or a better proposal are needed.", ""]
 
 
 def pyplot():

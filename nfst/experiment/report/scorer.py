@@ -26,16 +26,20 @@ def _table(rows: list[dict]) -> list[str]:
         ngram = sc.get("ngram_test_log_likelihood")
         pareto = sc.get("test_log_z_pareto_k") or {}
         kind = "n-gram (WFST)" if sc.get("kind") == "ngram" else f"LSTM, {sc.get('proposal')}"
+        counted = (f" (on {pareto['fitted']} of {pareto['pairs']})" if "fitted" in pareto
+                   else "")
         lines.append(
             f"| {r['task']} | {kind} | {fmt(sc.get('train_iwae'))} | "
             f"{fmt(sc['test_log_z'], sc.get('test_log_z_se'))} | "
-            f"{fmt(pareto.get('mean'), digits=2)} | {fmt(sc.get('test_log_z_spread'))} |"
+            f"{fmt(pareto.get('mean'), digits=2)}{counted} | {fmt(sc.get('test_log_z_spread'))} |"
             + (f" {fmt(sc.get('test_log_z_exact'))} |" if exact else "")
             + f" {fmt(ngram)} ({sc.get('ngram_order')}-gram) |"
             + "".join(f" {fmt(sc.get(k), sc.get(k + '_se'), digits=2)} |" for k in structures))
     lines += ["", "Nats per pair. Test log Ẑ: " + rows[0]["scorer"]["test_log_z_estimator"]
               + "; ± is the standard error over pairs. Pareto k̂: mean over pairs of the PSIS "
-                "diagnostic of the importance weights (above 0.7 an estimate is unreliable). "
+                "diagnostic of the importance weights, repeated paths' equal weights included "
+                "(above 0.7 an estimate is unreliable), over the pairs it is fitted on, of all "
+                "the test pairs (a fit needs 21 nonzero weights). "
                 "Spread: the mixture's log Ẑ minus the best single proposal's, from the same "
                 "draw. The n-gram's log-likelihood is exact (backward pass over its history "
                 "lattice); an LSTM scorer should exceed it."

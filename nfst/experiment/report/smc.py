@@ -73,8 +73,7 @@ def _run_tables(smc: dict) -> list[str]:
         lines += ["", "Scorer calls per pair:", ""] + _smc_table(smc, "scorer_calls", 0)
     if any("pareto_k" in res for res in smc["methods"].values()):
         lines += ["", "Pareto k̂ of the final weights (mean over runs and pairs; – where "
-                  "it cannot be fitted: the beam, fewer than 21 particles, or too few "
-                  "distinct weights):", ""]
+                  "it cannot be fitted: the beam, or fewer than 21 particles):", ""]
         lines += _smc_table(smc, "pareto_k", 2)
         high = [f"{method} at M={m}" for method, res in smc["methods"].items()
                 for m, k in zip(smc["M"], res.get("pareto_k", []))
