@@ -23,11 +23,10 @@ from .walk import Walk
 def legal_log_softmax(batch: LatticeBatch, states: Tensor, logits: Tensor) -> Tensor:
     """Log-softmax of mark logits (..., vocab_size + 1), the last column STOP, over just the
     legal choices at states (...): (..., D + 1) in the columns of ``batch.out_arcs``, then STOP."""
-    arcs = batch.out_arcs[states]  # (..., D)
-    marks = batch.arc_mark[arcs.clamp(min=0)]
-    arc_logits = logits.gather(-1, marks).masked_fill(arcs < 0, float("-inf"))
-    stop = logits[..., -1].masked_fill(~batch.final[states], float("-inf"))
-    return torch.log_softmax(torch.cat([arc_logits, stop[..., None]], dim=-1), dim=-1)
+    if logits.shape[-1] != len(batch.mark_vocab) + 1:
+        raise ValueError(f"{logits.shape[-1]} logits for {len(batch.mark_vocab)} marks and STOP")
+    columns = logits.gather(-1, batch.column_marks[states])  # (..., D + 1)
+    return torch.log_softmax(columns.masked_fill(~batch.legal[states], float("-inf")), dim=-1)
 
 
 def forced_log_probs(batch: LatticeBatch, states: Tensor, dtype: torch.dtype) -> Tensor:
@@ -35,7 +34,7 @@ def forced_log_probs(batch: LatticeBatch, states: Tensor, dtype: torch.dtype) ->
     (``batch.choices``): 0 at it and -inf at every other column, whatever a sampler's network
     says. Samplers run their networks only where there is a choice and take these rows
     elsewhere (at most states of most lattices: one out-arc, not final)."""
-    legal = torch.cat([batch.out_arcs[states] >= 0, batch.final[states][..., None]], dim=-1)
+    legal = batch.legal[states]
     return torch.zeros(legal.shape, dtype=dtype, device=states.device).masked_fill(
         ~legal, float("-inf"))
 
