@@ -60,15 +60,12 @@ def choose(batch: LatticeBatch, walk: Walk, log_probs: Tensor,
     """One move per walker drawn from ``log_probs`` (N, D + 1): the column chosen (N,) and
     the arc it takes (N,), -1 for STOP. Walkers that have ended choose STOP again, at no cost."""
     stop_col = batch.out_arcs.shape[1]
-    stop_only = torch.full((stop_col + 1,), float("-inf"), dtype=log_probs.dtype,
-                           device=log_probs.device)
-    stop_only[stop_col] = 0.0
-    probs = torch.where(walk.alive[:, None], log_probs, stop_only).exp()
+    probs = log_probs.exp()
     # torch.multinomial(probs, 1)'s own draw (the same numbers), without its check that
-    # syncs a GPU with the host
+    # syncs a GPU with the host; ended walkers draw too (and then stop), so that the draws
+    # of the others do not depend on which have ended
     noise = torch.empty_like(probs).exponential_(generator=generator)
-    choice = (probs / noise).argmax(1)
+    choice = torch.where(walk.alive, (probs / noise).argmax(1), stop_col)
     moving = walk.alive & (choice != stop_col)
-    arc = torch.where(moving, batch.out_arcs[walk.state, choice.clamp(max=stop_col - 1)],
-                      torch.full_like(choice, -1))
+    arc = torch.where(moving, batch.out_arcs[walk.state, choice.clamp(max=stop_col - 1)], -1)
     return choice, arc
