@@ -45,6 +45,10 @@ class LatticeBatch:
         final. Where there is one, no sampler has anything to decide.
       choice_ahead: (S,) bool, whether a walker at the state has a choice to make there or
         further on (False: the rest of its path is forced, one chain to STOP).
+      legal: (S, D + 1) bool, a walker's legal columns at each state: its out-arcs (the
+        columns of ``out_arcs``), then STOP if final.
+      column_marks: (S, D + 1) long, the mark of each column (0 at padding), then V =
+        len(mark_vocab) at STOP: where a model's V + 1 logits (marks, then STOP) hold it.
     """
 
     def __init__(self, lattices: Sequence[Lattice], device: torch.device | str = "cpu"):
@@ -113,6 +117,11 @@ class LatticeBatch:
         self.backward_arc_order = t(backward_arc_order)
         self.forward_arc_order = t(forward_arc_order)
         self.choices = t(out_deg + final)
+        # per-state tables of the legal choices, so that a walk's step indexes them once
+        self.legal = t(np.concatenate([out_arcs >= 0, final[:, None]], axis=1))
+        out_marks = mark[out_arcs.clip(min=0)] if A else np.zeros_like(out_arcs)
+        self.column_marks = t(np.concatenate(
+            [np.where(out_arcs >= 0, out_marks, 0), np.full((S, 1), len(self.mark_vocab))], axis=1))
         ahead = out_deg + final > 1
         for level in self.backward_levels[1:]:  # bottom-up: every destination is complete
             arcs = backward_arc_order[level.arcs]

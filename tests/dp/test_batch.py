@@ -43,3 +43,19 @@ def test_choice_ahead_marks_the_states_from_which_some_path_still_branches():
             expected = any(legal_choices(lat, q) > 1 for q in reach)
             assert bool(batch.choice_ahead[s0 + s]) == expected
     assert bool(batch.choice_ahead.any()) and not bool(batch.choice_ahead.all())
+
+
+def test_legal_columns_are_the_out_arcs_then_stop_and_carry_their_marks():
+    """A state's legal columns are as many as its out-arcs, with their marks, then STOP (mark
+    id V, where logits put it) where it is final; the other columns are illegal."""
+    lats = small_lattices()
+    batch = LatticeBatch(lats)
+    D, V = batch.out_arcs.shape[1], len(batch.mark_vocab)
+    assert batch.legal.shape == batch.column_marks.shape == (batch.num_states, D + 1)
+    for b, lat in enumerate(lats):
+        s0 = int(batch.state_offsets[b])
+        for s in range(lat.num_states):
+            legal, marks = batch.legal[s0 + s], batch.column_marks[s0 + s]
+            assert sorted(marks[:D][legal[:D]].tolist()) == sorted(lat.arc_mark[lat.arc_src == s])
+            assert not legal[:D][int(legal[:D].sum()):].any()  # out-arcs first, then padding
+            assert bool(legal[D]) == bool(lat.final[s]) and int(marks[D]) == V

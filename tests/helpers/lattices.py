@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
-from nfst import compile_lattice
+from nfst import Lattice, compile_lattice
 from nfst.dp.batch import LatticeBatch
 from nfst.fsts import cipher_mfst, deletion_insertion, substitution_ciphers
 
@@ -26,6 +27,17 @@ def del_ins_lattices():
 def cipher_lattice():
     """A cipher lattice: 16 paths of two different lengths."""
     return small_lattices()[3]
+
+
+def stop_among_arcs_lattice():
+    """0 -a-> 1 -b-> 2 and 0 -b-> 2, states 1 and 2 final (del_ins_lattices' vocabulary): at
+    state 1, STOP competes with an out-arc."""
+    vocab = del_ins_lattices()[0].mark_vocab
+    a, b = vocab.index("a"), vocab.index("b")
+    return Lattice(mark_vocab=vocab, x=("a",), y=("b",), arc_src=np.array([0, 0, 1]),
+                   arc_dst=np.array([1, 2, 2]), arc_mark=np.array([a, b, b]),
+                   final=np.array([False, True, True]), positions=np.zeros((3, 2), dtype=np.int64),
+                   height=np.array([2, 1, 0]))
 
 
 def small_batch(device: torch.device | str = "cpu") -> LatticeBatch:

@@ -23,11 +23,10 @@ from .walk import Walk
 def legal_log_softmax(batch: LatticeBatch, states: Tensor, logits: Tensor) -> Tensor:
     """Log-softmax of mark logits (..., vocab_size + 1), the last column STOP, over just the
     legal choices at states (...): (..., D + 1) in the columns of ``batch.out_arcs``, then STOP."""
-    arcs = batch.out_arcs[states]  # (..., D)
-    marks = batch.arc_mark[arcs.clamp(min=0)]
-    arc_logits = logits.gather(-1, marks).masked_fill(arcs < 0, float("-inf"))
-    stop = logits[..., -1].masked_fill(~batch.final[states], float("-inf"))
-    return torch.log_softmax(torch.cat([arc_logits, stop[..., None]], dim=-1), dim=-1)
+    if logits.shape[-1] != len(batch.mark_vocab) + 1:
+        raise ValueError(f"{logits.shape[-1]} logits for {len(batch.mark_vocab)} marks and STOP")
+    columns = logits.gather(-1, batch.column_marks[states])  # (..., D + 1)
+    return torch.log_softmax(columns.masked_fill(~batch.legal[states], float("-inf")), dim=-1)
 
 
 def forced_log_probs(batch: LatticeBatch, states: Tensor, dtype: torch.dtype) -> Tensor:
@@ -35,7 +34,7 @@ def forced_log_probs(batch: LatticeBatch, states: Tensor, dtype: torch.dtype) ->
     (``batch.choices``): 0 at it and -inf at every other column, whatever a sampler's network
     says. Samplers run their networks only where there is a choice and take these rows
     elsewhere (at most states of most lattices: one out-arc, not final)."""
-    legal = torch.cat([batch.out_arcs[states] >= 0, batch.final[states][..., None]], dim=-1)
+    legal = batch.legal[states]
     return torch.zeros(legal.shape, dtype=dtype, device=states.device).masked_fill(
         ~legal, float("-inf"))
 
@@ -61,15 +60,12 @@ def choose(batch: LatticeBatch, walk: Walk, log_probs: Tensor,
     """One move per walker drawn from ``log_probs`` (N, D + 1): the column chosen (N,) and
     the arc it takes (N,), -1 for STOP. Walkers that have ended choose STOP again, at no cost."""
     stop_col = batch.out_arcs.shape[1]
-    stop_only = torch.full((stop_col + 1,), float("-inf"), dtype=log_probs.dtype,
-                           device=log_probs.device)
-    stop_only[stop_col] = 0.0
-    probs = torch.where(walk.alive[:, None], log_probs, stop_only).exp()
+    probs = log_probs.exp()
     # torch.multinomial(probs, 1)'s own draw (the same numbers), without its check that
-    # syncs a GPU with the host
+    # syncs a GPU with the host; ended walkers draw too (and then stop), so that the draws
+    # of the others do not depend on which have ended
     noise = torch.empty_like(probs).exponential_(generator=generator)
-    choice = (probs / noise).argmax(1)
+    choice = torch.where(walk.alive, (probs / noise).argmax(1), stop_col)
     moving = walk.alive & (choice != stop_col)
-    arc = torch.where(moving, batch.out_arcs[walk.state, choice.clamp(max=stop_col - 1)],
-                      torch.full_like(choice, -1))
+    arc = torch.where(moving, batch.out_arcs[walk.state, choice.clamp(max=stop_col - 1)], -1)
     return choice, arc

@@ -10,12 +10,12 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers import Sampler
-from nfst.models.samplers.choices import choose
+from nfst.models.samplers.choices import choose, forced_log_probs, legal_log_softmax
 from nfst.models.samplers.record import WalkRecord
 from nfst.models.samplers.route import route_of_arcs
 from nfst.models.samplers.walk import Walk
 from tests.helpers.brute import chi_square_critical
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, stop_among_arcs_lattice
 from tests.helpers.samplers import SAMPLER_NAMES, all_paths, dropout_sampler, new_sampler
 
 
@@ -50,6 +50,32 @@ def test_choose_draws_what_torch_multinomial_draws():
         moving = walk.alive & (choice != stop)
         assert torch.equal(arc[moving], batch.out_arcs[states[moving], choice[moving]])
         assert (arc[~moving] == -1).all() and (choice[~walk.alive] == stop).all()
+
+
+def test_legal_log_softmax_normalises_the_legal_marks_and_stop():
+    """At each state, the logits (V + 1, STOP last) of its out-arcs' marks, in the columns of
+    ``out_arcs``, and of STOP if final, normalised over just those; -inf elsewhere. Where
+    there is one legal choice, the row is ``forced_log_probs``'s."""
+    batch = LatticeBatch(del_ins_lattices() + [stop_among_arcs_lattice()])
+    D, V = batch.out_arcs.shape[1], len(batch.mark_vocab)
+    assert (batch.final & (batch.out_arcs[:, 0] >= 0)).any()  # STOP among other choices
+    states = torch.arange(batch.num_states)
+    logits = torch.randn(len(states), V + 1, generator=torch.Generator().manual_seed(3),
+                         dtype=torch.float64)
+    lp = legal_log_softmax(batch, states, logits)
+    for s in states.tolist():
+        arcs = batch.out_arcs[s]
+        real = (arcs >= 0).nonzero().squeeze(1)
+        columns = real.tolist() + ([D] if batch.final[s] else [])
+        picked = logits[s, batch.arc_mark[arcs[real]].tolist() + ([V] if batch.final[s] else [])]
+        expected = torch.full((D + 1,), -math.inf, dtype=torch.float64)
+        expected[columns] = torch.log_softmax(picked, 0)
+        torch.testing.assert_close(lp[s], expected, rtol=0, atol=1e-12)
+    forced = batch.choices == 1
+    assert forced.any()
+    assert torch.equal(lp[forced], forced_log_probs(batch, states, lp.dtype)[forced])
+    with pytest.raises(ValueError):
+        legal_log_softmax(batch, states, logits[:, 1:])
 
 
 def test_choose_follows_the_probabilities():

@@ -9,7 +9,7 @@ from nfst import CyclicLatticeError, Lattice
 from nfst.dp.batch import LatticeBatch
 from nfst.dp.passes import transition_log_probs
 from nfst.models.samplers.swp import Algorithm1
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, stop_among_arcs_lattice
 from tests.helpers.samplers import FreeWeightSampler, all_paths, fit_by_inclusive_kl, new_sampler
 from tests.helpers.scorers import random_scorer
 
@@ -107,13 +107,7 @@ def test_swp_prefix_reweights_each_arc_by_the_prefix():
     re-runs (the reference's own arc embeddings, a torch GRU over BOS and the marks so far),
     g moved away from zero, on a batch of several lattices, one with a final state that has
     out-arcs (where STOP competes with them)."""
-    vocab = del_ins_lattices()[0].mark_vocab  # 0 -a-> 1 -b-> 2 and 0 -b-> 2; 1 and 2 final
-    lats = del_ins_lattices() + [Lattice(
-        mark_vocab=vocab, x=("a",), y=("b",), arc_src=np.array([0, 0, 1]),
-        arc_dst=np.array([1, 2, 2]), arc_mark=np.array([vocab.index("a"), vocab.index("b"),
-                                                         vocab.index("b")]),
-        final=np.array([False, True, True]), positions=np.zeros((3, 2), dtype=np.int64),
-        height=np.array([2, 1, 0]))]
+    lats = del_ins_lattices() + [stop_among_arcs_lattice()]
     batch = LatticeBatch(lats)
     prefix = new_sampler("swp-prefix", lats, seed=3)
     with torch.no_grad():
