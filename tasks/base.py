@@ -19,7 +19,7 @@ import dataclasses
 import logging
 import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, ClassVar, Iterable, Optional, Sequence, TypeVar
 
@@ -27,6 +27,7 @@ from nfst.errors import DataError, TaskError
 from nfst.evaluate.samplers import Structure
 from nfst.fst.dataset import Pair
 from nfst.fst.mfst import MarkedFST
+from nfst.runtime.settings import nearest, setting_value
 
 DATA_ENV = "NFST_DATA_DIR"
 Record = TypeVar("Record")
@@ -37,13 +38,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TaskSettings:
-    """Settings every task has; a task subclasses this to add its own (and change defaults)."""
+    """Settings every task has; a task subclasses this to add its own (and change defaults).
+
+    A setting given to a task (``--set KEY=VALUE``) must have its field's type; an int setting
+    is a count or size, at least 1 unless its field's metadata says otherwise, e.g.
+    ``field(default=0, metadata={"least": 0})`` (``nfst.runtime.settings``)."""
 
     train_size: Optional[int] = 2_000
     """Keep at most this many training pairs (a seeded random subset); None keeps all."""
     eval_size: Optional[int] = 1_000
     """The same for every other split."""
-    seed: int = 0
+    seed: int = field(default=0, metadata={"least": 0})
     """Seeds the subsets (and, for synthetic tasks, the data itself)."""
     strict: bool = False
     """Fail at the first malformed data line instead of skipping it (with a warning)."""
@@ -76,13 +81,21 @@ class Task:
 
     def __init__(self, settings: Optional[TaskSettings] = None, **overrides):
         base = settings if settings is not None else self.Settings()
-        try:
-            self.settings = dataclasses.replace(base, **overrides)
-        except TypeError:
-            known = ", ".join(f.name for f in dataclasses.fields(base))
-            raise TaskError(f"task {self.name!r} has no setting among {sorted(overrides)}; "
-                            f"its settings are: {known}",
-                            "spell the setting as one of those (--set KEY=VALUE)") from None
+        known = [f.name for f in dataclasses.fields(base)]
+        for key, value in overrides.items():
+            if key not in known:
+                near = nearest(key, known)
+                raise TaskError(f"task {self.name!r} has no setting {key!r}; " + (
+                    f"the nearest: {', '.join(near)}" if near else
+                    f"its settings are: {', '.join(known)}"),
+                    "spell the setting as one of those (--set KEY=VALUE)")
+            try:
+                overrides[key] = setting_value(type(base), key, value)
+            except ValueError as exc:
+                raise TaskError(f"task {self.name!r}, setting {key}: {exc}",
+                                "e.g. --set train_size=500 (docs/tasks.md lists the settings)"
+                                ) from None
+        self.settings = dataclasses.replace(base, **overrides)
         self._mfst: dict[Optional[Path], MarkedFST] = {}
 
     def __repr__(self) -> str:

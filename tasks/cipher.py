@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import random
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -58,10 +58,10 @@ class CipherSettings(TaskSettings):
     """Probability that an enciphered letter is deleted rather than copied."""
     p_insert: float = 0.2
     """Probability that a gap (one of |x| + 1) receives an inserted letter."""
-    min_len: int = 2
+    min_len: int = field(default=2, metadata={"least": 0})
     mean_len: float = 6.2
     """|x| = min_len + Poisson(mean_len - min_len) in train and dev ..."""
-    test_min_len: int = 8
+    test_min_len: int = field(default=8, metadata={"least": 0})
     test_mean_len: float = 12.0
     """... and test_min_len + Poisson(test_mean_len - test_min_len) in test."""
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from nfst.errors import NfstError, TaskError
+from nfst.runtime.settings import nearest
 from .base import Task
 
 TASKS_ENV = "NFST_TASKS"
@@ -86,6 +87,9 @@ def get_task(name: str, **settings) -> Task:
     """A new instance of the task called ``name``, with ``settings`` overriding its defaults."""
     _load_tasks()
     if name not in _REGISTRY:
-        raise TaskError(f"no task named {name!r}; known tasks: {', '.join(sorted(_REGISTRY))}",
-                        f"add your own in one Python file and list it in {TASKS_ENV}")
+        near = nearest(name, sorted(_REGISTRY))
+        raise TaskError(f"no task named {name!r}; " + (
+            f"the nearest: {', '.join(near)}" if near else
+            f"known tasks: {', '.join(sorted(_REGISTRY))}"),
+            f"add your own in one Python file and list it in {TASKS_ENV}")
     return _REGISTRY[name](**settings)

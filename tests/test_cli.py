@@ -93,7 +93,7 @@ BAD_INPUT = {
         "expected KEY=VALUE"),
     "train-scorer: --option of the wrong type": (
         lambda t: ["train-scorer", "cipher", "--option", "scorer.hidden=big", "--run-dir",
-                   str(t / "r"), *SMALL], "expected a int"),
+                   str(t / "r"), *SMALL], "expected a positive int"),
     "stats: unknown device": (lambda t: ["stats", "cipher", "--device", "tpu", "--limit", "1"], "tpu"),
     "compile: absent GPU": (lambda t: ["compile", "cipher", "--device", "cuda:7", "--limit", "1"], "cuda:7"),
     "compile: --set without =": (lambda t: ["compile", "cipher", "--set", "train_size"], "KEY=VALUE"),

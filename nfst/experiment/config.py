@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import difflib
 import functools
 import inspect
 import json
@@ -19,6 +18,7 @@ from typing import Any, Iterator, Sequence
 
 from ..errors import RunConfigError
 from ..models.samplers import SAMPLERS
+from ..runtime.settings import nearest, setting_value
 from ..train.scorer import KINDS, PROPOSALS
 from .presets import Preset, preset
 
@@ -57,23 +57,22 @@ def apply_overrides(p: Preset, overrides: Sequence[str]) -> Preset:
             obj = getattr(obj, part, None)
         if obj is None or not dataclasses.is_dataclass(obj) or \
                 name not in {f.name for f in dataclasses.fields(obj)}:
-            near = _nearest(key, [k for k, _ in _settings(p)])
+            near = nearest(key, [k for k, _ in _settings(p)])
             raise RunConfigError(
                 f"--option {item!r}: the preset has no setting {key!r}"
                 + (f"; the nearest: {', '.join(near)}" if near else ""),
                 "`nfst options` lists every setting with its value and meaning")
-        setattr(obj, name, _coerce(getattr(obj, name), value, item))
+        try:
+            setattr(obj, name, setting_value(type(obj), name, value))
+        except ValueError as exc:
+            raise RunConfigError(f"--option {item!r}: {exc}", "e.g. sampler.lr=0.001, "
+                                 "sampler.steps=100, sampler.sampler.dropout=0.1") from None
     return p
 
 
-def _nearest(key: str, keys: Sequence[str]) -> list[str]:
-    """Up to three of ``keys`` whose last part is spelled like ``key``'s, the most similar
-    whole key first (``sampler.stpes``: sampler.steps, scorer.steps, scorer.ngram.steps)."""
-    def like(a, b):
-        return difflib.SequenceMatcher(None, a, b).ratio()
-    name = key.rpartition(".")[2]
-    near = [k for k in keys if like(name, k.rpartition(".")[2]) >= 0.75]
-    return sorted(near, key=lambda k: -like(key, k))[:3]
+def option_value(p: Preset, key: str) -> Any:
+    """The value of the setting ``key`` (dotted, e.g. ``sampler.steps``) of a preset."""
+    return functools.reduce(getattr, key.split("."), p)
 
 
 def _settings(obj, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -111,22 +110,6 @@ def describe_options(preset_name: str = "small") -> list[tuple[str, Any, str]]:
         name = key.rpartition(".")[2]
         rows.append((key, getattr(holder, name), attribute_docs(type(holder)).get(name, "")))
     return rows
-
-
-def _coerce(current: Any, value: Any, item: str) -> Any:
-    """``value`` in the type of the setting it replaces (an int where a float is expected is
-    fine; a string where a number is expected is not)."""
-    if current is None or value is None:
-        return value
-    if isinstance(current, float) and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(current, tuple) and isinstance(value, list):
-        return tuple(value)
-    if type(value) is not type(current):
-        raise RunConfigError(f"--option {item!r}: expected a {type(current).__name__}, got "
-                             f"{value!r}", "e.g. sampler.lr=0.001, sampler.steps=100, "
-                             "sampler.sampler.dropout=0.1")
-    return value
 
 
 @dataclass

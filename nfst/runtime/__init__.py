@@ -1,5 +1,5 @@
 """Infrastructure every layer may use: atomic checksummed files, interrupt handling, thread
-counts, devices, and sharing work between torchrun ranks.
+counts, devices, sharing work between torchrun ranks, and checking settings given as text.
 
 (Nothing is imported here: ``nfst.fst`` reads files through ``storage``, and importing the
 package must not load torch for that.)

@@ -43,6 +43,22 @@ def test_unknown_task_split_and_setting_are_clear_errors():
     assert get_task("cipher", train_size=7).settings.train_size == 7
 
 
+def test_settings_are_checked_against_their_fields():
+    """Each setting has its field's type; int settings are sizes (at least 1) unless the field
+    says otherwise (seed, min_len: at least 0); an int is a fine float."""
+    for bad, expected in [({"train_size": "abc"}, "None or a positive int, got 'abc'"),
+                          ({"eval_size": 0}, "None or a positive int, got 0"),
+                          ({"num_ciphers": True}, "a positive int, got True"),
+                          ({"seed": -1}, "an int of at least 0, got -1"),
+                          ({"p_delete": "x"}, "a float, got 'x'"),
+                          ({"strict": 1}, "a bool, got 1")]:
+        with pytest.raises(TaskError, match=re.escape(f"{next(iter(bad))}: expected {expected}")):
+            get_task("cipher", **bad)
+    settings = get_task("cipher", train_size=None, min_len=0, p_delete=1).settings
+    assert (settings.train_size, settings.min_len, settings.p_delete) == (None, 0, 1.0)
+    assert isinstance(settings.p_delete, float)
+
+
 def test_load_task_file_registers_its_tasks_once(tmp_path):
     path = tmp_path / "mirror.py"
     path.write_text(USER_TASK.format(name="mirror-file"))
