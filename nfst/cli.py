@@ -50,6 +50,41 @@ class _Renamed(argparse.Action):
         namespace.renamed = [*getattr(namespace, "renamed", []), option_string]
 
 
+class _Setting(argparse.Action):
+    """A run setting (``--preset``, ``--seed``, ...), stored (``append``: appended) as argparse
+    would, and its name recorded in ``given``: a stage command refuses one that differs from
+    the run it continues (``nfst.experiment.commands.open_run``)."""
+
+    def __init__(self, option_strings, dest, append: bool = False, **kw):
+        super().__init__(option_strings, dest, **kw)
+        self.append = append
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if self.append:
+            values = [*getattr(namespace, self.dest), values]
+        setattr(namespace, self.dest, values)
+        namespace.given = {*getattr(namespace, "given", ()), self.dest}
+
+
+def _integer(least: int = 1, most: Optional[int] = None) -> Callable[[str], int]:
+    """An argparse type: an integer from ``least`` to ``most`` (None: no bound)."""
+    what = f"an integer from {least} to {most:,}" if most else f"an integer of at least {least}"
+
+    def integer(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < least or (most is not None and value > most):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+    return integer
+
+
+COUNT, SEED, WORKERS = _integer(), _integer(0, 2 ** 32 - 1), _integer(1, 1024)
+"""Counts and sizes; seeds; threads and processes (more would crash torch or the machine)."""
+
+
 def _common(p) -> None:
     g = p.add_argument_group("common options")
     _add(g, "--config", metavar="FILE", help="TOML file of settings (CLI flags override it)")
@@ -58,8 +93,8 @@ def _common(p) -> None:
     _add(g, "--cache-dir", metavar="DIR", default=DEFAULT_CACHE,
          help="on-disk lattice cache ($NFST_CACHE_DIR sets the default)")
     _add(g, "--device", default="auto", help="cpu, cuda, cuda:N or auto (GPU if present)")
-    _add(g, "--threads", type=int, default=1, help="torch intra-op threads on CPU (the small "
-         "per-step ops of lattice passes run fastest single-threaded)")
+    _add(g, "--threads", type=WORKERS, default=1, help="torch intra-op threads on CPU (the "
+         "small per-step ops of lattice passes run fastest single-threaded)")
     _add(g, "--quiet", action="store_true", help="no progress bars")
     _add(g, "--debug", action="store_true", help="show tracebacks on errors")
 
@@ -71,15 +106,16 @@ def _task(p, renamed: bool = False) -> None:
 
 
 def _data(p) -> None:
-    _add(p, "--processes", type=int, default=2, help="parallel compile processes")
-    _add(p, "--set", dest="task_settings", metavar="KEY=VALUE", action="append", default=[],
+    _add(p, "--processes", type=WORKERS, default=2, help="parallel compile processes")
+    _add(p, "--set", dest="task_settings", metavar="KEY=VALUE", action=_Setting, append=True,
+         default=[],
          help="a task setting, e.g. --set train_size=500 (repeatable; docs/tasks.md)")
 
 
 def _split(p) -> None:
     _task(p, renamed=True)
     _add(p, "--split", default="train", help="data split")
-    _add(p, "--limit", type=int, help="use at most this many pairs (seeded sample)")
+    _add(p, "--limit", type=COUNT, help="use at most this many pairs (seeded sample)")
     _data(p)
 
 
@@ -87,18 +123,25 @@ def _sampler_list(text: str) -> tuple[str, ...]:
     return check_samplers([n.strip() for n in text.split(",") if n.strip()])
 
 
-def _run(p, samplers: bool = True) -> None:
+def _run(p, samplers: bool = True, new: bool = False) -> None:
+    """The options of a command on a run; ``new``: a stage command that may start the run."""
     _task(p)
-    _add(p, "--preset", default="small", choices=list(PRESETS),
+    _add(p, "--preset", default="small", choices=list(PRESETS), action=_Setting,
          help="training sizes and hyperparameters (paper: 003 Table 3)")
-    _add(p, "--seed", type=int, default=0, help="seeds data subsets, models and sampling")
+    _add(p, "--seed", type=SEED, default=0, action=_Setting,
+         help="seeds data subsets, models and sampling")
     _add(p, "--run-dir", metavar="DIR", help="run directory (default: runs/TASK-PRESET-SEED)")
     p.add_argument("--out", dest="run_dir", action=_Renamed)
+    if new:
+        _add(p, "--new", action="store_true", help="start the run if the run directory "
+             "records none (without it, a stage command continues a recorded run only)")
     if samplers:
         _add(p, "--samplers", default=",".join(DEFAULT_SAMPLERS), type=_sampler_list,
+             action=_Setting,
              help=f"comma-separated samplers to train and compare, from: {', '.join(SAMPLERS)}")
     _data(p)
-    _add(p, "--option", dest="overrides", metavar="KEY=VALUE", action="append", default=[],
+    _add(p, "--option", dest="overrides", metavar="KEY=VALUE", action=_Setting, append=True,
+         default=[],
          help="a preset setting, dotted, e.g. --option sampler.steps=100 (repeatable; "
               "`nfst options` lists every key with its value and meaning)")
 
@@ -117,7 +160,7 @@ def _reproduce(p) -> None:
     _add(p, "--preset", default="small", choices=list(PRESETS),
          help="training sizes and hyperparameters of every task's run")
     _add(p, "--tasks", default="tr,scan,cipher", help="comma-separated tasks to run")
-    _add(p, "--seed", type=int, default=0, help="seeds data subsets, models and sampling")
+    _add(p, "--seed", type=SEED, default=0, help="seeds data subsets, models and sampling")
     _add(p, "--runs-dir", metavar="DIR", default="runs",
          help="where the runs go (one directory per task: TASK-PRESET-SEED)")
     _add(p, "--out", metavar="DIR", help="the merged report's folder (default: "
@@ -128,8 +171,8 @@ def _reproduce(p) -> None:
     _jobs(p)
 
 
-def _sampler(p, **kw) -> None:
-    _run(p, samplers=False)
+def _sampler(p, new: bool = False, **kw) -> None:
+    _run(p, samplers=False, new=new)
     _add(p, "--sampler", choices=list(SAMPLERS), metavar="NAME",
          help=f"which sampler: {', '.join(SAMPLERS)}", **kw)
 
@@ -142,7 +185,7 @@ def _stats(p) -> None:
 def _bench(p) -> None:
     p.add_argument("name", choices=sorted(BENCHMARKS),
                    help="; ".join(f"{k}: {v[0]}" for k, v in sorted(BENCHMARKS.items())))
-    _add(p, "--lattices", type=int,
+    _add(p, "--lattices", type=COUNT,
          help="number of lattices (backward, compile, step, rdp, estimates)")
     _add(p, "--run-dir", metavar="DIR", help="trained cipher run to use (abstract; default "
          "runs/cipher-small-0, trained there if missing)")
@@ -158,7 +201,7 @@ def _sample(p) -> None:
     _sampler(p, default="swp-prefix")
     _add(p, "--x", required=True, help="input string, symbols separated by spaces")
     _add(p, "--y", required=True, help="output string, symbols separated by spaces")
-    _add(p, "-k", type=int, default=8, help="number of samples")
+    _add(p, "-k", type=COUNT, default=8, help="number of samples")
     _add(p, "--dot", metavar="FILE", help="write the lattice as Graphviz DOT to this file")
     _add(p, "--png", metavar="FILE", help="also render it to PNG (Graphviz's `dot` if "
                                            "installed, else networkx and matplotlib)")
@@ -196,16 +239,18 @@ COMMANDS: dict[str, Command] = {
                          "nfst reproduce --preset small --data-dir DATA\n"
                          "nfst reproduce --preset large --data-dir DATA --jobs 2"),
     "train-scorer": Command("train (or reuse) the frozen LSTM scorer of a run",
-                            lambda p: _run(p, samplers=False), commands.train_scorer,
-                            "nfst train-scorer cipher --run-dir runs/c"),
+                            lambda p: _run(p, samplers=False, new=True), commands.train_scorer,
+                            "nfst train-scorer cipher --run-dir runs/c --new"),
     "train-sampler": Command("train (or reuse) one sampler of a run",
-                             lambda p: _sampler(p, required=True), commands.train_sampler,
+                             lambda p: _sampler(p, new=True, required=True),
+                             commands.train_sampler,
                              "nfst train-sampler cipher --sampler swp-prefix --run-dir runs/c"),
-    "evaluate": Command("partial KL, ESS and expected length of a run's samplers", _run,
-                        commands.evaluate, "nfst evaluate cipher --run-dir runs/c\n"
-                        "nfst evaluate cipher --samplers swa,swp --run-dir runs/new"),
-    "smc": Command("particle smoothing with a run's best sampler: offset KL against M", _run,
-                   commands.smc, "nfst smc cipher --run-dir runs/c"),
+    "evaluate": Command("partial KL, ESS and expected length of a run's samplers",
+                        lambda p: _run(p, new=True), commands.evaluate,
+                        "nfst evaluate cipher --run-dir runs/c\n"
+                        "nfst evaluate cipher --samplers swa,swp --run-dir runs/new --new"),
+    "smc": Command("particle smoothing with a run's best sampler: offset KL against M",
+                   lambda p: _run(p, new=True), commands.smc, "nfst smc cipher --run-dir runs/c"),
     "report": Command("merge runs into report.md with tables and plots", _report,
                       commands.report, "nfst report runs/cipher-small-0\n"
                       "nfst report runs/tr-small-0 runs/scan-small-0 runs/cipher-small-0 "
@@ -260,7 +305,7 @@ def _apply_config(args, parsers) -> list[str]:
                         "check the path and TOML syntax")
     shared = {k: v for k, v in data.items() if not isinstance(v, dict)}
     defaults = {k.replace("-", "_"): v for k, v in (shared | data.get(args.command, {})).items()}
-    known = set(vars(args)) - {"command", "task_option", "renamed"}
+    known = set(vars(args)) - {"command", "task_option", "renamed", "given"}
     renamed = []
     if "out" in defaults and "out" not in known and "run_dir" in known:
         defaults["run_dir"] = defaults.pop("out")
@@ -269,7 +314,9 @@ def _apply_config(args, parsers) -> list[str]:
     if unknown:
         raise NfstError(f"{args.config}: unknown settings for `nfst {args.command}`: "
                         f"{', '.join(unknown)}", f"see `nfst {args.command} --help`")
-    parsers[args.command].set_defaults(**defaults)
+    # Numbers as text, so that argparse checks them with the flag's type, as on the line.
+    parsers[args.command].set_defaults(**{k: str(v) if type(v) in (int, float) else v
+                                          for k, v in defaults.items()}, given=set(defaults))
     return renamed
 
 
@@ -311,6 +358,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         if debug:
             raise
         print(f"nfst: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a path given that cannot be read or written
+        if debug:
+            raise
+        print(f"nfst: error: {exc}\n  hint: check the paths given: a folder missing, a file "
+              "where a folder belongs, no permission (--debug shows where)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("nfst: interrupted\n  hint: run the same command again: finished stages, "

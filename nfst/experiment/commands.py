@@ -7,12 +7,15 @@ one in the runtime every command shares.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import NfstError, RunConfigError
-from .config import DEFAULT_SAMPLERS, RunConfig, describe_options, parse_settings
+from .config import (DEFAULT_SAMPLERS, RunConfig, apply_overrides, describe_options,
+                     option_value, parse_assignment, parse_settings)
 from .run import Run
 
 
@@ -75,19 +78,57 @@ def options(o) -> None:
 
 
 def open_run(o, samplers: Optional[tuple[str, ...]] = None) -> Run:
-    """The run in ``o.run_dir`` if it records one (its recorded settings win), else a new one;
-    ``nfst run`` always makes a new one (refused if the directory holds other settings)."""
+    """The run that the run directory records, with its recorded settings; a run setting given
+    (``o.given``: on the command line or in ``--config``) must agree with them. A new run where
+    none is recorded: for ``nfst run`` (refused if the directory holds other settings) and a
+    stage command given ``--new``; other stage commands refuse, rather than start a run in a
+    mistyped directory."""
     where = dict(data_dir=o.data_dir, cache_dir=o.cache_dir, device=o.device,
                  processes=o.processes, jobs=_jobs(o), quiet=o.quiet)
-    recorded = o.run_dir and os.path.exists(os.path.join(o.run_dir, "config.json"))
-    if recorded and o.command != "run":
-        return Run.open(o.run_dir, **where)
     if samplers is None:
         samplers = getattr(o, "samplers", DEFAULT_SAMPLERS)
     config = RunConfig(task=o.task, preset=o.preset, seed=o.seed, samplers=samplers,
                        task_settings=parse_settings(o.task_settings),
                        overrides=tuple(o.overrides))
-    return Run(config, o.run_dir, **where)
+    run_dir = Path(o.run_dir) if o.run_dir else config.default_dir()
+    if o.command == "run" or not (run_dir / "config.json").exists():
+        run = Run(config, run_dir, **where)  # the settings given are checked first
+        if o.command == "run" or getattr(o, "new", False):
+            return run
+        raise RunConfigError(f"{run_dir}: no run recorded there (no config.json)",
+                             f"start one with `nfst run {o.task} --run-dir {run_dir}`"
+                             + (", or give --new" if "new" in o else ""))
+    run = Run.open(run_dir, **where)
+    _check_given(o, run)
+    return run
+
+
+def _check_given(o, run: Run) -> None:
+    """Refuse run settings given in ``o`` that differ from those ``run`` records."""
+    if o.task != run.config.task:
+        raise RunConfigError(f"{run.dir} records a run of the task {run.config.task}, not "
+                             f"{o.task}", f"give the task {run.config.task} to continue that "
+                             "run, or another --run-dir for a new one")
+    given, differ = getattr(o, "given", set()), []  # (recorded, given)
+    for flag, name in (("--preset", "preset"), ("--seed", "seed")):
+        if name in given and getattr(o, name) != getattr(run.config, name):
+            differ.append((f"{flag} {getattr(run.config, name)}", f"{flag} {getattr(o, name)}"))
+    if "samplers" in given and tuple(o.samplers) != run.config.samplers:
+        differ.append((f"--samplers {','.join(run.config.samplers)}",
+                       f"--samplers {','.join(o.samplers)}"))
+    for item in o.overrides if "overrides" in given else ():
+        key = parse_assignment(item)[0]
+        if apply_overrides(copy.deepcopy(run.preset), [item]) != run.preset:
+            differ.append((f"{key}={option_value(run.preset, key)!r}", f"--option {item}"))
+    for item in o.task_settings if "task_settings" in given else ():
+        key, value = parse_assignment(item, "--set")
+        if type(run.task)(run.task.settings, **{key: value}).settings != run.task.settings:
+            differ.append((f"{key}={getattr(run.task.settings, key)!r}", f"--set {item}"))
+    if differ:
+        raise RunConfigError(f"{run.dir} records a run with {', '.join(r for r, _ in differ)}, "
+                             f"not {', '.join(g for _, g in differ)}",
+                             "drop the flag to continue that run, or give another --run-dir "
+                             "for a new one")
 
 
 def _jobs(o) -> int:
@@ -116,7 +157,6 @@ def run(o) -> None:
 
 def reproduce(o) -> None:
     """Each task's run at the preset (resuming what is done), then one merged report."""
-    from pathlib import Path
     from .report import write_report
     tasks = [t.strip() for t in o.tasks.split(",") if t.strip()]
     if not tasks:

@@ -3,14 +3,21 @@ statuses, old spellings, and commands on runs stopped part-way (a failed first s
 stopped after `nfst evaluate`). In-process through ``main(argv)``; no case trains more than a
 two-step n-gram."""
 
+import argparse
 import json
 import shutil
 import tomllib
 from importlib import metadata
 
 import pytest
+import torch
 
+from nfst.bench import BENCHMARKS
 from nfst.cli import main
+from nfst.errors import NfstError
+from nfst.experiment.config import RunConfig
+from nfst.experiment.run import Run
+from nfst.models.samplers import SAMPLERS
 from nfst.tasks import task_names
 
 BAD_TOML = "[stats\ntask = 'cipher'\n"
@@ -28,10 +35,15 @@ def _toml_error() -> str:
 
 
 CASES = {
-    # case: (argv, exit status, the error line exactly, a phrase of the hint); in argv and the
-    # line, {t} is the test's folder (the working directory), which holds an empty EMPTY/.
+    # case: (argv, exit status, the error line exactly, a phrase of the hint). In argv, the line
+    # and the hint, {t} is the test's folder (the working directory), which holds an empty
+    # EMPTY/, the TOML files of FILES, a run directory RUN that records a cipher run with
+    # nothing trained yet (preset small, seed 0, samplers swa, --set train_size=4 eval_size=4)
+    # and BAD, the same run with garbage for its scorer and swa sampler.
     "unknown task": (["run", "nope", "--run-dir", "{t}/r"], 2,
                      "no task named 'nope'; known tasks: {tasks}", "NFST_TASKS"),
+    "misspelt task": (["stats", "ciphr"], 2, "no task named 'ciphr'; the nearest: cipher",
+                      "NFST_TASKS"),
     "no data directory": (["stats", "tr"], 2, f"task 'tr' reads {TR_TRAIN} from a data "
                           "directory, and none is set", "Dakshina dataset v1.0"),
     "empty data directory": (["run", "tr", "--data-dir", "{t}/EMPTY", "--run-dir", "{t}/r"], 2,
@@ -44,9 +56,85 @@ CASES = {
     "unknown --option key": (["evaluate", "cipher", "--option", "zzz=1"], 2,
                              "--option 'zzz=1': the preset has no setting 'zzz'",
                              "`nfst options`"),
+    "--option without =": (["smc", "cipher", "--option", "sampler.steps", "--run-dir", "{t}/r"],
+                           2, "--option 'sampler.steps': expected KEY=VALUE",
+                           "e.g. --option sampler.steps=100"),
+    "--option of the wrong type": (["train-scorer", "cipher", "--option", "scorer.hidden=big",
+                                    "--run-dir", "{t}/r", "--new"], 2,
+                                   "--option 'scorer.hidden=big': expected a positive int, got "
+                                   "'big'", "sampler.steps=100"),
+    "--option size of 0": (["run", "cipher", "--option", "sampler.steps=0"], 2,
+                           "--option 'sampler.steps=0': expected a positive int, got 0",
+                           "sampler.steps=100"),
+    "--option None for a number": (["run", "cipher", "--option", "sampler.k=None"], 2,
+                                   "--option 'sampler.k=None': expected a positive int, got "
+                                   "None", "sampler.steps=100"),
     "unknown sampler": (["run", "cipher", "--samplers", "swa,nope"], 2,
                         "unknown samplers ['nope']; the samplers are nolookahead, swa, sws, swp, "
                         "swp-prefix, swp-sws", "--samplers swa,swp-prefix"),
+    "unknown --sampler": (["train-sampler", "cipher", "--sampler", "nope"], 2,
+                          "train-sampler: argument --sampler: invalid choice: {samplers}",
+                          "nfst train-sampler --help"),
+    "unknown bootstrap sampler": (["run", "cipher", "--option", "scorer.bootstrap_sampler=nope",
+                                   "--run-dir", "{t}/r"], 2,
+                                  "unknown samplers ['nope']; the samplers are nolookahead, swa, "
+                                  "sws, swp, swp-prefix, swp-sws", "--samplers swa,swp-prefix"),
+    "unknown scorer proposal": (["run", "cipher", "--option", "scorer.proposal=gold"], 2,
+                                "unknown scorer proposal 'gold'", "--option scorer.proposal="),
+    "--set without =": (["compile", "cipher", "--set", "train_size"], 2,
+                        "--set 'train_size': expected KEY=VALUE", "e.g. --set train_size=500"),
+    "unknown task setting": (["stats", "cipher", "--set", "bogus=1"], 2,
+                             "task 'cipher' has no setting 'bogus'; its settings are: "
+                             "train_size, eval_size, seed, strict, alphabet_size, num_ciphers, "
+                             "p_delete, p_insert, min_len, mean_len, test_min_len, test_mean_len",
+                             "--set KEY=VALUE"),
+    "misspelt task setting": (["stats", "cipher", "--set", "trian_size=5"], 2,
+                              "task 'cipher' has no setting 'trian_size'; the nearest: "
+                              "train_size", "--set KEY=VALUE"),
+    "task setting of the wrong type": (["stats", "cipher", "--set", "train_size=abc", "--limit",
+                                        "5"], 2, "task 'cipher', setting train_size: expected "
+                                       "None or a positive int, got 'abc'",
+                                       "--set train_size=500"),
+    "negative task size": (["stats", "cipher", "--set", "train_size=-5"], 2,
+                           "task 'cipher', setting train_size: expected None or a positive int, "
+                           "got -5", "--set train_size=500"),
+    "negative task seed": (["compile", "scan", "--set", "seed=-1"], 2,
+                           "task 'scan', setting seed: expected an int of at least 0, got -1",
+                           "--set train_size=500"),
+    "unknown split": (["compile", "cipher", "--split", "nope", "--limit", "1"], 2,
+                      "task 'cipher' has no split 'nope'; it has train, dev, test",
+                      "--split NAME"),
+    "negative --limit": (["stats", "cipher", "--limit", "-3"], 2,
+                         "stats: argument --limit: expected an integer of at least 1, got '-3'",
+                         "nfst stats --help"),
+    "--limit 0": (["compile", "cipher", "--limit", "0"], 2,
+                  "compile: argument --limit: expected an integer of at least 1, got '0'",
+                  "nfst compile --help"),
+    "--limit 0 in the config": (["stats", "cipher", "--config", "{t}/limit.toml"], 2,
+                                "stats: argument --limit: expected an integer of at least 1, got "
+                                "'0'", "nfst stats --help"),
+    "--threads 0": (["stats", "cipher", "--limit", "5", "--threads", "0"], 2,
+                    "stats: argument --threads: expected an integer from 1 to 1,024, got '0'",
+                    "nfst stats --help"),
+    "--processes 0": (["compile", "cipher", "--processes", "0"], 2,
+                      "compile: argument --processes: expected an integer from 1 to 1,024, got "
+                      "'0'", "nfst compile --help"),
+    "negative --seed": (["run", "cipher", "--seed", "-1"], 2,
+                        "run: argument --seed: expected an integer from 0 to 4,294,967,295, got "
+                        "'-1'", "nfst run --help"),
+    "-k 0": (["sample", "cipher", "-k", "0", "--x", "a", "--y", "b"], 2,
+             "sample: argument -k: expected an integer of at least 1, got '0'",
+             "nfst sample --help"),
+    "--lattices 0": (["bench", "backward", "--lattices", "0"], 2,
+                     "bench: argument --lattices: expected an integer of at least 1, got '0'",
+                     "nfst bench --help"),
+    "unknown benchmark": (["bench", "nope"], 2, "bench: argument name: invalid choice: "
+                          "{benchmarks}", "nfst bench --help"),
+    "unknown flag": (["tasks", "--bogus"], 2, "unrecognized arguments: --bogus", "nfst --help"),
+    "unknown device": (["stats", "cipher", "--device", "tpu", "--limit", "1"], 2,
+                       "--device tpu: not a device name", "cpu, cuda, cuda:N or auto"),
+    "absent GPU": (["compile", "cipher", "--device", "cuda:7", "--limit", "1"], 2,
+                   "{gpu}", "--device"),
     "missing run directory": (["report", "{t}/missing"], 2, "{t}/missing: no such directory",
                               "`nfst evaluate`"),
     "run directory without evaluate": (["report", "{t}/EMPTY"], 2,
@@ -55,11 +143,75 @@ CASES = {
                                        "nfst evaluate TASK --run-dir {t}/EMPTY"),
     "malformed TOML": (["stats", "cipher", "--config", "{t}/bad.toml"], 2,
                        f"cannot read config {{t}}/bad.toml: {_toml_error()}", "TOML syntax"),
+    "malformed TOML for a stage": (["evaluate", "cipher", "--config", "{t}/bad.toml"], 2,
+                                   f"cannot read config {{t}}/bad.toml: {_toml_error()}",
+                                   "TOML syntax"),
+    "unknown config key": (["stats", "--config", "{t}/unknown.toml"], 2,
+                           "{t}/unknown.toml: unknown settings for `nfst stats`: bogus",
+                           "nfst stats --help"),
     "no task": (["smc"], 2, "smc: the following arguments are required: TASK",
                 "nfst smc --help"),
     "task twice": (["stats", "cipher", "--task", "scan"], 2,
                    "stats: the task is given twice (cipher and --task scan)", "give it once"),
+    "missing --x": (["sample", "cipher", "--y", "a"], 2,
+                    "sample: the following arguments are required: --x", "nfst sample --help"),
+    "empty --x": (["sample", "cipher", "--run-dir", "{t}/RUN", "--x", "", "--y", "a b"], 2,
+                  "--x is empty", "--x 'a b c'"),
+    "blank --y": (["sample", "cipher", "--run-dir", "{t}/RUN", "--x", "a b", "--y", " "], 2,
+                  "--y is empty", "--y 'a b c'"),
+    "--dot in a missing folder": (["sample", "cipher", "--run-dir", "{t}/RUN", "--x", "a b",
+                                   "--y", "c d", "--dot", "{t}/missing/x.dot"], 2,
+                                  "[Errno 2] No such file or directory: '{t}/missing/x.dot'",
+                                  "check the paths given"),
+    # a stage command on a directory that records no run
+    "evaluate a mistyped run directory": (["evaluate", "cipher", "--run-dir", "{t}/RUNN"], 2,
+                                          "{t}/RUNN: no run recorded there (no config.json)",
+                                          "start one with `nfst run cipher --run-dir {t}/RUNN`, "
+                                          "or give --new"),
+    "smc in the default run directory": (["smc", "cipher"], 2,
+                                         "runs/cipher-small-0: no run recorded there (no "
+                                         "config.json)", "or give --new"),
+    "sample a directory with no run": (["sample", "cipher", "--run-dir", "{t}/EMPTY", "--sampler",
+                                        "swa", "--x", "a b", "--y", "c d"], 2,
+                                       "{t}/EMPTY: no run recorded there (no config.json)",
+                                       "start one with `nfst run cipher --run-dir {t}/EMPTY`"),
+    # a stage command given settings that differ from the run it continues
+    "another preset": (["evaluate", "cipher", "--run-dir", "{t}/RUN", "--preset", "large"], 2,
+                       "{t}/RUN records a run with --preset small, not --preset large",
+                       "drop the flag to continue that run, or give another --run-dir"),
+    "another --option": (["train-scorer", "cipher", "--run-dir", "{t}/RUN", "--option",
+                          "scorer.steps=7"], 2, "{t}/RUN records a run with scorer.steps=600, "
+                         "not --option scorer.steps=7", "drop the flag"),
+    "other samplers": (["smc", "cipher", "--run-dir", "{t}/RUN", "--samplers", "swa,swp", "--new"],
+                       2, "{t}/RUN records a run with --samplers swa, not --samplers swa,swp",
+                       "give another --run-dir"),
+    "another seed and task setting": (["train-sampler", "cipher", "--run-dir", "{t}/RUN",
+                                       "--sampler", "swa", "--seed", "1", "--set", "eval_size=5"],
+                                      2, "{t}/RUN records a run with --seed 0, eval_size=4, not "
+                                      "--seed 1, --set eval_size=5", "drop the flag"),
+    "another task": (["evaluate", "scan", "--run-dir", "{t}/RUN"], 2,
+                     "{t}/RUN records a run of the task cipher, not scan", "give the task cipher"),
+    "a bad --option on a recorded run": (["smc", "cipher", "--run-dir", "{t}/RUN", "--option",
+                                          "sampler.k=0"], 2, "--option 'sampler.k=0': expected "
+                                         "a positive int, got 0", "sampler.steps=100"),
+    # on a recorded run, what it holds
+    "no trained sampler": (["sample", "cipher", "--run-dir", "{t}/RUN", "--sampler", "swa", "--x",
+                            "a b", "--y", "c d"], 2, "{t}/RUN has no trained swa sampler",
+                           "nfst train-sampler cipher --sampler swa --preset small --run-dir "
+                           "{t}/RUN"),
+    "symbols outside the alphabet": (["sample", "cipher", "--run-dir", "{t}/RUN", "--x", "a 7",
+                                      "--y", "b c"], 2, "cipher on x='a 7', y='b c': input "
+                                     "symbols ['7'] are not in the MFST's input alphabet",
+                                     "cipher reads x over a b c"),
+    "corrupt sampler": (["sample", "cipher", "--run-dir", "{t}/BAD", "--sampler", "swa", "--x",
+                         "a b", "--y", "c d", "--quiet"], 2, "{t}/BAD/samplers/swa.pt: failed its "
+                        "integrity check (truncated or overwritten)", "delete the file"),
+    "corrupt scorer": (["train-scorer", "cipher", "--run-dir", "{t}/BAD", "--quiet"], 2,
+                       "{t}/BAD/scorer.pt: failed its integrity check (truncated or overwritten)",
+                       "delete the file"),
 }
+FILES = {"bad.toml": BAD_TOML, "unknown.toml": "[stats]\nbogus = 1\n",
+         "limit.toml": "[stats]\nlimit = 0\n"}
 
 
 @pytest.fixture
@@ -67,8 +219,38 @@ def folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # default caches and run folders land here
     monkeypatch.delenv("NFST_DATA_DIR", raising=False)
     (tmp_path / "EMPTY").mkdir()
-    (tmp_path / "bad.toml").write_text(BAD_TOML)
+    for name, text in FILES.items():
+        (tmp_path / name).write_text(text)
+    recorded_run(tmp_path / "RUN")
+    shutil.copytree(tmp_path / "RUN", tmp_path / "BAD")
+    for name in ("scorer.pt", "samplers/swa.pt"):
+        (tmp_path / "BAD" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "BAD" / name).write_bytes(b"not a checkpoint")
     return tmp_path
+
+
+def recorded_run(path):
+    """A run directory that records a cipher run, as its first stage does, with nothing done."""
+    config = RunConfig(samplers=("swa",), task_settings={"train_size": 4, "eval_size": 4})
+    Run(config, path, quiet=True).run_dir.claim()
+
+
+def _invalid_choice(value: str, choices) -> str:
+    """How this Python's argparse says that ``value`` is none of ``choices`` (its quoting
+    changes between versions)."""
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    parser.add_argument("x", choices=choices)
+    try:
+        parser.parse_args([value])
+    except argparse.ArgumentError as exc:
+        return str(exc).partition("invalid choice: ")[2]
+
+
+def _no_gpu(name: str) -> str:
+    """What ``--device NAME`` says where there is no such GPU, on this machine."""
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return f"--device {name}: " + (f"there are {count} CUDA devices" if count else
+                                   "no CUDA device is available")
 
 
 def _main(argv, capsys):
@@ -80,7 +262,9 @@ def _main(argv, capsys):
 @pytest.mark.parametrize("case", list(CASES))
 def test_bad_input_says_exactly_what_is_wrong(case, folder, capsys):
     argv, status, line, hint = CASES[case]
-    fill = {"t": folder, "tasks": ", ".join(task_names())}
+    fill = {"t": folder, "tasks": ", ".join(task_names()), "gpu": _no_gpu("cuda:7"),
+            "samplers": _invalid_choice("nope", SAMPLERS),
+            "benchmarks": _invalid_choice("nope", sorted(BENCHMARKS))}
     got, _, err = _main([a.format(**fill) for a in argv], capsys)
     assert (got, err[0]) == (status, "nfst: error: " + line.format(**fill)), err
     assert len(err) == 2 and err[1].startswith("  hint: ") and hint.format(**fill) in err[1]
@@ -111,11 +295,29 @@ def test_old_spellings_work_with_a_warning(folder, capsys):
     assert status == 2 and err[0] == ("nfst: warning: --task is deprecated (until the next "
                                       "release); use the task as the first argument")
     assert err[1].startswith("nfst: error: no task named 'nope'")
-    status, _, err = _main(["sample", "cipher", "--out", str(folder / "old"), "--sampler", "swa",
+    status, _, err = _main(["sample", "cipher", "--out", str(folder / "RUN"), "--sampler", "swa",
                             "--x", "a b", "--y", "c d", "--quiet"], capsys)
     assert status == 2 and err[:2] == [
         "nfst: warning: --out is deprecated (until the next release); use --run-dir",
-        f"nfst: error: {folder / 'old'} has no trained swa sampler"]
+        f"nfst: error: {folder / 'RUN'} has no trained swa sampler"]
+
+
+def test_a_stage_takes_the_recorded_settings_given_again(folder, capsys, monkeypatch):
+    """Settings given to a stage command that agree with the run's (a preset's own value
+    included) are accepted; one in --config that differs is refused like a flag."""
+    def evaluation(run):
+        raise NfstError("past the check")
+    monkeypatch.setattr(Run, "evaluation", evaluation)
+    agree = ["--preset", "small", "--seed", "0", "--samplers", "swa", "--option",
+             "scorer.steps=600", "--set", "train_size=4", "--quiet"]
+    status, _, err = _main(["evaluate", "cipher", "--run-dir", str(folder / "RUN"), *agree],
+                           capsys)
+    assert (status, err) == (2, ["nfst: error: past the check"])
+    (folder / "seed.toml").write_text("[evaluate]\nseed = 1\n")
+    status, _, err = _main(["evaluate", "cipher", "--run-dir", str(folder / "RUN"), "--config",
+                            str(folder / "seed.toml")], capsys)
+    assert (status, err[0]) == (2, f"nfst: error: {folder / 'RUN'} records a run with --seed 0, "
+                                   "not --seed 1")
 
 
 def test_a_failed_first_stage_leaves_the_directory_free(folder, capsys):
@@ -130,7 +332,7 @@ def test_a_failed_first_stage_leaves_the_directory_free(folder, capsys):
     (data / TR_TRAIN).parent.mkdir(parents=True)
     (data / TR_TRAIN).write_text("\n".join(TR_LINES) + "\n")
     status, out, err = _main(["train-scorer", "tr", "--preset", "large", "--data-dir", str(data),
-                              "--run-dir", run_dir, *QUICK_NGRAM], capsys)
+                              "--run-dir", run_dir, "--new", *QUICK_NGRAM], capsys)
     assert status == 0, err
     recorded = json.loads((folder / "R" / "config.json").read_text())["run"]
     assert (recorded["task"], recorded["preset"]) == ("tr", "large")

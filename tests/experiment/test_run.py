@@ -125,7 +125,8 @@ def test_corrupt_model_file_is_reported(tmp_path, capsys):
 
 def _cli(out, cache):
     return [sys.executable, "-m", "nfst.cli", "train-sampler", "cipher", "--sampler", "swa",
-            "--run-dir", str(out), "--cache-dir", str(cache), "--quiet", "--processes", "1"] + \
+            "--run-dir", str(out), "--new", "--cache-dir", str(cache), "--quiet",
+            "--processes", "1"] + \
         [a for o in TINY for a in ("--option", o)] + \
         [a for k, v in TASK.items() for a in ("--set", f"{k}={v}")]
 
