@@ -15,10 +15,10 @@ import torch
 from nfst.bench import BENCHMARKS
 from nfst.cli import main
 from nfst.errors import NfstError
-from nfst.experiment.config import RunConfig
 from nfst.experiment.run import Run
 from nfst.models.samplers import SAMPLERS
 from nfst.tasks import task_names
+from tests.experiment.tiny import recorded_run
 
 BAD_TOML = "[stats\ntask = 'cipher'\n"
 TR_TRAIN = "dakshina-ur/ur.translit.sampled.train.tsv"
@@ -227,12 +227,6 @@ def folder(tmp_path, monkeypatch):
         (tmp_path / "BAD" / name).parent.mkdir(exist_ok=True)
         (tmp_path / "BAD" / name).write_bytes(b"not a checkpoint")
     return tmp_path
-
-
-def recorded_run(path):
-    """A run directory that records a cipher run, as its first stage does, with nothing done."""
-    config = RunConfig(samplers=("swa",), task_settings={"train_size": 4, "eval_size": 4})
-    Run(config, path, quiet=True).run_dir.claim()
 
 
 def _invalid_choice(value: str, choices) -> str:

@@ -1,6 +1,8 @@
-"""Settings that make a whole run take seconds: tiny models, a few steps, a few pairs."""
+"""Settings that make a whole run take seconds: tiny models, a few steps, a few pairs; and a run
+directory with a run recorded, nothing done."""
 
 from nfst.experiment.config import RunConfig
+from nfst.experiment.run import Run
 
 TINY = ["scorer.hidden=16", "scorer.bootstrap.d=16", "sampler.sampler.d=16", "scorer.steps=4",
         "scorer.ngram.steps=10",
@@ -13,3 +15,10 @@ def tiny_config(**kw):
     return RunConfig(**{"task": "cipher", "samplers": ("swa", "swp"), "task_settings": TASK,
                         "overrides": tuple(TINY), "eval_k": 4, "smc_particles": (4, 8),
                         "smc_pairs": 2, "log_z_samples": 8} | kw)
+
+
+def recorded_run(path):
+    """A run directory that records a cipher run, as its first stage does, with nothing done:
+    preset small, seed 0, samplers swa, task settings train_size=4 and eval_size=4."""
+    config = RunConfig(samplers=("swa",), task_settings={"train_size": 4, "eval_size": 4})
+    Run(config, path, quiet=True).run_dir.claim()
