@@ -101,6 +101,8 @@ class Cipher(Task):
         s = self.settings
         if not 1 <= s.alphabet_size <= 26:
             raise TaskError(f"cipher: alphabet_size must be 1..26, got {s.alphabet_size}")
+        if s.num_ciphers > 1000:  # building the MFST of 1,000 takes seconds already
+            raise TaskError(f"cipher: num_ciphers must be 1..1000, got {s.num_ciphers}")
         self.alphabet = tuple(string.ascii_lowercase[:s.alphabet_size])
         self.ciphers = substitution_ciphers(self.alphabet, s.num_ciphers, s.seed)
         self._generated: dict[str, list[GeneratedPair]] = {}

@@ -54,6 +54,8 @@ def test_settings_are_checked_against_their_fields():
                           ({"strict": 1}, "a bool, got 1")]:
         with pytest.raises(TaskError, match=re.escape(f"{next(iter(bad))}: expected {expected}")):
             get_task("cipher", **bad)
+    with pytest.raises(TaskError, match=r"num_ciphers must be 1\.\.1000, got 1001"):
+        get_task("cipher", num_ciphers=1001)  # its MFST would take long to build
     settings = get_task("cipher", train_size=None, min_len=0, p_delete=1).settings
     assert (settings.train_size, settings.min_len, settings.p_delete) == (None, 0, 1.0)
     assert isinstance(settings.p_delete, float)
