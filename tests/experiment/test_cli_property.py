@@ -42,8 +42,8 @@ def _reach(*args, **kwargs):
     raise Reached
 
 
-INTS = st.one_of(st.integers(-3, 12), st.sampled_from([2 ** 31, 2 ** 32, 2 ** 63, 10 ** 30])
-                 ).map(str)
+INTS = st.one_of(st.integers(1, 8), st.integers(1, 8),  # mostly fine, to let other flags count
+                 st.sampled_from([-3, -1, 0, 2 ** 31, 2 ** 32, 2 ** 63, 10 ** 30])).map(str)
 FLOATS = st.one_of(st.sampled_from(["0.5", "-1.5", "1e400", "nan", "inf"]),
                    st.floats().map(str))
 NAMES = st.one_of(st.sampled_from(
@@ -53,15 +53,21 @@ NAMES = st.one_of(st.sampled_from(
 PATHS = st.sampled_from(["{t}/RUN", "{t}/BAD", "{t}/EMPTY", "{t}/missing", "{t}/missing/more",
                          "{t}/out.dot", "/proc/nope", *(f"{{t}}/{name}" for name in CONFIGS)])
 VALUES = st.one_of(INTS, FLOATS, NAMES, st.sampled_from(["None", "[1, 2]", "'q'", "{a = 1}"]))
-PAIRS = st.one_of(
-    st.builds("{}={}".format, st.sampled_from([*SETTING_KEYS, *OPTION_KEYS, "bogus", "",
-                                               "sampler", "sampler.nope", "trian_size"]), VALUES),
-    NAMES)
+BAD_KEYS = ["bogus", "", "sampler", "sampler.nope", "trian_size"]
+
+
+def _pairs(keys: list[str]) -> st.SearchStrategy[str]:
+    """KEY=VALUE, with a key from ``keys`` or a bad one, and a value of any kind; or no =."""
+    return st.one_of(st.builds("{}={}".format, st.sampled_from(keys + BAD_KEYS), VALUES), NAMES)
+
+
+PAIRS = _pairs(SETTING_KEYS + OPTION_KEYS)
 LISTS = st.lists(st.sampled_from([*SAMPLERS, *task_names(), "nope", ""]), max_size=3
                  ).map(",".join)
 ANY = st.one_of(INTS, FLOATS, NAMES, PATHS, PAIRS, LISTS)
 LIKELY = {"task": st.sampled_from([*task_names(), "cipher", "cipher", "nope", "ciphr"]),
-          "task_settings": PAIRS, "overrides": PAIRS, "samplers": LISTS, "tasks": LISTS,
+          "task_settings": _pairs(SETTING_KEYS), "overrides": _pairs(OPTION_KEYS),
+          "samplers": LISTS, "tasks": LISTS,
           "runs": PATHS, "run_dir": PATHS, "data_dir": PATHS, "cache_dir": PATHS, "out": PATHS,
           "dot": PATHS, "png": PATHS, "runs_dir": PATHS,
           "config": st.sampled_from([f"{{t}}/{name}" for name in CONFIGS]),
@@ -77,7 +83,7 @@ def _value(draw, action: argparse.Action) -> str:
     likely = LIKELY.get(action.dest, INTS if action.type else NAMES)
     if action.choices:
         likely = st.sampled_from([*action.choices, "nope"])
-    return draw(likely if draw(st.integers(0, 4)) else ANY)
+    return draw(likely if draw(st.integers(0, 5)) else ANY)
 
 
 @st.composite
@@ -92,9 +98,10 @@ def command_lines(draw) -> list[str]:
             action.nargs, 1)
         positional += [draw(_value(action)) for _ in range(count)]
     options = [a for a in arguments if a.option_strings]
+    weighted = options + 3 * [a for a in options if a.dest in ("task_settings", "overrides")]
     flags = []
     for action in [a for a in options if a.required and draw(st.integers(0, 5))] + draw(
-            st.lists(st.sampled_from(options), max_size=4)):
+            st.lists(st.sampled_from(weighted), min_size=1, max_size=4)):
         flags.append(draw(st.sampled_from(action.option_strings)))
         flags += [draw(_value(action))] * (action.nargs != 0)
     return [name, *(flags + positional if draw(st.booleans()) else positional + flags)]
