@@ -127,7 +127,9 @@ def _run(p, samplers: bool = True, new: bool = False) -> None:
     """The options of a command on a run; ``new``: a stage command that may start the run."""
     _task(p)
     _add(p, "--preset", default="small", choices=list(PRESETS), action=_Setting,
-         help="training sizes and hyperparameters (paper: 003 Table 3)")
+         help="training sizes and hyperparameters (paper: 003 Table 3's, with the "
+              "trigram-taught scorer of every preset; large: samplers trained until they stop "
+              "improving)")
     _add(p, "--seed", type=SEED, default=0, action=_Setting,
          help="seeds data subsets, models and sampling")
     _add(p, "--run-dir", metavar="DIR", help="run directory (default: runs/TASK-PRESET-SEED)")
