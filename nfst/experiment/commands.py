@@ -83,8 +83,7 @@ def open_run(o, samplers: Optional[tuple[str, ...]] = None) -> Run:
     none is recorded: for ``nfst run`` (refused if the directory holds other settings) and a
     stage command given ``--new``; other stage commands refuse, rather than start a run in a
     mistyped directory."""
-    where = dict(data_dir=o.data_dir, cache_dir=o.cache_dir, device=o.device,
-                 processes=o.processes, jobs=_jobs(o), quiet=o.quiet)
+    where = _where(o)
     if samplers is None:
         samplers = getattr(o, "samplers", DEFAULT_SAMPLERS)
     config = RunConfig(task=o.task, preset=o.preset, seed=o.seed, samplers=samplers,
@@ -131,6 +130,12 @@ def _check_given(o, run: Run) -> None:
                              "for a new one")
 
 
+def _where(o) -> dict:
+    """How a command's runs read data, where they run and how they report (not settings)."""
+    return dict(data_dir=o.data_dir, cache_dir=o.cache_dir, device=o.device,
+                processes=o.processes, jobs=_jobs(o), quiet=o.quiet)
+
+
 def _jobs(o) -> int:
     """``--jobs``: by default the cores available (1 for commands without the flag)."""
     from .jobs import available_cores
@@ -166,9 +171,7 @@ def reproduce(o) -> None:
         config = RunConfig(task=task, preset=o.preset, seed=o.seed,
                            task_settings=parse_settings(o.task_settings),
                            overrides=tuple(o.overrides))
-        runs.append(Run(config, Path(o.runs_dir) / f"{task}-{o.preset}-{o.seed}",
-                        data_dir=o.data_dir, cache_dir=o.cache_dir, device=o.device,
-                        processes=o.processes, jobs=_jobs(o), quiet=o.quiet))
+        runs.append(Run(config, Path(o.runs_dir) / f"{task}-{o.preset}-{o.seed}", **_where(o)))
     for run in runs:
         print(f"{run.config.task}: {run.run()}", flush=True)
     out = o.out or Path(o.runs_dir) / f"reproduce-{o.preset}-{o.seed}"

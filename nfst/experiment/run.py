@@ -207,7 +207,8 @@ class Run:
             self.run_dir.claim()  # before its first checkpoint
             result = train_sampler(untrained, scorer, train, dev, config, seed=self.config.seed,
                                    device=self.device, quiet=self.quiet, teacher=teacher,
-                                   callback=callback, checkpoint=self.dir / "checkpoints" / f"{name}.ckpt")
+                                   callback=callback,
+                                   checkpoint=self.dir / "checkpoints" / f"{name}.ckpt")
             if self.rank == 0:
                 storage.save(path, {"state": result.sampler.state_dict()}, durable=True)
             self.run_dir.finish(f"sampler-{name}", {

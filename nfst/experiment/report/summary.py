@@ -58,15 +58,13 @@ def render(summary: dict | list) -> str:
     runs = summary if isinstance(summary, list) else [summary]
     share = next((k for r in runs for k in r["scorer"] if k.startswith("generating")), None)
     exact = any(m.get("exclusive_kl") is not None for r in runs for m in r["samplers"].values())
-    head = ["run", "sampler", "partial KL: untrained → trained", "gap to the best",
-            "steps (best; stopped by)"]
+    single = len(runs) == 1  # one run: the paper's column; several: a column naming each
+    head = ([] if single else ["run"]) + ["sampler", "partial KL: untrained → trained"]
+    head += (["003 Fig. 4a"] if single else []) + ["gap to the best", "steps (best; stopped by)"]
     head += ["exclusive KL (exact)", "inclusive KL (exact)"] if exact else []
     head += [f"{share.replace('_', ' ')} share"] if share else []
-    if len(runs) == 1:
-        head[0:1], runs_label = [], [None]
-        head.insert(2, "003 Fig. 4a")
-    else:
-        runs_label = [", ".join(r["overrides"]) or "as the preset" for r in runs]
+    runs_label = [None] if single else [", ".join(r["overrides"]) or "as the preset"
+                                        for r in runs]
     rows = [tuple(head)]
     for label, run in zip(runs_label, runs):
         for name, m in sorted(run["samplers"].items(), key=lambda kv: kv[1]["partial_kl"]):
