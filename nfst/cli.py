@@ -151,6 +151,9 @@ def _run(p, samplers: bool = True, new: bool = False) -> None:
 def _jobs(p) -> None:
     _add(p, "--jobs", type=int, help="samplers trained at once, each in its own process (the "
          "same figures as one after another; default: the cores available)")
+    _add(p, "--seeds", type=COUNT, default=1, action=_Setting,
+         help="train each sampler this many times, from training seeds SEED, SEED+1, ..., "
+              "against the one frozen scorer; figures are means ± SE over seeds and pairs")
 
 
 def _run_all(p) -> None:

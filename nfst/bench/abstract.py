@@ -49,7 +49,7 @@ def trained_models(run_dir: str | Path, sampler: str, device: str = "cpu"):
     else:
         run = Run(RunConfig(task="cipher", preset="small", samplers=(sampler,)), path,
                   device=device, quiet=True)
-    return run, run.scorer(), run.sampler(sampler)
+    return run, run.scorer(), run.train_sampler(sampler)
 
 
 def bench_abstract(pairs: int = 16, particles: tuple[int, ...] = (4, 16, 64), runs: int = 2,

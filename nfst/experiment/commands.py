@@ -8,6 +8,7 @@ one in the runtime every command shares.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -87,6 +88,7 @@ def open_run(o, samplers: Optional[tuple[str, ...]] = None) -> Run:
     if samplers is None:
         samplers = getattr(o, "samplers", DEFAULT_SAMPLERS)
     config = RunConfig(task=o.task, preset=o.preset, seed=o.seed, samplers=samplers,
+                       seeds=getattr(o, "seeds", 1),
                        task_settings=parse_settings(o.task_settings),
                        overrides=tuple(o.overrides))
     run_dir = Path(o.run_dir) if o.run_dir else config.default_dir()
@@ -99,6 +101,8 @@ def open_run(o, samplers: Optional[tuple[str, ...]] = None) -> Run:
                              + (", or give --new" if "new" in o else ""))
     run = Run.open(run_dir, **where)
     _check_given(o, run)
+    if "seeds" in getattr(o, "given", ()) and o.seeds != run.config.seeds:
+        run = Run(dataclasses.replace(run.config, seeds=o.seeds), run_dir, **where)
     return run
 
 
@@ -168,7 +172,7 @@ def reproduce(o) -> None:
         raise RunConfigError("--tasks is empty", "e.g. --tasks tr,scan,cipher")
     runs = []
     for task in tasks:  # every name checked before the first run starts
-        config = RunConfig(task=task, preset=o.preset, seed=o.seed,
+        config = RunConfig(task=task, preset=o.preset, seed=o.seed, seeds=o.seeds,
                            task_settings=parse_settings(o.task_settings),
                            overrides=tuple(o.overrides))
         runs.append(Run(config, Path(o.runs_dir) / f"{task}-{o.preset}-{o.seed}", **_where(o)))
@@ -186,7 +190,7 @@ def train_scorer(o) -> None:
 
 def train_sampler(o) -> None:
     run = open_run(o, samplers=(o.sampler,))
-    run.sampler(o.sampler)
+    run.train_sampler(o.sampler)
     _say(run, f"sampler: {run.dir / 'samplers' / (o.sampler + '.pt')}")
 
 

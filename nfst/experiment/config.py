@@ -118,6 +118,9 @@ class RunConfig:
     preset: str = "small"
     seed: int = 0
     samplers: tuple[str, ...] = DEFAULT_SAMPLERS
+    seeds: int = 1
+    """Training runs per sampler, from training seeds seed, seed + 1, ..., seed + seeds − 1,
+    each against the run's one frozen scorer and evaluated on the same pairs (``--seeds``)."""
     task_settings: dict = field(default_factory=dict)
     overrides: tuple[str, ...] = ()
     """Preset settings as dotted ``KEY=VALUE``, e.g. ``sampler.steps=100``."""

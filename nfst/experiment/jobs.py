@@ -15,6 +15,8 @@ import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Sequence
 
+from .run import sampler_key
+
 
 def available_cores() -> int:
     """The cores this process may run on (the default ``--jobs``)."""
@@ -24,22 +26,47 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def train_in_workers(run, names: Sequence[str], jobs: int) -> None:
-    """Train the samplers ``names`` of ``run`` (an ``nfst.experiment.run.Run`` whose scorer
-    stage is done), at most ``jobs`` at a time, each in its own process."""
+STEP_COST = {"nolookahead": 1.0, "swp": 1.0, "sws": 1.05, "swa": 1.2, "swp-prefix": 1.4,
+             "swp-sws": 1.4}
+"""A training step's cost relative to SWP's on the CPU (``nfst bench step``, d 256), for
+samplers without a measured training time."""
+
+
+def longest_first(run, todo: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+    """``todo`` ((sampler, training seed) pairs of ``run``) ordered by expected training time,
+    longest first, so that the workers, taking jobs in this order, finish close together:
+    a sampler's time is that of its training run already recorded for another seed (the
+    longest), else its step cost (:data:`STEP_COST`) in units of the slowest recorded one."""
+    measured: dict[str, float] = {}
+    for name, seed in run.trainings():
+        done = run.done(f"sampler-{sampler_key(name, seed)}")
+        if done and done.get("seconds") is not None:
+            measured[name] = max(measured.get(name, 0.0), done["seconds"])
+    unit = max(measured.values(), default=1.0)
+
+    def cost(job: tuple[str, int]) -> float:
+        return measured.get(job[0], unit * STEP_COST.get(job[0], 1.0))
+    return sorted(todo, key=cost, reverse=True)
+
+
+def train_in_workers(run, jobs_todo: Sequence[tuple[str, int]], jobs: int) -> None:
+    """Train the (sampler, training seed) pairs ``jobs_todo`` of ``run`` (an
+    ``nfst.experiment.run.Run`` whose scorer stage is done), at most ``jobs`` at a time, each
+    in its own process, started in the order given."""
     from ..runtime.threads import loop_threads
     where = dict(data_dir=run.data_dir, cache_dir=run.cache_dir, device=str(run.device),
                  processes=1, quiet=True)
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(jobs, len(names)), mp_context=context) as pool:
+    with ProcessPoolExecutor(min(jobs, len(jobs_todo)), mp_context=context) as pool:
         # type(run).open (Run.open) pickles by name: the workers import it themselves
-        futures = {pool.submit(_train_one, type(run).open, str(run.dir), name, where,
-                               loop_threads()): name for name in names}
+        futures = [pool.submit(_train_one, type(run).open, str(run.dir), name, seed, where,
+                               loop_threads()) for name, seed in jobs_todo]
         for future in as_completed(futures):
             future.result()  # a worker's error (or interruption) is the stage's
 
 
-def _train_one(open_run: Callable, run_dir: str, name: str, where: dict, threads: int) -> None:
+def _train_one(open_run: Callable, run_dir: str, name: str, seed: int, where: dict,
+               threads: int) -> None:
     from ..runtime.interrupt import graceful_interrupts
     from ..runtime.threads import set_threads
     set_threads(threads)
@@ -48,6 +75,6 @@ def _train_one(open_run: Callable, run_dir: str, name: str, where: dict, threads
 
         def report(step: int, record: dict) -> None:
             if "dev_partial_kl" in record:
-                print(f"[{run.config.task}] sampler {name} step {step}: dev partial KL "
-                      f"{record['dev_partial_kl']:.2f}", flush=True)
-        run.sampler(name, callback=report)
+                print(f"[{run.config.task}] sampler {sampler_key(name, seed)} step {step}: "
+                      f"dev partial KL {record['dev_partial_kl']:.2f}", flush=True)
+        run.train_sampler(name, seed, callback=report)

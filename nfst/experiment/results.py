@@ -95,6 +95,7 @@ def build_results(run_dir: RunDir) -> dict:
     evaluation = run_dir.done("evaluate")
     run = settings["run"]
     return {"task": run["task"], "preset": run["preset"], "seed": run["seed"],
+            "seeds": evaluation.get("seeds", [0]), "reference": evaluation.get("reference"),
             "lattices": run_dir.done("compile"),
             "scorer": _scorer(run_dir, evaluation, settings["preset"]["scorer"].get("kind", "lstm")),
             "samplers": _samplers(run_dir, evaluation),

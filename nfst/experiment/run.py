@@ -55,6 +55,16 @@ from .rundir import RunDir
 log = logging.getLogger("nfst")
 
 
+def sampler_key(name: str, seed: int = 0) -> str:
+    """The name under which a sampler's ``seed``-th training run is stored: its own name for
+    seed 0 (a run without ``--seeds``), ``NAME-seedS`` after it."""
+    return name if seed == 0 else f"{name}-seed{seed}"
+
+
+def _seed_words(seed: int) -> str:
+    return f" (training seed {seed})" if seed else ""
+
+
 class Run:
     """One run directory and its stages."""
 
@@ -75,6 +85,7 @@ class Run:
         self.symbols = self.T.input_alphabet + self.T.output_alphabet
         self._lattices: dict[str, list[Lattice]] = {}
         self._skipped: dict[str, int] = {}
+        self._pairs_found: dict[str, bool] = {}
 
     @classmethod
     def open(cls, run_dir: str | Path, **kwargs) -> "Run":
@@ -97,23 +108,43 @@ class Run:
             print(f"[{self.config.task}] {text}", flush=True)
 
     # -- stages -------------------------------------------------------------------------------
+    def pairs(self, split: str) -> list:
+        """The pairs of ``split`` this run uses. A task without a test file here (tr: the
+        shared Dakshina data has train and dev only) holds out a disjoint part of dev: the
+        first ``dev_pairs`` dev pairs (half of dev when ``dev_pairs`` is None) validate, the
+        rest are the test pairs, so no test pair is ever a validation pair."""
+        size = {"train": self.preset.train_pairs, "dev": self.preset.dev_pairs,
+                "test": self.preset.test_pairs}[split]
+        try:
+            pairs = self.task.pairs(split, self.data_dir)
+        except DataError:
+            if split != "test" or "dev" not in self.task.splits:
+                raise
+            pairs = self.task.pairs("dev", self.data_dir)[self._held_out():]
+            log.warning("%s has no test split here; testing on the dev pairs after the first "
+                        "%d, which validate", self.task.name, self._held_out())
+        if split == "dev" and self._test_from_dev():
+            size = self._held_out()
+        return pairs[:size] if size is not None else pairs
+
+    def _test_from_dev(self) -> bool:
+        if "test" not in self._pairs_found:
+            try:
+                self.task.pairs("test", self.data_dir)
+                self._pairs_found["test"] = True
+            except DataError:
+                self._pairs_found["test"] = False
+        return not self._pairs_found["test"] and "dev" in self.task.splits
+
+    def _held_out(self) -> int:
+        """How many dev pairs validate when the test pairs come from dev."""
+        if self.preset.dev_pairs is not None:
+            return self.preset.dev_pairs
+        return len(self.task.pairs("dev", self.data_dir)) // 2
+
     def lattices(self, split: str) -> list[Lattice]:
         if split not in self._lattices:
-            size = {"train": self.preset.train_pairs, "dev": self.preset.dev_pairs,
-                    "test": self.preset.test_pairs}[split]
-            try:
-                pairs = self.task.pairs(split, self.data_dir)
-            except DataError:
-                if split != "test" or "dev" not in self.task.splits:
-                    raise
-                # e.g. tr: the shared Dakshina data has no test file. Evaluate on dev pairs
-                # that validation does not use.
-                skip = self.preset.dev_pairs or 0
-                log.warning("%s has no test split here; testing on dev pairs after the first "
-                            "%d", self.task.name, skip)
-                pairs = self.task.pairs("dev", self.data_dir)[skip:]
-            pairs = pairs[:size] if size is not None else pairs
-            data = compile_dataset(self.T, pairs, cache_dir=self.cache_dir,
+            data = compile_dataset(self.T, self.pairs(split), cache_dir=self.cache_dir,
                                    processes=self.processes, progress=not self.quiet)
             if not data.lattices:
                 raise NfstError(f"{self.task.name}/{split}: no pair compiled "
@@ -130,6 +161,8 @@ class Run:
             out[split] = {"pairs": len(lats), "skipped": self._skipped[split],
                           "mean_states": sum(lat.num_states for lat in lats) / len(lats),
                           "mean_arcs": sum(lat.num_arcs for lat in lats) / len(lats)}
+        if self._test_from_dev():
+            out["test"]["from"] = f"dev, after the {self._held_out()} validation pairs"
         return out | {"seconds": time.time() - started}
 
     def ngram(self) -> NgramScorer:
@@ -182,9 +215,15 @@ class Run:
         vocab = len(self.lattices("train")[0].mark_vocab)
         return make_sampler(name, vocab, self.preset.sampler.sampler, self.symbols)
 
-    def untrained_sampler(self, name: str) -> Sampler:
-        """The sampler ``name`` as its training starts (the same seeded initialisation)."""
-        torch.manual_seed(self.config.seed)
+    def training_seed(self, seed: int = 0) -> int:
+        """The seed that initialises and trains a sampler's ``seed``-th training run (``--seeds``):
+        the run's seed plus ``seed``, so that training run 0 is the run without ``--seeds``."""
+        return self.config.seed + seed
+
+    def untrained_sampler(self, name: str, seed: int = 0) -> Sampler:
+        """The sampler ``name`` as its ``seed``-th training run starts (its seeded
+        initialisation)."""
+        torch.manual_seed(self.training_seed(seed))
         return self.new_sampler(name).to(self.device).eval()
 
     def teacher_of(self, name: str) -> str:
@@ -192,38 +231,70 @@ class Run:
         teacher = self.preset.sampler.teacher
         return teacher if teacher != name else ""
 
-    def sampler(self, name: str, callback=None) -> Sampler:
-        """The trained sampler ``name``, trained on first use (``callback``: ``train_sampler``'s,
-        called after every step)."""
-        path = self.dir / "samplers" / f"{name}.pt"
-        if not path.exists():
-            scorer = self.scorer()
-            teacher_name = self.teacher_of(name)
-            teacher = self.sampler(teacher_name) if teacher_name else None
-            config = dataclasses.replace(self.preset.sampler, teacher=teacher_name)
-            started = time.time()
-            untrained = self.untrained_sampler(name).train()
-            train, dev = self.lattices("train"), self.lattices("dev")
-            self.run_dir.claim()  # before its first checkpoint
-            result = train_sampler(untrained, scorer, train, dev, config, seed=self.config.seed,
-                                   device=self.device, quiet=self.quiet, teacher=teacher,
-                                   callback=callback,
-                                   checkpoint=self.dir / "checkpoints" / f"{name}.ckpt")
-            if self.rank == 0:
-                storage.save(path, {"state": result.sampler.state_dict()}, durable=True)
-            self.run_dir.finish(f"sampler-{name}", {
-                "seconds": time.time() - started, "best_step": result.best_step,
-                "best_dev_partial_kl": result.best_dev_partial_kl, "steps": result.steps,
-                "stopped_by": result.stopped_by, "history": result.history})
+    def is_trained(self, name: str, seed: int = 0) -> bool:
+        return self.done(f"sampler-{sampler_key(name, seed)}") is not None
+
+    def sampler(self, name: str, seed: int = 0) -> Sampler:
+        """The trained sampler ``name`` (its ``seed``-th training run), loaded; an error if it
+        is not trained (:meth:`train_sampler` trains it)."""
+        key = sampler_key(name, seed)
+        path = self.dir / "samplers" / f"{key}.pt"
+        if not self.is_trained(name, seed) or not path.exists():
+            raise NfstError(f"{self.dir}: the {name} sampler{_seed_words(seed)} is not trained",
+                            f"train it with `nfst train-sampler --sampler {name} --run-dir "
+                            f"{self.dir}`" + (f" --seeds {seed + 1}" if seed else ""))
         sampler = self.new_sampler(name)
         sampler.load_state_dict(storage.load(path)["state"])
         return sampler.to(self.device).eval()
 
+    def train_sampler(self, name: str, seed: int = 0, callback=None) -> Sampler:
+        """The sampler ``name`` trained from training seed ``seed`` (after its teacher, which
+        its training needs), or loaded if it is; ``callback``: ``train_sampler``'s, called
+        after every step."""
+        key = sampler_key(name, seed)
+        if not self.is_trained(name, seed):
+            scorer = self.scorer()
+            teacher_name = self.teacher_of(name)
+            teacher = self.train_sampler(teacher_name, seed) if teacher_name else None
+            config = dataclasses.replace(self.preset.sampler, teacher=teacher_name)
+            started = time.time()
+            untrained = self.untrained_sampler(name, seed).train()
+            train, dev = self.lattices("train"), self.lattices("dev")
+            self.run_dir.claim()  # before its first checkpoint
+            result = train_sampler(untrained, scorer, train, dev, config,
+                                   seed=self.training_seed(seed), device=self.device,
+                                   quiet=self.quiet, teacher=teacher, callback=callback,
+                                   checkpoint=self.dir / "checkpoints" / f"{key}.ckpt")
+            if self.rank == 0:
+                storage.save(self.dir / "samplers" / f"{key}.pt",
+                             {"state": result.sampler.state_dict()}, durable=True)
+            self.run_dir.finish(f"sampler-{key}", {
+                "seconds": time.time() - started, "best_step": result.best_step,
+                "best_dev_partial_kl": result.best_dev_partial_kl, "steps": result.steps,
+                "stopped_by": result.stopped_by, "history": result.history})
+        return self.sampler(name, seed)
+
+    def trainings(self) -> list[tuple[str, int]]:
+        """Every (sampler, training seed) the run compares."""
+        return [(name, s) for s in range(self.config.seeds) for name in self.config.samplers]
+
+    def require_trained(self) -> None:
+        """An error naming every sampler (and seed) of the run not yet trained: stages after
+        the sampler stage never train one themselves."""
+        missing = [(n, s) for n, s in self.trainings() if not self.is_trained(n, s)]
+        if missing:
+            names = ", ".join(f"{n}{_seed_words(s)}" for n, s in missing)
+            raise NfstError(f"{self.dir}: not trained yet: {names}",
+                            f"train them with `nfst run --run-dir {self.dir}` (or one with "
+                            f"`nfst train-sampler --sampler NAME --run-dir {self.dir}`)")
+
     def evaluation(self) -> dict:
         """Partial KL, ESS and expected length of every sampler on the test pairs."""
         done = self.done("evaluate")
-        if done is not None and list(done["samplers"]) == list(self.config.samplers):
+        if done is not None and list(done["samplers"]) == list(self.config.samplers) and \
+                done.get("seeds", [0]) == list(range(self.config.seeds)):
             return done
+        self.require_trained()
         self.run_dir.forget("smc")  # its proposal is the best of these
         self.say("evaluating samplers, trained and untrained")
         started = time.time()
@@ -236,9 +307,9 @@ class Run:
         if done is not None:
             return done
         from ..evaluate.smc import evaluate_smc
-        evaluation = self.evaluation()
-        best = min(evaluation["samplers"], key=lambda s: evaluation["samplers"][s]["partial_kl"])
-        self.say(f"particle smoothing with the {best} sampler")
+        best = self.evaluation()["reference"]  # chosen on validation pairs, not on test
+        self.say(f"particle smoothing with the {best} sampler (the lowest validation "
+                 "partial KL)")
         started = time.time()
         result = evaluate_smc(
             self.sampler(best), self.scorer(), self.lattices("test")[:self.config.smc_pairs],
@@ -248,29 +319,30 @@ class Run:
                                                     "seconds": time.time() - started})
 
     def train_samplers(self) -> None:
-        """The sampler stage: every sampler not yet trained, the teacher first (the others
-        learn from it), then the rest, ``jobs`` at a time in worker processes
+        """The sampler stage: every (sampler, training seed) not yet trained, each seed's
+        teacher first (the others learn from it), then the rest, longest first
+        (:func:`~.jobs.longest_first`), ``jobs`` at a time in worker processes
         (``nfst.experiment.jobs``; one after another when ``jobs`` is 1 or under torchrun).
         Its wall time is recorded (``stages/samplers.json``) when it trains any."""
-        from .jobs import train_in_workers
+        from .jobs import longest_first, train_in_workers
         teacher = self.preset.sampler.teacher
-        todo = [name for name in sorted(self.config.samplers, key=lambda n: n != teacher)
-                if self.done(f"sampler-{name}") is None]
-        for name in self.config.samplers:
-            self.say(f"sampler {name}: {'training' if name in todo else 'reusing'}")
+        todo = [(n, s) for n, s in self.trainings() if not self.is_trained(n, s)]
+        for name, seed in self.trainings():
+            self.say(f"sampler {name}{_seed_words(seed)}: "
+                     f"{'training' if (name, seed) in todo else 'reusing'}")
         if not todo:
             return
         started = time.time()
-        if teacher in todo:
-            self.sampler(teacher)
-        rest = [name for name in todo if name != teacher]
+        for seed in sorted({s for _, s in todo} if teacher else ()):
+            self.train_sampler(teacher, seed)  # in this process: every worker needs it
+        rest = longest_first(self, [(n, s) for n, s in todo if n != teacher])
         if self.jobs > 1 and len(rest) > 1 and self.run_dir.world == 1:
             self.say(f"training {len(rest)} samplers in {min(self.jobs, len(rest))} processes")
             train_in_workers(self, rest, self.jobs)
-        for name in rest:  # trained above if in workers: then this loads them
-            self.sampler(name)
+        for name, seed in rest:  # trained above if in workers: then this loads them
+            self.train_sampler(name, seed)
         self.run_dir.finish("samplers", {"seconds": time.time() - started, "jobs": self.jobs,
-                                         "trained": todo})
+                                         "trained": [sampler_key(n, s) for n, s in todo]})
 
     def results(self) -> dict:
         """``results.json`` (``nfst.experiment.results``); the evaluate stage must be done."""

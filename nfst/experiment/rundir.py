@@ -41,15 +41,18 @@ class RunDir:
     def _check(self) -> bool:
         """Refuse a directory whose run has other settings; True when ``config.json`` already
         records these exactly. The samplers to compare are not a setting of the run (each
-        trains on its own against the same scorer): the last command's list is recorded, so
-        `nfst train-scorer` then `nfst run` share a run."""
+        trains on its own against the same scorer), nor is the number of training seeds: the
+        last command's are recorded, so `nfst train-scorer` then `nfst run` share a run, and
+        `--seeds 3` adds seeds to a run of one."""
         if not self.config_file.exists():
             return False
         old = json.loads(self.config_file.read_text())
         mine = json.loads(json.dumps(self.settings))  # a copy to drop the samplers from
-        same_samplers = old.get("run", {}).get("samplers") == mine["run"]["samplers"]
+        same_samplers = all(old.get("run", {}).get(key, 1 if key == "seeds" else None) ==
+                            mine["run"][key] for key in ("samplers", "seeds"))
         for settings in (old, mine):
             settings.get("run", {}).pop("samplers", None)
+            settings.get("run", {}).pop("seeds", None)
         if not agrees(old, mine):
             raise RunConfigError(f"{self.path} holds a run with other settings "
                                  f"(see {self.config_file})")

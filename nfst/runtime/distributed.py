@@ -48,3 +48,15 @@ def item_seed(seed: int, *index: int) -> int:
     for i in index:
         mix = mix * 1_000_003 + i
     return (seed + 7_919_007 * mix) % 2 ** 63
+
+
+STREAMS = {"validation": 1, "test": 2, "log_z": 3}
+"""Named random streams of a seed (:func:`stream_seed`), one per use of held-out pairs."""
+
+
+def stream_seed(seed: int, stream: str) -> int:
+    """The seed of the named random stream of ``seed`` (:data:`STREAMS`). A stream's minibatch
+    i then draws from ``item_seed(stream_seed(seed, name), i)``, which no other stream and no
+    ``item_seed(seed, j)`` of training's validation (with fewer than 1,000,003² minibatches)
+    reaches: the stream index sits two digits (base 1,000,003) above any minibatch index."""
+    return item_seed(seed, STREAMS[stream], 0, 0)

@@ -20,7 +20,7 @@ from tests.experiment.tiny import TASK, TINY, tiny_config
 def test_a_teacher_is_trained_first_and_its_paths_train_the_others(tmp_path):
     run = Run(tiny_config(samplers=("swa",), overrides=tuple(TINY) + ("sampler.teacher=swp",)),
               tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True, processes=1)
-    run.sampler("swa")
+    run.train_samplers()
     assert (tmp_path / "run" / "samplers" / "swp.pt").exists()
     history = run.done("sampler-swa")["history"]
     assert all(1.0 <= h["ess"] <= 16 for h in history[1:])
