@@ -22,6 +22,7 @@ def test_seeds_train_again_evaluate_on_the_same_pairs_and_leave_seed_0_alone(fin
     one = Run.open(copy, cache_dir=run.cache_dir, quiet=True, processes=1)
     two = Run(dataclasses.replace(one.config, seeds=2), copy, cache_dir=run.cache_dir,
               quiet=True, processes=1)
+    alone = one.done("evaluate")["samplers"]  # the evaluation with one seed
     two.train_samplers()
     for name in two.config.samplers:  # seed 0 is the run of one seed, untouched
         assert two.done(f"sampler-{name}") == one.done(f"sampler-{name}")
@@ -40,7 +41,6 @@ def test_seeds_train_again_evaluate_on_the_same_pairs_and_leave_seed_0_alone(fin
     assert result["reference"] == min(validation, key=validation.get)
     assert result["samplers"][result["reference"]]["gap"]["mean"] == 0.0
     # seed 0's test figures are those of the evaluation with one seed
-    alone = one.done("evaluate")["samplers"]
     for name, m in result["samplers"].items():
         assert m["per_pair_partial_kl_by_seed"][0] == alone[name]["per_pair_partial_kl"]
         assert m["partial_kl_by_seed"][0] == pytest.approx(alone[name]["partial_kl"], abs=1e-9)
@@ -70,10 +70,11 @@ def test_without_a_test_file_the_test_pairs_are_dev_pairs_that_never_validate(tm
     """tr's shared data has no test file: at every preset, dev_pairs set (large) or not
     (paper: half of dev validates), the test pairs are dev pairs disjoint from validation."""
     root = write_fixture(tmp_path / "data", dev=DEV)
-    for preset, held in (("paper", 3), ("large", 6)):
-        run = Run(RunConfig(task="tr", preset=preset, samplers=("swa",)), tmp_path / preset,
-                  data_dir=root, cache_dir=tmp_path / "cache", quiet=True, processes=1)
+    for preset, overrides, held in (("paper", (), 3), ("large", ("dev_pairs=2",), 2)):
+        run = Run(RunConfig(task="tr", preset=preset, samplers=("swa",), overrides=overrides),
+                  tmp_path / preset, data_dir=root, cache_dir=tmp_path / "cache", quiet=True,
+                  processes=1)
         dev, test = run.pairs("dev"), run.pairs("test")
-        assert len(dev) == min(held, len(DEV)) and not set(dev) & set(test)
+        assert len(dev) == held and not set(dev) & set(test)
         assert len(dev) + len(test) == len(DEV)
         assert [(tuple(lat.x), tuple(lat.y)) for lat in run.lattices("test")] == test[:]
