@@ -85,8 +85,10 @@ def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
     def stage(lats: Sequence[Lattice], m: int, *again: int) -> list[dict]:
         size = max(1, batch_size * M // m)  # as many paths per minibatch at any m
         starts = list(range(0, len(lats), size))
+        # a second stage's minibatch i is seeded (stage, i), the first's (i,): disjoint
+        # streams (``item_seed``), so no fresh draw repeats a first draw
         parts = shared_map(lambda i: _draw(proposals, scorer, lats[starts[i]:starts[i] + size],
-                                           m, item_seed(seed + 1, i, *again), device, structure),
+                                           m, item_seed(seed + 1, *again, i), device, structure),
                            range(len(starts)))
         return [v for part in parts for v in part]
 
