@@ -10,6 +10,7 @@ from nfst import compile_lattice
 from nfst.evaluate import log_z as log_z_module
 from nfst.evaluate.exact import add_exact, exact_log_z
 from nfst.evaluate.log_z import add_exclusive_kl, estimate_log_z
+from nfst.evaluate.pareto import pareto_threshold
 from nfst.evaluate.samplers import evaluate
 from tests.helpers.lattices import CIPHER, del_ins_lattices, small_batch
 from tests.helpers.samplers import new_sampler
@@ -58,15 +59,16 @@ def test_mixture_importance_sampling_is_unbiased_for_z():
 
 
 def test_adaptive_sizes_come_from_a_first_draw_that_is_then_set_aside():
-    """With max_samples, pairs whose first M weights have k̂ > 0.7 are estimated from N fresh
-    paths, the others from M fresh ones: no estimate is the first draw's (keeping it where its
-    k̂ looks fine would bias Ẑ), and the counts recorded are the paths really drawn."""
+    """With max_samples, pairs whose first M weights have k̂ above its threshold (0.28 at
+    M = 24: ``pareto_threshold``) are estimated from N fresh paths, the others from M fresh
+    ones: no estimate is the first draw's (keeping it where its k̂ looks fine would bias Ẑ),
+    and the counts recorded are the paths really drawn."""
     lats = small_batch().lattices * 3
     scorer = random_bigram(lats, seed=0)
     samplers = {"swa": new_sampler("swa", lats), "swp": new_sampler("swp", lats, seed=1)}
     first = estimate_log_z(samplers, scorer, lats, 24)
     log_z = estimate_log_z(samplers, scorer, lats, 24, max_samples=48)
-    heavy = [k > 0.7 for k in first["per_pair_pareto_k"]]
+    heavy = [k > pareto_threshold(24) for k in first["per_pair_pareto_k"]]
     assert 0 < sum(heavy) < len(lats)
     assert log_z["per_pair_samples"] == [48 if h else 24 for h in heavy]
     assert log_z["first_pareto_k"] == first["pareto_k"] and log_z["more_samples"] == sum(heavy)
