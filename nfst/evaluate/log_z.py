@@ -57,9 +57,11 @@ def _draw(proposals: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence[L
         own = {name: metrics.log_z_is(log_p[b, lo:hi] - log_q[c, b, lo:hi])[0]
                for c, (name, lo, hi) in enumerate(zip(proposals, bounds, bounds[1:]))
                if hi > lo}
+        share = None if structure is None else structure.share(lat, local[b],
+                                                                torch.softmax(log_w[b], 0))
         out.append({"value": value, "se": se, "pareto_k": pareto_k(log_w[b]),
-                    "weights": nonzero_weights(log_w[b]), "own": own, "samples": M, "share": None if structure is None else
-                    structure.share(lat, local[b], torch.softmax(log_w[b], 0))})
+                    "weights": nonzero_weights(log_w[b]), "own": own, "samples": M,
+                    "share": share})
     return out
 
 

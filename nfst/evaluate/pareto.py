@@ -24,10 +24,10 @@ fit's effective number of observations, Kish's n_eff = (Σ c_i)² / Σ c_i² (n 
 not against Σ c_i. Without ties this is PSIS's k̂ exactly. Simulated (GPD(k = 0.2) values
 repeated with Zipf(a) multiplicities to S = 256, a = 1.5, 2, 3; tests/evaluate/test_pareto.py)
 its mean reads 0.24–0.30 against 0.27 for 256 distinct draws; spreading each tie over the gap
-below it, as this module did before, read 0.27–0.59, with four times the spread. Where fewer
-than two distinct weights exceed u (the tail is one repeated path: a collapsed sampler,
-resampled particles) the tail has no shape to fit: k̂ is nan, "not diagnosable", which
-:func:`pareto_summary` counts apart from pairs with too few weights.
+below it, as this module did before, read 0.27–0.59, with up to four times the spread.
+Where fewer than two distinct weights exceed u (the tail is one repeated path: a collapsed
+sampler, resampled particles) the tail has no shape to fit: k̂ is nan, "not diagnosable",
+which :func:`pareto_summary` counts apart from pairs with too few weights.
 
 Reading k̂ (of the weights of one pair, or of any importance-sampling estimate from S draws;
 Vehtari et al. 2024):

@@ -140,7 +140,7 @@ def test_repeated_draws_read_as_many_distinct_draws(a):
     by the prior). Measured: 0.24, 0.30 and 0.28. The standard error of a difference of
     means is at most √(0.29² + 0.15²)/√400 ≈ 0.016 (the sds over the 400 samples), so 0.1 is
     the required tolerance with 4 SE to spare beyond the largest difference seen (0.04).
-    Spreading each tie over the gap below it read 0.44, 0.59 and 0.27 (sd 1.0–1.1)."""
+    Spreading each tie over the gap below it read 0.44, 0.59 and 0.27 (sd 1.1, 1.0, 0.31)."""
     rng = np.random.default_rng(14)
     repeated = [pareto_k(np.log(gpd_repeated(0.2, a, 256, rng))) for _ in range(400)]
     distinct = [pareto_k(np.log(generalized_pareto(0.2, 1.0, 256, seed))) for seed in range(400)]
