@@ -10,7 +10,7 @@ evaluate it, and the same quantities are computed exactly:
   sampler alone, and ``estimated_log_z["mixture"]`` from an even mixture of every trained
   sampler (the estimate behind ``estimated_exclusive_kl``); each a lower bound in expectation,
   beside ``exact_log_z``. ``pareto_k``: the mean over pairs of each estimate's Pareto k̂
-  (``nfst.evaluate.pareto``; above 0.7 unreliable);
+  (``nfst.evaluate.pareto``; above min(1 − 1/log₁₀ M, 0.7) unreliable);
 - ``estimated_exclusive_kl[name]``: partial KL + log Ẑ of the mixture, the lower bound a run
   with an LSTM scorer reports; ``exact_exclusive_kl[name]``: partial KL + exact log Z
   (unbiased); ``name/untrained`` for the untrained samplers; ``exact_inclusive_kl``: from

@@ -6,11 +6,11 @@ scorer (``exact``), SMC methods (``smc``: offset KL against M), the per-pair met
 from .exact import add_exact, exact_log_z, inclusive_kl, is_exact
 from .log_z import add_exclusive_kl, estimate_log_z
 from .metrics import mean_and_se
-from .pareto import PARETO_K_WARN, pareto_k
+from .pareto import pareto_k, pareto_threshold
 from .samplers import PairSamples, Structure, draw, evaluate, paired_difference
 from .smc import SMCEvalConfig, evaluate_smc
 
-__all__ = ["PARETO_K_WARN", "PairSamples", "SMCEvalConfig", "Structure", "add_exact",
+__all__ = ["PairSamples", "SMCEvalConfig", "Structure", "add_exact",
            "add_exclusive_kl", "draw", "estimate_log_z", "evaluate", "evaluate_smc",
            "exact_log_z", "inclusive_kl", "is_exact", "mean_and_se", "paired_difference",
-           "pareto_k"]
+           "pareto_k", "pareto_threshold"]

@@ -8,8 +8,9 @@ is therefore a lower bound on the exclusive KL(q ‖ p) (:func:`add_exclusive_kl
 scorer is a WFST, ``nfst.evaluate.exact`` gives the exact values to check these against.
 
 Adaptive sample sizes: a first draw of M paths per pair only decides how many paths a second,
-fresh draw has: N where the first draw's weights are heavy-tailed (Pareto k̂ > 0.7), else M.
-The estimate is the second draw's alone. Its size depends on the first draw only, so Ẑ stays
+fresh draw has: N where the first draw's weights are heavy-tailed (Pareto k̂ above its
+threshold, ``pareto.pareto_threshold``: 0.585 at M = 256), else M. The estimate is the second
+draw's alone, from seeds no first draw had. Its size depends on the first draw only, so Ẑ stays
 unbiased; keeping the first draw where its k̂ looks fine would not (it is kept exactly when it
 looks light-tailed, which its value correlates with), nor would pooling the two.
 """
@@ -29,7 +30,7 @@ from ..runtime.distributed import item_seed, shared_map
 from ..runtime.threads import cpu_threads
 from . import metrics
 from .metrics import mean_and_se
-from .pareto import PARETO_K_WARN, pareto_k, pareto_summary
+from .pareto import nonzero_weights, pareto_k, pareto_summary, pareto_threshold
 from .samplers import Structure, eval_mode
 
 
@@ -37,7 +38,8 @@ from .samplers import Structure, eval_mode
 def _draw(proposals: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence[Lattice], M: int,
           seed: int, device: torch.device, structure: Optional[Structure]) -> list[dict]:
     """Per pair of ``lattices`` (one minibatch), M paths from the even mixture of
-    ``proposals``: log Ẑ ± SE, k̂, each proposal's own log Ẑ from its paths, the share."""
+    ``proposals``: log Ẑ ± SE, k̂ and the nonzero weights it is computed from, each
+    proposal's own log Ẑ from its paths, the share."""
     components = list(proposals.values())
     batch = LatticeBatch(lattices, device)
     generator = torch.Generator(device=device).manual_seed(seed)
@@ -55,9 +57,11 @@ def _draw(proposals: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence[L
         own = {name: metrics.log_z_is(log_p[b, lo:hi] - log_q[c, b, lo:hi])[0]
                for c, (name, lo, hi) in enumerate(zip(proposals, bounds, bounds[1:]))
                if hi > lo}
-        out.append({"value": value, "se": se, "pareto_k": pareto_k(log_w[b]), "own": own,
-                    "samples": M, "share": None if structure is None else
-                    structure.share(lat, local[b], torch.softmax(log_w[b], 0))})
+        share = None if structure is None else structure.share(lat, local[b],
+                                                                torch.softmax(log_w[b], 0))
+        out.append({"value": value, "se": se, "pareto_k": pareto_k(log_w[b]),
+                    "weights": nonzero_weights(log_w[b]), "own": own, "samples": M,
+                    "share": share})
     return out
 
 
@@ -70,11 +74,14 @@ def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
     (``nfst.models.samplers.mixture``). Ẑ is unbiased, so E[log Ẑ] ≤ log Z: each log Ẑ is a
     lower bound in expectation, tight only when the mixture is close to the posterior. With
     ``max_samples`` N > M, a first draw of M decides the size of a fresh one that gives the
-    estimate: N paths where its k̂ > 0.7, else M (module docstring; minibatches of as many
-    paths at any size).
+    estimate: N paths where its k̂ is above its threshold, else M (module docstring;
+    minibatches of as many paths at any size). A pair whose first draw is not diagnosable (a
+    tail of one repeated path) gets M: that path is drawn often, so its share is well
+    estimated, and what lies beyond it no k̂ can say.
 
-    Diagnostics: the Pareto k̂ of each pair's weights (``nfst.evaluate.pareto``; above 0.7
-    the estimate is unreliable whatever its standard error says), and, from the same draw,
+    Diagnostics: the Pareto k̂ of each pair's weights (``nfst.evaluate.pareto``; above
+    min(1 − 1/log₁₀ S, 0.7) for S paths the estimate is unreliable whatever its standard error
+    says), and, from the same draw,
     each proposal's own IS estimate from just the paths it drew (``by_proposal``); ``spread``,
     the mixture's mean log Ẑ minus the best single proposal's, says how much the mixture
     tightened the bound. With ``structure``, also the posterior's share on it
@@ -85,26 +92,29 @@ def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
     def stage(lats: Sequence[Lattice], m: int, *again: int) -> list[dict]:
         size = max(1, batch_size * M // m)  # as many paths per minibatch at any m
         starts = list(range(0, len(lats), size))
+        # a second stage's minibatch i is seeded (stage, i), the first's (i,): disjoint
+        # streams (``item_seed``), so no fresh draw repeats a first draw
         parts = shared_map(lambda i: _draw(proposals, scorer, lats[starts[i]:starts[i] + size],
-                                           m, item_seed(seed + 1, i, *again), device, structure),
+                                           m, item_seed(seed + 1, *again, i), device, structure),
                            range(len(starts)))
         return [v for part in parts for v in part]
 
     with eval_mode(scorer, *proposals.values()):
         per_pair = stage(lattices, M)
-        first_ks = [p["pareto_k"] for p in per_pair]
+        first = [(p["pareto_k"], p["weights"]) for p in per_pair]
         if (max_samples or 0) > M:
-            heavy = [k > PARETO_K_WARN for k in first_ks]
+            heavy = [k > pareto_threshold(s) for k, s in first]
             for again, size in enumerate((M, max_samples), 1):
                 chosen = [j for j, h in enumerate(heavy) if h == (size == max_samples)]
                 for j, p in zip(chosen, stage([lattices[j] for j in chosen], size, again)):
                     per_pair[j] = p
-    return _summary(proposals, per_pair, first_ks, M, max_samples, structure)
+    return _summary(proposals, per_pair, first, M, max_samples, structure)
 
 
-def _summary(proposals: Mapping[str, Sampler], per_pair: list[dict], first_ks: list[float],
+def _summary(proposals: Mapping[str, Sampler], per_pair: list[dict], first: list[tuple],
              M: int, max_samples: Optional[int], structure: Optional[Structure]) -> dict:
-    """:func:`estimate_log_z`'s result from its per-pair estimates."""
+    """:func:`estimate_log_z`'s result from its per-pair estimates and the first draw's (k̂,
+    nonzero weights) per pair."""
     names = [name for name in proposals if all(name in p["own"] for p in per_pair)]
     by_proposal = {name: mean_and_se([p["own"][name] for p in per_pair]) for name in names}
     counts = {m: dict(zip(proposals, mixture_counts([1.0] * len(proposals), m)))
@@ -114,7 +124,8 @@ def _summary(proposals: Mapping[str, Sampler], per_pair: list[dict], first_ks: l
     adaptive = (max_samples or 0) > M
     more = sum(p["samples"] != M for p in per_pair)
     how = (f" ({max_samples} on the {more} of {len(per_pair)} pairs where a first draw of {M} "
-           f"had Pareto k̂ > {PARETO_K_WARN}, which then only chose the size)" if adaptive else "")
+           f"had Pareto k̂ above its threshold ({pareto_threshold(M):.3g}), which then only chose "
+           f"the size)" if adaptive else "")
     mixture = " and ".join(proposals)
     result = {"method": f"importance sampling, {M} samples per pair{how} from an even mixture "
                         f"of {mixture}; a lower bound in expectation (E[log Ẑ] ≤ log Z)",
@@ -122,7 +133,7 @@ def _summary(proposals: Mapping[str, Sampler], per_pair: list[dict], first_ks: l
               "max_samples": max_samples if adaptive else None, "more_samples": more,
               "samples_drawn": sum(p["samples"] for p in per_pair) + adaptive * len(per_pair) * M,
               "mean_se": sum(p["se"] for p in per_pair) / len(per_pair),
-              "pareto_k": pareto_summary(ks),
+              "pareto_k": pareto_summary(ks, [p["weights"] for p in per_pair]),
               "by_proposal": {name: {"log_z": v, "log_z_se": se,
                                      "samples": sum(counts[p["samples"]][name] for p in per_pair)
                                      / len(per_pair)}
@@ -132,7 +143,7 @@ def _summary(proposals: Mapping[str, Sampler], per_pair: list[dict], first_ks: l
               "per_pair_se": [p["se"] for p in per_pair], "per_pair_pareto_k": ks,
               "per_pair_samples": [p["samples"] for p in per_pair]}
     if adaptive:
-        result["first_pareto_k"] = pareto_summary(first_ks)
+        result["first_pareto_k"] = pareto_summary([k for k, _ in first], [s for _, s in first])
     if structure is not None:
         result[structure.name], result[f"{structure.name}_se"] = mean_and_se(
             [p["share"] for p in per_pair])

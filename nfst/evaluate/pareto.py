@@ -1,8 +1,8 @@
 """The PSIS Pareto k̂ diagnostic: how heavy the right tail of importance weights is.
 
-Vehtari, Simpson, Gelman, Yao and Gabry, "Pareto smoothed importance sampling". The largest M of
-S importance weights w_s are taken to exceed a threshold u (the largest weight below them), and
-the exceedances x = w − u are fitted by a generalized Pareto distribution,
+Vehtari, Simpson, Gelman, Yao and Gabry, "Pareto smoothed importance sampling" (JMLR, 2024). The
+largest M of S importance weights w_s are taken to exceed a threshold u (the (M+1)-th largest
+weight), and the exceedances x = w − u are fitted by a generalized Pareto distribution,
 
     F(x) = 1 − (1 + k x / σ)^(−1/k),    x > 0, σ > 0,
 
@@ -12,33 +12,45 @@ likelihood of θ (k maximised out, k̂(θ) = mean log(1 − θ x)) is averaged o
 around the data, and k̂ = k̂(θ̂) at the posterior mean θ̂. PSIS then shrinks k̂ toward 0.5 by
 a prior worth 10 observations, k ← (n k + 10 · 0.5) / (n + 10).
 
-Repeated paths. PSIS's tail is the order statistics, the empirical quantile function at r/S; a
-repeated path repeats its weight, and the function is flat there: an atom, which no continuous
-GPD fits (a tail of one atom has no fit at all). We read them off the empirical CDF interpolated
-across each jump (Hyndman and Fan's type 4): n copies of v, next smaller weight v′ (0 below the
-smallest), become v′ + (v − v′) r/n, r = 1..n. Without ties this is PSIS's k̂ exactly; a tail of
-one atom becomes uniform, GPD k = −1 (≈ −0.7 after the prior at M = 48): bounded weights.
+Repeated paths. A sampler over a finite set of paths draws some of them again, and their
+weights repeat: the sample is discrete, and its empirical quantile function is flat across each
+tie (Hyndman and Fan's type 4 too: ``[1, 2, 2, 2, 4]`` stays as it is). We fit the GPD to the
+order statistics as they are, each copy one observation: the threshold u is the (M+1)-th
+largest weight, as in PSIS; the exceedances are the weights strictly above it, each distinct
+one with its multiplicity c_i (copies tied with u do not exceed it); and the fit is the
+likelihood of that sample (:func:`fit_generalized_pareto` with ``counts``). Copies of one path
+are one observation of the tail's shape counted c_i times, so the prior is weighed against the
+fit's effective number of observations, Kish's n_eff = (Σ c_i)² / Σ c_i² (n without ties),
+not against Σ c_i. Without ties this is PSIS's k̂ exactly. Simulated (GPD(k = 0.2) values
+repeated with Zipf(a) multiplicities to S = 256, a = 1.5, 2, 3; tests/evaluate/test_pareto.py)
+its mean reads 0.24–0.30 against 0.27 for 256 distinct draws; spreading each tie over the gap
+below it, as this module did before, read 0.27–0.59, with up to four times the spread.
+Where fewer than two distinct weights exceed u (the tail is one repeated path: a collapsed
+sampler, resampled particles) the tail has no shape to fit: k̂ is nan, "not diagnosable",
+which :func:`pareto_summary` counts apart from pairs with too few weights.
 
-Reading k̂ (of the weights of one pair, or of any importance-sampling estimate):
+Reading k̂ (of the weights of one pair, or of any importance-sampling estimate from S draws;
+Vehtari et al. 2024):
 
 - k̂ < 0.5: the weights have a finite variance; the estimate and its stated SE can be trusted;
-- 0.5 ≤ k̂ ≤ 0.7 (:data:`PARETO_K_WARN`): the variance is infinite but the estimate still
-  converges, slowly; trust it with more samples than the SE suggests;
-- k̂ > 0.7: the estimate is unreliable. The variance of the weights is probably infinite, a few
-  samples dominate it, and it can be far off while its stated SE is small, since the SE is
-  computed from the same few weights.
+- 0.5 ≤ k̂ ≤ :func:`pareto_threshold` (S) = min(1 − 1/log₁₀ S, 0.7): the variance is infinite
+  but the estimate still converges, slowly; trust it with more samples than the SE suggests;
+- k̂ above the threshold (0.585 at S = 256, 0.7 from S = 2,155 on): the estimate is unreliable.
+  S draws are too few for an error that shrinks at a useful rate; above 0.7 no practical S
+  is enough. A few samples dominate it, and it can be far off while its stated SE is small,
+  since the SE is computed from the same few weights.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 from torch import Tensor
 
-PARETO_K_WARN = 0.7
-"""Above it the importance-sampling estimate is unreliable; from 0.5 to 0.7 it converges slowly."""
+PARETO_K_MAX = 0.7
+"""The threshold's cap: above it no practical sample size makes an estimate reliable."""
 
 MIN_TAIL = 5
 """The fewest tail weights a k̂ is fitted to (as PSIS): M ≥ 5 needs S ≥ 21 nonzero weights."""
@@ -53,17 +65,41 @@ def _float64(x: np.ndarray | Tensor) -> np.ndarray:
     return np.asarray(x, dtype=np.float64).ravel()
 
 
-def fit_generalized_pareto(x: np.ndarray | Tensor) -> tuple[float, float]:
-    """(k, σ) of a generalized Pareto fitted to the (n,) positive exceedances ``x``, n ≥ 2.
+def pareto_threshold(s: int) -> float:
+    """The k̂ above which an estimate from ``s`` draws is unreliable: min(1 − 1/log₁₀ S, 0.7)
+    (Vehtari et al. 2024): 0.24 at S = 21 (the fewest a k̂ is fitted from), 0.585 at 256,
+    0.7 from 2,155 on; −inf, its limit as S → 1, for S ≤ 1."""
+    return min(1 - 1 / math.log10(s), PARETO_K_MAX) if s > 1 else -math.inf
 
-    Zhang and Stephens (2009), as PSIS uses it. With x* the first quartile of x and
-    m = 30 + ⌊√n⌋, the grid θ_j = 1/x_max + (1 − √(m / (j − ½))) / (3 x*), j = 1..m, lies below
-    1/x_max, so that every 1 − θ x > 0. At each θ_j, k̂(θ) = mean log(1 − θ x) and the profile
-    log likelihood is n (log(−θ / k̂(θ)) − k̂(θ) − 1); its softmax over the grid weighs θ_j,
-    θ̂ = Σ_j softmax_j θ_j, and k = k̂(θ̂), σ = −k / θ̂. k is then shrunk toward 0.5 by
-    (n k + 5) / (n + 10) (σ keeps the unshrunk k, as in PSIS). Heavier tails give larger k.
+
+def tail_size(s: int) -> int:
+    """PSIS's tail length M = min(⌈0.2 S⌉, ⌈3 √S⌉) for S nonzero weights."""
+    return min(math.ceil(0.2 * s), math.ceil(3 * math.sqrt(s)))
+
+
+def nonzero_weights(log_w: np.ndarray | Tensor) -> int:
+    """S: how many of the log weights ``log_w`` are finite (nonzero weights)."""
+    return int(np.isfinite(_float64(log_w)).sum())
+
+
+def fit_generalized_pareto(x: np.ndarray | Tensor,
+                           counts: Optional[np.ndarray] = None) -> tuple[float, float]:
+    """(k, σ) of a generalized Pareto fitted to the (n,) positive exceedances ``x``, each
+    observed ``counts`` times ((n,) integers ≥ 1; once each by default), Σ counts ≥ 2.
+
+    Zhang and Stephens (2009), as PSIS uses it, on the sample with each x_i repeated c_i times
+    (N = Σ c_i values; the multiplicity-weighted likelihood). With x* the first quartile of that
+    sample and m = 30 + ⌊√N⌋, the grid θ_j = 1/x_max + (1 − √(m / (j − ½))) / (3 x*),
+    j = 1..m, lies below 1/x_max, so that every 1 − θ x > 0. At each θ_j,
+    k̂(θ) = mean log(1 − θ x) and the profile log likelihood is N (log(−θ / k̂(θ)) − k̂(θ) − 1);
+    its softmax over the grid weighs θ_j, θ̂ = Σ_j softmax_j θ_j, and k = k̂(θ̂), σ = −k / θ̂.
+    k is then shrunk toward 0.5 by a prior worth 10 observations, (n_eff k + 5) / (n_eff + 10),
+    against n_eff = (Σ c_i)² / Σ c_i² (Kish's effective sample size: n without repeats; module
+    docstring); σ keeps the unshrunk k, as in PSIS. Heavier tails give larger k.
     """
-    x = np.sort(_float64(x))
+    x = _float64(x)
+    c = np.ones(len(x), dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
+    x = np.sort(np.repeat(x, c))
     n = len(x)
     if n < 2 or x[0] <= 0:
         raise ValueError(f"need at least 2 positive exceedances, got {n} with minimum "
@@ -72,59 +108,61 @@ def fit_generalized_pareto(x: np.ndarray | Tensor) -> tuple[float, float]:
     first_quartile = x[math.floor(n / 4 + 0.5) - 1]
     theta = 1 / x[-1] + (1 - np.sqrt(m / (np.arange(1, m + 1) - 0.5))) / (3 * first_quartile)
     k_theta = np.log1p(-theta[:, None] * x).mean(1)  # (m,)
-    # −θ / k̂(θ) → 1 / mean x as θ → 0, where evenly spaced x (a repeated weight) can put θ_j
+    # −θ / k̂(θ) → 1 / mean x as θ → 0, where evenly spaced x can put θ_j
     ratio = np.divide(-theta, k_theta, out=np.full(m, 1 / x.mean()), where=theta != 0)
     profile = n * (np.log(ratio) - k_theta - 1)
     post = np.exp(profile - profile.max())
     theta_hat = float((theta * post).sum() / post.sum())
     k = float(np.log1p(-theta_hat * x).mean())
     sigma = -k / theta_hat
-    return (n * k + 10 * 0.5) / (n + 10), sigma
-
-
-def untied(log_w: np.ndarray) -> np.ndarray:
-    """The (S,) ascending log weights ``log_w`` as weights exp(log_w − max), each run of n equal
-    ones (closer than :data:`TIE`) at v, next smaller weight v′ (0 below the smallest), spread
-    over the gap as v − (v − v′)(n − r)/n, r = 1..n (module docstring): strictly increasing, and
-    exactly the weights where nothing is repeated."""
-    new = np.r_[True, np.diff(log_w) > TIE]  # (S,) where each run of equal weights starts
-    starts = np.flatnonzero(new)
-    run = np.cumsum(new) - 1  # (S,) the run of each weight
-    sizes = np.diff(np.r_[starts, len(log_w)])
-    top = np.exp(log_w[starts + sizes - 1] - log_w[-1])  # each run's weight
-    gap = top - np.r_[0.0, top[:-1]]
-    rank = np.arange(len(log_w)) - starts[run] + 1
-    return top[run] - gap[run] * (sizes[run] - rank) / sizes[run]
+    n_eff = c.sum() ** 2 / (c ** 2).sum()
+    return (n_eff * k + 10 * 0.5) / (n_eff + 10), sigma
 
 
 def pareto_k(log_w: np.ndarray | Tensor) -> float:
     """PSIS k̂ of the (S,) log importance weights ``log_w`` (module docstring), or nan.
 
     −inf entries (zero weights) are ignored; S counts the finite ones; nan or +inf raise. The
-    tail is the M = min(⌈0.2 S⌉, ⌈3 √S⌉) largest weights, the threshold u the largest weight
-    below them, and the exceedances w − u of the tail are fitted, repeated weights spread by
-    :func:`untied`. The weights are divided by the largest: k̂ is invariant to a shift of
-    ``log_w``, which keeps them in range. nan when M < 5 (S < 21): too few to fit a tail.
+    tail is the M = :func:`tail_size` (S) largest weights and the threshold u the (M+1)-th
+    largest; the weights strictly above u are fitted, each distinct one with its multiplicity
+    (log weights within :data:`TIE` of the next smaller are one repeated weight). The weights
+    are divided by the largest: k̂ is invariant to a shift of ``log_w``, which keeps them in
+    range. nan when M < 5 (S < 21: too few to fit a tail) or when fewer than two distinct
+    weights exceed u ("not diagnosable": the tail is one repeated path).
     """
     log_w = _float64(log_w)
     if np.isnan(log_w).any() or np.isposinf(log_w).any():
         raise ValueError("log weights must be finite or -inf")
     log_w = np.sort(log_w[np.isfinite(log_w)])
     s = len(log_w)
-    m = min(math.ceil(0.2 * s), math.ceil(3 * math.sqrt(s)))
+    m = tail_size(s)
     if m < MIN_TAIL:
         return float("nan")
-    w = untied(log_w)
-    return fit_generalized_pareto(w[-m:] - w[-m - 1])[0]
+    run = np.cumsum(np.r_[True, np.diff(log_w) > TIE]) - 1  # (S,) each weight's repeated value
+    top = np.flatnonzero(np.r_[run[1:] != run[:-1], True])  # (R,) each value's last position
+    counts = np.diff(np.r_[-1, top])  # (R,) its multiplicity
+    value = np.exp(log_w[top] - log_w[-1])  # (R,) ascending
+    u = run[s - m - 1]  # the value the (M+1)-th largest weight has
+    if len(value) - u - 1 < 2:
+        return float("nan")
+    return fit_generalized_pareto(value[u + 1:] - value[u], counts[u + 1:])[0]
 
 
-def pareto_summary(ks: Sequence[float]) -> dict:
-    """Per-pair k̂ values summarised for a report: ``pairs``, how many there are; ``fitted``,
-    how many have a k̂ (nan: fewer than 21 nonzero weights); the ``mean`` and ``max`` over the
+def pareto_summary(ks: Sequence[float], weights: Sequence[int]) -> dict:
+    """Per-pair k̂ values (:func:`pareto_k`) and the S nonzero weights each was computed from
+    (:func:`nonzero_weights`), summarised for a report: ``pairs``, how many there are;
+    ``fitted``, how many have a k̂; of the others, ``too_few`` had fewer than 21 nonzero weights
+    and ``not_diagnosable`` a tail of one repeated weight; the ``mean`` and ``max`` over the
     fitted ones (None if none); ``over_threshold``, the share of all the pairs whose k̂ is above
-    :data:`PARETO_K_WARN` (an unfitted pair is not counted above it); and the ``threshold``."""
+    its :func:`pareto_threshold` (S) (a pair without a k̂ is not counted above it); and
+    ``thresholds``, [S, threshold] for each S ≥ 21 among the pairs, ascending."""
     fitted = [k for k in ks if not math.isnan(k)]
+    too_few = sum(tail_size(s) < MIN_TAIL for s in weights)
+    over = sum(k > pareto_threshold(s) for k, s in zip(ks, weights) if not math.isnan(k))
     return {"mean": sum(fitted) / len(fitted) if fitted else None,
             "max": max(fitted, default=None),
-            "over_threshold": sum(k > PARETO_K_WARN for k in fitted) / len(ks) if ks else 0.0,
-            "threshold": PARETO_K_WARN, "pairs": len(ks), "fitted": len(fitted)}
+            "over_threshold": over / len(ks) if ks else 0.0,
+            "thresholds": [[s, pareto_threshold(s)] for s in sorted(set(weights))
+                           if tail_size(s) >= MIN_TAIL],
+            "pairs": len(ks), "fitted": len(fitted), "too_few": too_few,
+            "not_diagnosable": len(ks) - len(fitted) - too_few}

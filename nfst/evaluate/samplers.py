@@ -5,7 +5,8 @@ p̃_θ, then average the metrics of ``nfst.evaluate.metrics`` over pairs, with s
 partial KL (003:7; nats, lower is better; samplers are only comparable on the same scorer),
 deduplicated ESS (003 Table 7) and the expected mark length under p (003 Fig. 4b), both from
 the self-normalised importance weights p̃/q, whose Pareto k̂ is reported beside them
-(``nfst.evaluate.pareto``: nan below 21 samples per pair, unreliable above 0.7); and a few
+(``nfst.evaluate.pareto``: nan below 21 samples per pair or where the tail is one repeated
+path, unreliable above min(1 − 1/log₁₀ k, 0.7) for k samples per pair); and a few
 qualitative proposals (003 Tables 4–6): the highest-weight sample of the first pairs.
 Without replacement (:func:`summarize_distinct`): k *distinct* paths per pair by stochastic
 beam search (``nfst.smc.without_replacement``), weighted by priority sampling; their
@@ -35,7 +36,7 @@ from ..smc import without_replacement as wor
 from ..runtime.distributed import item_seed, shared_map
 from . import metrics
 from .metrics import mean_and_se
-from .pareto import pareto_k, pareto_summary
+from .pareto import nonzero_weights, pareto_k, pareto_summary
 from .tables import text_table
 
 
@@ -150,7 +151,8 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
     kl, kl_se = mean_and_se(per_pair)
     ess, ess_se = mean_and_se([dedup_ess(s) for s in samples])
     length, length_se = mean_and_se([expected_length(s) for s in samples])
-    reliability = pareto_summary([pareto_k(s.log_p - s.log_q) for s in samples])
+    log_w = [s.log_p - s.log_q for s in samples]
+    reliability = pareto_summary([pareto_k(w) for w in log_w], [nonzero_weights(w) for w in log_w])
     shown = []
     for s, lat in list(zip(samples, lattices))[:examples]:
         best = int(torch.argmax(s.log_p - s.log_q))
@@ -161,6 +163,7 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
            "expected_length": length, "expected_length_se": length_se,
            "pareto_k": reliability["mean"],
            "pareto_k_over_threshold": reliability["over_threshold"],
+           "pareto_k_summary": reliability,
            "examples": shown, "per_pair_partial_kl": per_pair}
     if structure is not None:
         out[structure.name], out[f"{structure.name}_se"] = mean_and_se(
@@ -206,7 +209,7 @@ def evaluate(samplers: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence
         {"pairs": P, "k": k, "seed": seed,
          "samplers": {name: {"partial_kl", "partial_kl_se", "ess", "ess_se",
                              "expected_length", "expected_length_se",
-                             "pareto_k", "pareto_k_over_threshold",
+                             "pareto_k", "pareto_k_over_threshold", "pareto_k_summary",
                              "examples": [{"x", "y", "proposal", "log_q", "log_p"}, ...],
                              "per_pair_partial_kl": [P values, for paired comparisons]}}}
 

@@ -131,7 +131,8 @@ class RunConfig:
     """Samples per test pair for the IS estimate of log Z, from an even mixture of the n-gram's
     posterior and every sampler."""
     log_z_max_samples: int = 2048
-    """Samples per test pair where a first draw of ``log_z_samples`` has Pareto k̂ above 0.7.
+    """Samples per test pair where a first draw of ``log_z_samples`` has Pareto k̂ above its
+    threshold (0.585 at 256: ``nfst.evaluate.pareto.pareto_threshold``).
     The first draw only chooses: each pair's estimate comes from a fresh draw of this many or of
     ``log_z_samples`` (``nfst.evaluate.log_z``), so Ẑ stays unbiased; at most ``log_z_samples``:
     one draw, which gives the estimate."""

@@ -42,8 +42,15 @@ def shared_map(fn, items: Sequence[T]) -> list:
 
 def item_seed(seed: int, *index: int) -> int:
     """A seed for one item of work, from the run's seed and the item's indices (each below
-    1,000,003); the first item (all indices 0) gets ``seed`` itself, so one item alone draws
-    what a single generator seeded with ``seed`` would."""
+    P = 1,000,003); the first item (all indices 0) gets ``seed`` itself, so one item alone draws
+    what a single generator seeded with ``seed`` would.
+
+    The indices are read as one number in base P, mix = Σ_j i_j P^(n−j), so leading zeros do
+    not count: ``item_seed(s, 0, 1) == item_seed(s, 1)``. Otherwise two index tuples of up to
+    three indices never share a seed (mix < P³ < 2⁶³ and 7,919,007 is odd, so mix ↦ seed is
+    one-to-one modulo 2⁶³). A stream of items that must not reuse another's seeds therefore
+    leads its indices with a stream number ≥ 1: ``(stream, i)`` is disjoint from every ``(i,)``
+    and from ``(stream′, i)`` for any other stream′."""
     mix = 0
     for i in index:
         mix = mix * 1_000_003 + i

@@ -6,10 +6,13 @@ import math
 import pytest
 import torch
 
+from nfst import compile_lattice
+from nfst.evaluate import log_z as log_z_module
 from nfst.evaluate.exact import add_exact, exact_log_z
 from nfst.evaluate.log_z import add_exclusive_kl, estimate_log_z
+from nfst.evaluate.pareto import pareto_threshold
 from nfst.evaluate.samplers import evaluate
-from tests.helpers.lattices import del_ins_lattices, small_batch
+from tests.helpers.lattices import CIPHER, del_ins_lattices, small_batch
 from tests.helpers.samplers import new_sampler
 from tests.helpers.scorers import random_bigram
 
@@ -56,15 +59,16 @@ def test_mixture_importance_sampling_is_unbiased_for_z():
 
 
 def test_adaptive_sizes_come_from_a_first_draw_that_is_then_set_aside():
-    """With max_samples, pairs whose first M weights have k̂ > 0.7 are estimated from N fresh
-    paths, the others from M fresh ones: no estimate is the first draw's (keeping it where its
-    k̂ looks fine would bias Ẑ), and the counts recorded are the paths really drawn."""
+    """With max_samples, pairs whose first M weights have k̂ above its threshold (0.28 at
+    M = 24: ``pareto_threshold``) are estimated from N fresh paths, the others from M fresh
+    ones: no estimate is the first draw's (keeping it where its k̂ looks fine would bias Ẑ),
+    and the counts recorded are the paths really drawn."""
     lats = small_batch().lattices * 3
     scorer = random_bigram(lats, seed=0)
     samplers = {"swa": new_sampler("swa", lats), "swp": new_sampler("swp", lats, seed=1)}
     first = estimate_log_z(samplers, scorer, lats, 24)
     log_z = estimate_log_z(samplers, scorer, lats, 24, max_samples=48)
-    heavy = [k > 0.7 for k in first["per_pair_pareto_k"]]
+    heavy = [k > pareto_threshold(24) for k in first["per_pair_pareto_k"]]
     assert 0 < sum(heavy) < len(lats)
     assert log_z["per_pair_samples"] == [48 if h else 24 for h in heavy]
     assert log_z["first_pareto_k"] == first["pareto_k"] and log_z["more_samples"] == sum(heavy)
@@ -73,6 +77,36 @@ def test_adaptive_sizes_come_from_a_first_draw_that_is_then_set_aside():
     assert sum(v["samples"] for v in log_z["by_proposal"].values()) == pytest.approx(
         sum(log_z["per_pair_samples"]) / len(lats))
     assert first["max_samples"] is None and "first_pareto_k" not in first
+
+
+def test_no_fresh_draw_repeats_a_first_draw(monkeypatch):
+    """48 pairs, three first-stage minibatches of 16, pairs 0–15 heavy and the rest light (k̂
+    set by the pair, so that exactly these are): the second stage draws pairs 16–47 in two
+    minibatches of 16 and pairs 0–15 in two of 8, each from a seed no first-stage minibatch
+    had, so no pair's estimate is its first draw's. (Seeded (i, stage) instead of
+    (stage, i), the fresh draw of pairs 16–31 was the first bit for bit: item_seed(s, 0, 1)
+    is item_seed(s, 1).)"""
+    pairs = [("ab", "ba"), ("a", "b"), ("abc", "ca"), ("ab", "c")]
+    lats = [compile_lattice(CIPHER, x, y) for _ in range(12) for x, y in pairs]
+    heavy = {id(lat) for lat in lats[:16]}
+    draw = log_z_module._draw
+
+    def by_pair(proposals, scorer, lattices, *args):
+        out = draw(proposals, scorer, lattices, *args)
+        for lat, p in zip(lattices, out):
+            p["pareto_k"] = 0.9 if id(lat) in heavy else 0.1
+        return out
+
+    monkeypatch.setattr(log_z_module, "_draw", by_pair)
+    scorer = random_bigram(lats, seed=0)
+    samplers = {"swa": new_sampler("swa", lats), "swp": new_sampler("swp", lats, seed=1)}
+    first = estimate_log_z(samplers, scorer, lats, 24, batch_size=16)
+    log_z = estimate_log_z(samplers, scorer, lats, 24, max_samples=48, batch_size=16)
+    assert log_z["per_pair_samples"] == [48] * 16 + [24] * 32
+    assert log_z["first_pareto_k"] == first["pareto_k"]
+    repeated = [j for j, (a, b) in enumerate(zip(log_z["per_pair"], first["per_pair"]))
+                if a == b]
+    assert repeated == []
 
 
 def test_adaptive_importance_sampling_is_unbiased_for_z():

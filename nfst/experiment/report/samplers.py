@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...evaluate.metrics import mean_and_se
-from ...evaluate.pareto import PARETO_K_WARN
 from ...evaluate.tables import text_table
 from .format import SAMPLER_ORDER, TASK_ORDER, fmt, ordered, pyplot, reliability, save_figure
 
@@ -186,18 +185,19 @@ def sampler_sections(runs: list[dict], out: Path) -> list[str]:
     lines += _table(runs, "ess", None, PAPER_ESS, "Deduplicated ESS (003 Table 7)")
     if any(res.get("pareto_k") is not None for r in runs for res in r.get("samplers", {}).values()):
         lines += _table(runs, "pareto_k", None, None,
-                        f"Pareto k̂ of the importance weights behind the two tables above (mean "
-                        f"over pairs; above {PARETO_K_WARN} unreliable; – where the evaluation's "
-                        f"k samples per pair are too few to fit a tail, k < 21)", digits=2)
+                        "Pareto k̂ of the importance weights behind the two tables above (mean "
+                        "over the pairs with a k̂; above its threshold min(1 − 1/log₁₀ k, 0.7) "
+                        "unreliable, for k samples per pair; – where the evaluation's k samples "
+                        "per pair are too few to fit a tail, k < 21)", digits=2)
+        for run in runs:
+            for s, res in run.get("samplers", {}).items():
+                lines += reliability(f"{run['task']} / {s}'s expected length and ESS",
+                                     res.get("pareto_k_summary")
+                                     or {"over_threshold": res.get("pareto_k_over_threshold")})
     else:
         lines += ["The Pareto k̂ of the importance weights behind the two tables above is not "
                   "fitted: the evaluation draws fewer than 21 samples per pair, too few to fit "
                   "a tail.", ""]
-    for run in runs:
-        for s, res in run.get("samplers", {}).items():
-            lines += reliability(f"{run['task']} / {s}'s expected length and ESS",
-                                 {"over_threshold": res.get("pareto_k_over_threshold"),
-                                  "threshold": PARETO_K_WARN})
     lines += _table(runs, "ess_wor", "ess_wor_se", None,
                     "Deduplicated ESS of k distinct samples (without replacement, priority weights)")
     for name in _plot_curves(runs, out):

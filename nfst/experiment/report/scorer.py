@@ -38,8 +38,9 @@ def _table(rows: list[dict]) -> list[str]:
     lines += ["", "Nats per pair. Test log Ẑ: " + rows[0]["scorer"]["test_log_z_estimator"]
               + "; ± is the standard error over pairs. Pareto k̂: mean over pairs of the PSIS "
                 "diagnostic of the importance weights, repeated paths' equal weights included "
-                "(above 0.7 an estimate is unreliable), over the pairs it is fitted on, of all "
-                "the test pairs (a fit needs 21 nonzero weights). "
+                "(above its threshold min(1 − 1/log₁₀ S, 0.7) for S paths an estimate is "
+                "unreliable: 0.585 at 256), over the pairs it is fitted on, of all the test "
+                "pairs (a fit needs 21 nonzero weights, and a tail of more than one path). "
                 "Spread: the mixture's log Ẑ minus the best single proposal's, from the same "
                 "draw. The n-gram's log-likelihood is exact (backward pass over its history "
                 "lattice); an LSTM scorer should exceed it."

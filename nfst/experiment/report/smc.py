@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ...evaluate.pareto import PARETO_K_WARN
+from ...evaluate.pareto import pareto_threshold
 from ...evaluate.tables import text_table
 from .format import fmt, pyplot
 
@@ -73,13 +73,14 @@ def _run_tables(smc: dict) -> list[str]:
         lines += ["", "Scorer calls per pair:", ""] + _smc_table(smc, "scorer_calls", 0)
     if any("pareto_k" in res for res in smc["methods"].values()):
         lines += ["", "Pareto k̂ of the final weights (mean over runs and pairs; – where "
-                  "it cannot be fitted: the beam, or fewer than 21 particles):", ""]
+                  "it cannot be fitted: the beam, fewer than 21 particles, or a tail of one "
+                  "repeated particle, as after resampling):", ""]
         lines += _smc_table(smc, "pareto_k", 2)
         high = [f"{method} at M={m}" for method, res in smc["methods"].items()
                 for m, k in zip(smc["M"], res.get("pareto_k", []))
-                if k is not None and k > PARETO_K_WARN]
+                if k is not None and k > pareto_threshold(m)]
         if high:
-            lines += ["", f"**Warning: Pareto k̂ > {PARETO_K_WARN} for "
+            lines += ["", "**Warning: Pareto k̂ above its threshold min(1 − 1/log₁₀ M, 0.7) for "
                       + ", ".join(high) + "**: the weights are so heavy-tailed that "
                       "these offset KLs can be far off whatever their standard errors say."]
     return lines + [""]
