@@ -15,7 +15,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Sequence
 
-from .run import sampler_key
+from .rundir import sampler_key
 
 
 def available_cores() -> int:

@@ -50,15 +50,9 @@ from .config import RunConfig, apply_overrides, check_names, json_default
 from .evaluation import evaluate_run
 from .presets import preset
 from .results import build_results
-from .rundir import RunDir
+from .rundir import RunDir, sampler_key
 
 log = logging.getLogger("nfst")
-
-
-def sampler_key(name: str, seed: int = 0) -> str:
-    """The name under which a sampler's ``seed``-th training run is stored: its own name for
-    seed 0 (a run without ``--seeds``), ``NAME-seedS`` after it."""
-    return name if seed == 0 else f"{name}-seed{seed}"
 
 
 def _seed_words(seed: int) -> str:

@@ -22,6 +22,12 @@ from ..runtime.distributed import rank_and_world
 from .config import agrees
 
 
+def sampler_key(name: str, seed: int = 0) -> str:
+    """The name under which a sampler's ``seed``-th training run is stored: its own name for
+    seed 0 (a run without ``--seeds``), ``NAME-seedS`` after it."""
+    return name if seed == 0 else f"{name}-seed{seed}"
+
+
 class RunDir:
     """The files of one run that record what it is and what it has done.
 
