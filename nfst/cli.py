@@ -43,7 +43,8 @@ COMMANDS: dict[str, Command] = {
                      commands.stats, "nfst stats cipher --limit 200\n"
                      "nfst stats tr --split dev --limit 500 --json"),
     "options": Command("list the --option keys of a preset with their values and meanings",
-                       arguments.options, commands.options, "nfst options\nnfst options --preset paper"),
+                       arguments.options, commands.options,
+                       "nfst options\nnfst options --preset paper"),
     "bench": Command("run a benchmark; prints one JSON object as its last line", arguments.bench,
                      bench_command, "nfst bench backward --lattices 64\n"
                      "nfst bench abstract --run-dir runs/cipher-small-0"),
@@ -57,23 +58,23 @@ COMMANDS: dict[str, Command] = {
                          "nfst reproduce --preset large --data-dir DATA --jobs 2"),
     "train-scorer": Command("train (or reuse) the frozen LSTM scorer of a run",
                             arguments.train_scorer, commands.train_scorer,
-                            "nfst train-scorer cipher --run-dir runs/c --new"),
-    "train-sampler": Command("train (or reuse) one sampler of a run",
-                             arguments.train_sampler,
-                             commands.train_sampler,
-                             "nfst train-sampler cipher --sampler swp-prefix --run-dir runs/c"),
+                            "nfst train-scorer cipher --run-dir runs/c --new "
+                            "--samplers swa,swp"),
+    "train-sampler": Command("train (or reuse) one sampler of a run, and add it to the run's "
+                             "samplers", arguments.train_sampler, commands.train_sampler,
+                             "nfst train-sampler --run-dir runs/c --sampler swp-prefix"),
     "evaluate": Command("partial KL, ESS and expected length of a run's samplers",
-                        arguments.stage, commands.evaluate,
-                        "nfst evaluate cipher --run-dir runs/c\n"
-                        "nfst evaluate cipher --samplers swa,swp --run-dir runs/new --new"),
+                        arguments.run, commands.evaluate,
+                        "nfst evaluate --run-dir runs/c\n"
+                        "nfst evaluate --run-dir runs/c --samplers swa,swp"),
     "smc": Command("particle smoothing with a run's best sampler: offset KL against M",
-                   arguments.stage, commands.smc, "nfst smc cipher --run-dir runs/c"),
+                   arguments.run, commands.smc, "nfst smc --run-dir runs/c"),
     "report": Command("merge runs into report.md with tables and plots", arguments.report,
                       commands.report, "nfst report runs/cipher-small-0\n"
                       "nfst report runs/tr-small-0 runs/scan-small-0 runs/cipher-small-0 "
                       "--out report"),
     "sample": Command("sample alignments of one pair; draw its lattice", arguments.sample,
-                      commands.sample, "nfst sample cipher --run-dir runs/c --sampler swa "
+                      commands.sample, "nfst sample --run-dir runs/c --sampler swa "
                       "--x 'n l c i u' --y 'h o s' --png lattice.png"),
 }
 
@@ -152,7 +153,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
             raise NfstError(f"{args.command}: the task is given twice ({args.task} and "
                             f"--task {args.task_option})", "give it once, first")
         args.task = args.task_option
-    if "task" in args and args.task is None:
+    if "task" in args and args.task is None and "run_dir" not in args:  # a run may give it
         raise NfstError(f"{args.command}: the following arguments are required: TASK",
                         f"see `nfst {args.command} --help`")
     for old in dict.fromkeys(renamed):

@@ -42,9 +42,10 @@ class Renamed(argparse.Action):
 
 
 class Setting(argparse.Action):
-    """A run setting (``--preset``, ``--seed``, ...), stored (``append``: appended) as argparse
-    would, and its name recorded in ``given``: a stage command refuses one that differs from
-    the run it continues (``nfst.experiment.commands.open_run``)."""
+    """A run setting (``--preset``, ``--seed``, ...) or a path a run records (``--data-dir``),
+    stored (``append``: appended) as argparse would, and its name recorded in ``given``: a
+    stage command takes from the run it continues what was not given, and refuses a given
+    setting that differs (``nfst.experiment.commands.open_run``)."""
 
     def __init__(self, option_strings, dest, append: bool = False, **kw):
         super().__init__(option_strings, dest, **kw)
@@ -79,10 +80,11 @@ COUNT, SEED, WORKERS = integer(), integer(0, 2 ** 32 - 1), integer(1, 1024)
 def common(p) -> None:
     g = p.add_argument_group("common options")
     add(g, "--config", metavar="FILE", help="TOML file of settings (CLI flags override it)")
-    add(g, "--data-dir", metavar="DIR", help="folder with the task data (default: "
-                                               "$NFST_DATA_DIR)")
-    add(g, "--cache-dir", metavar="DIR", default=DEFAULT_CACHE,
-        help="on-disk lattice cache ($NFST_CACHE_DIR sets the default)")
+    add(g, "--data-dir", metavar="DIR", action=Setting, help="folder with the task data "
+        "(default: a recorded run's, else $NFST_DATA_DIR)")
+    add(g, "--cache-dir", metavar="DIR", default=DEFAULT_CACHE, action=Setting,
+        help="on-disk lattice cache (a recorded run's unless given; $NFST_CACHE_DIR sets the "
+             "default)")
     add(g, "--device", default="auto", help="cpu, cuda, cuda:N or auto (GPU if present)")
     add(g, "--threads", type=WORKERS, default=1, help="torch intra-op threads on CPU (the "
         "small per-step ops of lattice passes run fastest single-threaded)")
@@ -90,8 +92,10 @@ def common(p) -> None:
     add(g, "--debug", action="store_true", help="show tracebacks on errors")
 
 
-def task(p, renamed: bool = False) -> None:
-    p.add_argument("task", nargs="?", metavar="TASK", help="task name, required (`nfst tasks`)")
+def task(p, renamed: bool = False, on_run: bool = False) -> None:
+    """TASK; ``on_run``: a command on a run, where the run directory may give it instead."""
+    p.add_argument("task", nargs="?", metavar="TASK", help="task name (`nfst tasks`), " + (
+        "optional with the --run-dir of a recorded run" if on_run else "required"))
     if renamed:  # compile and stats took --task before
         p.add_argument("--task", dest="task_option", action=Renamed)
 
@@ -116,14 +120,16 @@ def sampler_list(text: str) -> tuple[str, ...]:
 
 def run(p, samplers: bool = True, new: bool = False) -> None:
     """The options of a command on a run; ``new``: a stage command that may start the run."""
-    task(p)
+    task(p, on_run=True)
     add(p, "--preset", default="small", choices=list(PRESETS), action=Setting,
         help="training sizes and hyperparameters (paper: 003 Table 3's, with the "
              "trigram-taught scorer of every preset; large: samplers trained until they stop "
              "improving)")
     add(p, "--seed", type=SEED, default=0, action=Setting,
         help="seeds data subsets, models and sampling")
-    add(p, "--run-dir", metavar="DIR", help="run directory (default: runs/TASK-PRESET-SEED)")
+    add(p, "--run-dir", metavar="DIR", help="run directory (default: runs/TASK-PRESET-SEED); a "
+        "command on a run recorded there takes the task, settings, samplers and data directory "
+        "from it, and refuses a setting given that differs")
     p.add_argument("--out", dest="run_dir", action=Renamed)
     if new:
         add(p, "--new", action="store_true", help="start the run if the run directory "
@@ -131,7 +137,8 @@ def run(p, samplers: bool = True, new: bool = False) -> None:
     if samplers:
         add(p, "--samplers", default=",".join(DEFAULT_SAMPLERS), type=sampler_list,
             action=Setting,
-            help=f"comma-separated samplers to train and compare, from: {', '.join(SAMPLERS)}")
+            help=f"comma-separated samplers that the run trains and compares (a recorded run's "
+                 f"unless given), from: {', '.join(SAMPLERS)}")
     data(p)
     add(p, "--option", dest="overrides", metavar="KEY=VALUE", action=Setting, append=True,
         default=[],
@@ -142,6 +149,10 @@ def run(p, samplers: bool = True, new: bool = False) -> None:
 def jobs(p) -> None:
     add(p, "--jobs", type=int, help="samplers trained at once, each in its own process (the "
         "same figures as one after another; default: the cores available)")
+    seeds(p)
+
+
+def seeds(p) -> None:
     add(p, "--seeds", type=COUNT, default=1, action=Setting,
         help="train each sampler this many times, from training seeds SEED, SEED+1, ..., "
              "against the one frozen scorer; figures are means ± SE over seeds and pairs")
@@ -152,11 +163,6 @@ def options(p) -> None:
 
 
 def train_scorer(p) -> None:
-    run(p, samplers=False, new=True)
-
-
-def stage(p) -> None:
-    """A stage command after the sampler stage (evaluate, smc)."""
     run(p, new=True)
 
 
@@ -188,6 +194,7 @@ def sampler(p, new: bool = False, **kw) -> None:
 
 def train_sampler(p) -> None:
     sampler(p, new=True, required=True)
+    seeds(p)
 
 
 def stats(p) -> None:
