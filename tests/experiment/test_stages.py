@@ -95,6 +95,13 @@ def test_stage_by_stage_without_task_or_data_dir_trains_only_what_is_named(
     assert "Partial KL" in (tmp_path / "report" / "report.md").read_text()
     assert _nfst(capsys, "run", *run)[0] == 0  # the whole pipeline: nothing left to do
 
+    # trained already, so only recorded: the samplers the next stages compare
+    assert _nfst(capsys, "train-sampler", *run, "--sampler", "swp")[0] == 0
+    assert json.loads((run_dir / "config.json").read_text())["run"]["samplers"] == [
+        "sws", "swa", "swp"]
+    assert _nfst(capsys, "train-scorer", *run, "--samplers", "swp")[0] == 0
+    assert json.loads((run_dir / "config.json").read_text())["run"]["samplers"] == ["swp"]
+
     assert _trained(run_dir) == {"swa", "swp", "sws"}  # only what was named
     assert not list((tmp_path / "elsewhere").iterdir())  # the recorded cache was used
 
