@@ -140,7 +140,8 @@ def _new_run(o, run_dir: Path, sampler: Optional[str]) -> Run:
     task = o.task or "TASK"
     raise RunConfigError(f"{run_dir}: no run recorded there (no config.json)",
                          f"start one with `nfst run {task} --run-dir {run_dir}`" + (
-                             ", or give --new" if "new" in o else
+                             (", or give --new" if o.task else ", or give TASK and --new")
+                             if "new" in o else
                              f" (stage by stage: `nfst train-scorer {task} --run-dir "
                              f"{run_dir} --new`)"))
 
