@@ -11,205 +11,19 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import tomllib
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Callable, Optional
 
-from .bench import BENCHMARKS, bench_command
+from . import cli_arguments as arguments
+from .bench import bench_command
 from .errors import NfstError
 from .experiment import commands
-from .experiment.config import DEFAULT_SAMPLERS, check_samplers
-from .experiment.presets import PRESETS
-from .models.samplers import SAMPLERS
 
-DEFAULT_CACHE = os.environ.get("NFST_CACHE_DIR", ".nfst-cache")
 RENAMED = {"--out": "--run-dir", "--task": "the task as the first argument"}
 """Old spellings (until the next release) and what replaces them."""
-
-
-def _add(p, *flags, help: str, **kw) -> None:
-    """``p.add_argument`` with the default, where there is one, at the end of the help."""
-    default = kw.get("default")
-    if default is not None and default is not False and default != []:
-        help += " (default: %(default)s)"
-    p.add_argument(*flags, help=help, **kw)
-
-
-class _Renamed(argparse.Action):
-    """An old spelling of an option, hidden from the help. It sets the new one's value and is
-    recorded in ``renamed``, to warn once parsing is over."""
-
-    def __init__(self, option_strings, dest, **kw):
-        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kw)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, values)
-        namespace.renamed = [*getattr(namespace, "renamed", []), option_string]
-
-
-class _Setting(argparse.Action):
-    """A run setting (``--preset``, ``--seed``, ...), stored (``append``: appended) as argparse
-    would, and its name recorded in ``given``: a stage command refuses one that differs from
-    the run it continues (``nfst.experiment.commands.open_run``)."""
-
-    def __init__(self, option_strings, dest, append: bool = False, **kw):
-        super().__init__(option_strings, dest, **kw)
-        self.append = append
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        if self.append:
-            values = [*getattr(namespace, self.dest), values]
-        setattr(namespace, self.dest, values)
-        namespace.given = {*getattr(namespace, "given", ()), self.dest}
-
-
-def _integer(least: int = 1, most: Optional[int] = None) -> Callable[[str], int]:
-    """An argparse type: an integer from ``least`` to ``most`` (None: no bound)."""
-    what = f"an integer from {least} to {most:,}" if most else f"an integer of at least {least}"
-
-    def integer(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < least or (most is not None and value > most):
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-        return value
-    return integer
-
-
-COUNT, SEED, WORKERS = _integer(), _integer(0, 2 ** 32 - 1), _integer(1, 1024)
-"""Counts and sizes; seeds; threads and processes (more would crash torch or the machine)."""
-
-
-def _common(p) -> None:
-    g = p.add_argument_group("common options")
-    _add(g, "--config", metavar="FILE", help="TOML file of settings (CLI flags override it)")
-    _add(g, "--data-dir", metavar="DIR", help="folder with the task data (default: "
-                                                "$NFST_DATA_DIR)")
-    _add(g, "--cache-dir", metavar="DIR", default=DEFAULT_CACHE,
-         help="on-disk lattice cache ($NFST_CACHE_DIR sets the default)")
-    _add(g, "--device", default="auto", help="cpu, cuda, cuda:N or auto (GPU if present)")
-    _add(g, "--threads", type=WORKERS, default=1, help="torch intra-op threads on CPU (the "
-         "small per-step ops of lattice passes run fastest single-threaded)")
-    _add(g, "--quiet", action="store_true", help="no progress bars")
-    _add(g, "--debug", action="store_true", help="show tracebacks on errors")
-
-
-def _task(p, renamed: bool = False) -> None:
-    p.add_argument("task", nargs="?", metavar="TASK", help="task name, required (`nfst tasks`)")
-    if renamed:  # compile and stats took --task before
-        p.add_argument("--task", dest="task_option", action=_Renamed)
-
-
-def _data(p) -> None:
-    _add(p, "--processes", type=WORKERS, default=2, help="parallel compile processes")
-    _add(p, "--set", dest="task_settings", metavar="KEY=VALUE", action=_Setting, append=True,
-         default=[],
-         help="a task setting, e.g. --set train_size=500 (repeatable; docs/tasks.md)")
-
-
-def _split(p) -> None:
-    _task(p, renamed=True)
-    _add(p, "--split", default="train", help="data split")
-    _add(p, "--limit", type=COUNT, help="use at most this many pairs (seeded sample)")
-    _data(p)
-
-
-def _sampler_list(text: str) -> tuple[str, ...]:
-    return check_samplers([n.strip() for n in text.split(",") if n.strip()])
-
-
-def _run(p, samplers: bool = True, new: bool = False) -> None:
-    """The options of a command on a run; ``new``: a stage command that may start the run."""
-    _task(p)
-    _add(p, "--preset", default="small", choices=list(PRESETS), action=_Setting,
-         help="training sizes and hyperparameters (paper: 003 Table 3's, with the "
-              "trigram-taught scorer of every preset; large: samplers trained until they stop "
-              "improving)")
-    _add(p, "--seed", type=SEED, default=0, action=_Setting,
-         help="seeds data subsets, models and sampling")
-    _add(p, "--run-dir", metavar="DIR", help="run directory (default: runs/TASK-PRESET-SEED)")
-    p.add_argument("--out", dest="run_dir", action=_Renamed)
-    if new:
-        _add(p, "--new", action="store_true", help="start the run if the run directory "
-             "records none (without it, a stage command continues a recorded run only)")
-    if samplers:
-        _add(p, "--samplers", default=",".join(DEFAULT_SAMPLERS), type=_sampler_list,
-             action=_Setting,
-             help=f"comma-separated samplers to train and compare, from: {', '.join(SAMPLERS)}")
-    _data(p)
-    _add(p, "--option", dest="overrides", metavar="KEY=VALUE", action=_Setting, append=True,
-         default=[],
-         help="a preset setting, dotted, e.g. --option sampler.steps=100 (repeatable; "
-              "`nfst options` lists every key with its value and meaning)")
-
-
-def _jobs(p) -> None:
-    _add(p, "--jobs", type=int, help="samplers trained at once, each in its own process (the "
-         "same figures as one after another; default: the cores available)")
-    _add(p, "--seeds", type=COUNT, default=1, action=_Setting,
-         help="train each sampler this many times, from training seeds SEED, SEED+1, ..., "
-              "against the one frozen scorer; figures are means ± SE over seeds and pairs")
-
-
-def _run_all(p) -> None:
-    _run(p)
-    _jobs(p)
-
-
-def _reproduce(p) -> None:
-    _add(p, "--preset", default="small", choices=list(PRESETS),
-         help="training sizes and hyperparameters of every task's run")
-    _add(p, "--tasks", default="tr,scan,cipher", help="comma-separated tasks to run")
-    _add(p, "--seed", type=SEED, default=0, help="seeds data subsets, models and sampling")
-    _add(p, "--runs-dir", metavar="DIR", default="runs",
-         help="where the runs go (one directory per task: TASK-PRESET-SEED)")
-    _add(p, "--out", metavar="DIR", help="the merged report's folder (default: "
-                                         "RUNS_DIR/reproduce-PRESET-SEED)")
-    _data(p)
-    _add(p, "--option", dest="overrides", metavar="KEY=VALUE", action="append", default=[],
-         help="a preset setting for every task's run (repeatable; `nfst options`)")
-    _jobs(p)
-
-
-def _sampler(p, new: bool = False, **kw) -> None:
-    _run(p, samplers=False, new=new)
-    _add(p, "--sampler", choices=list(SAMPLERS), metavar="NAME",
-         help=f"which sampler: {', '.join(SAMPLERS)}", **kw)
-
-
-def _stats(p) -> None:
-    _split(p)
-    _add(p, "--json", action="store_true", help="also print the figures as JSON")
-
-
-def _bench(p) -> None:
-    p.add_argument("name", choices=sorted(BENCHMARKS),
-                   help="; ".join(f"{k}: {v[0]}" for k, v in sorted(BENCHMARKS.items())))
-    _add(p, "--lattices", type=COUNT,
-         help="number of lattices (backward, compile, step, rdp, estimates)")
-    _add(p, "--run-dir", metavar="DIR", help="trained cipher run to use (abstract; default "
-         "runs/cipher-small-0, trained there if missing)")
-
-
-def _report(p) -> None:
-    p.add_argument("runs", nargs="+", metavar="RUN_DIR",
-                   help="run directories (e.g. one per task) to merge")
-    _add(p, "--out", metavar="DIR", default="report", help="output folder")
-
-
-def _sample(p) -> None:
-    _sampler(p, default="swp-prefix")
-    _add(p, "--x", required=True, help="input string, symbols separated by spaces")
-    _add(p, "--y", required=True, help="output string, symbols separated by spaces")
-    _add(p, "-k", type=COUNT, default=8, help="number of samples")
-    _add(p, "--dot", metavar="FILE", help="write the lattice as Graphviz DOT to this file")
-    _add(p, "--png", metavar="FILE", help="also render it to PNG (Graphviz's `dot` if "
-                                           "installed, else networkx and matplotlib)")
 
 
 @dataclass(frozen=True)
@@ -222,46 +36,45 @@ class Command:
 
 COMMANDS: dict[str, Command] = {
     "tasks": Command("list the registered tasks", lambda p: None, commands.tasks, "nfst tasks"),
-    "compile": Command("compile (and cache) the lattices of a task split", _split,
+    "compile": Command("compile (and cache) the lattices of a task split", arguments.split,
                        commands.compile_split, "nfst compile cipher\n"
                        "nfst compile tr --split dev --data-dir DATA --processes 4"),
-    "stats": Command("lattice statistics of a task split beside the paper's", _stats,
+    "stats": Command("lattice statistics of a task split beside the paper's", arguments.stats,
                      commands.stats, "nfst stats cipher --limit 200\n"
                      "nfst stats tr --split dev --limit 500 --json"),
     "options": Command("list the --option keys of a preset with their values and meanings",
-                       lambda p: _add(p, "--preset", default="small", choices=list(PRESETS),
-                                      help="whose values to list"),
-                       commands.options, "nfst options\nnfst options --preset paper"),
-    "bench": Command("run a benchmark; prints one JSON object as its last line", _bench,
+                       arguments.options, commands.options,
+                       "nfst options\nnfst options --preset paper"),
+    "bench": Command("run a benchmark; prints one JSON object as its last line", arguments.bench,
                      bench_command, "nfst bench backward --lattices 64\n"
                      "nfst bench abstract --run-dir runs/cipher-small-0"),
     "run": Command("the whole pipeline for a task: compile, train, evaluate, SMC, report",
-                   _run_all, commands.run, "nfst run cipher --preset small\n"
+                   arguments.run_all, commands.run, "nfst run cipher --preset small\n"
                    "nfst run tr --data-dir DATA --samplers swa,swp-prefix --run-dir runs/tr\n"
                    "nfst run cipher --option sampler.steps=100 --option scorer.kind=ngram"),
     "reproduce": Command("003's comparison: run tr, scan and cipher at a preset, then merge "
-                         "them into one report", _reproduce, commands.reproduce,
+                         "them into one report", arguments.reproduce, commands.reproduce,
                          "nfst reproduce --preset small --data-dir DATA\n"
                          "nfst reproduce --preset large --data-dir DATA --jobs 2"),
     "train-scorer": Command("train (or reuse) the frozen LSTM scorer of a run",
-                            lambda p: _run(p, samplers=False, new=True), commands.train_scorer,
-                            "nfst train-scorer cipher --run-dir runs/c --new"),
-    "train-sampler": Command("train (or reuse) one sampler of a run",
-                             lambda p: _sampler(p, new=True, required=True),
-                             commands.train_sampler,
-                             "nfst train-sampler cipher --sampler swp-prefix --run-dir runs/c"),
+                            arguments.train_scorer, commands.train_scorer,
+                            "nfst train-scorer cipher --run-dir runs/c --new "
+                            "--samplers swa,swp"),
+    "train-sampler": Command("train (or reuse) one sampler of a run, and add it to the run's "
+                             "samplers", arguments.train_sampler, commands.train_sampler,
+                             "nfst train-sampler --run-dir runs/c --sampler swp-prefix"),
     "evaluate": Command("partial KL, ESS and expected length of a run's samplers",
-                        lambda p: _run(p, new=True), commands.evaluate,
-                        "nfst evaluate cipher --run-dir runs/c\n"
-                        "nfst evaluate cipher --samplers swa,swp --run-dir runs/new --new"),
+                        arguments.run, commands.evaluate,
+                        "nfst evaluate --run-dir runs/c\n"
+                        "nfst evaluate --run-dir runs/c --samplers swa,swp"),
     "smc": Command("particle smoothing with a run's best sampler: offset KL against M",
-                   lambda p: _run(p, new=True), commands.smc, "nfst smc cipher --run-dir runs/c"),
-    "report": Command("merge runs into report.md with tables and plots", _report,
+                   arguments.run, commands.smc, "nfst smc --run-dir runs/c"),
+    "report": Command("merge runs into report.md with tables and plots", arguments.report,
                       commands.report, "nfst report runs/cipher-small-0\n"
                       "nfst report runs/tr-small-0 runs/scan-small-0 runs/cipher-small-0 "
                       "--out report"),
-    "sample": Command("sample alignments of one pair; draw its lattice", _sample,
-                      commands.sample, "nfst sample cipher --run-dir runs/c --sampler swa "
+    "sample": Command("sample alignments of one pair; draw its lattice", arguments.sample,
+                      commands.sample, "nfst sample --run-dir runs/c --sampler swa "
                       "--x 'n l c i u' --y 'h o s' --png lattice.png"),
 }
 
@@ -295,7 +108,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
             epilog="examples:\n" + "\n".join(f"  {line}" for line in command.examples.split("\n")),
             formatter_class=argparse.RawDescriptionHelpFormatter)
         command.arguments(p)
-        _common(p)
+        arguments.common(p)
     return parser, parsers
 
 
@@ -340,7 +153,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
             raise NfstError(f"{args.command}: the task is given twice ({args.task} and "
                             f"--task {args.task_option})", "give it once, first")
         args.task = args.task_option
-    if "task" in args and args.task is None:
+    if "task" in args and args.task is None and "run_dir" not in args:  # a run may give it
         raise NfstError(f"{args.command}: the following arguments are required: TASK",
                         f"see `nfst {args.command} --help`")
     for old in dict.fromkeys(renamed):

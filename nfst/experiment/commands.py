@@ -18,6 +18,7 @@ from ..errors import NfstError, RunConfigError
 from .config import (DEFAULT_SAMPLERS, RunConfig, apply_overrides, describe_options,
                      option_value, parse_assignment, parse_settings)
 from .run import Run
+from .rundir import recorded_where, sampler_key
 
 
 def execute(command: Callable, options) -> None:
@@ -78,47 +79,80 @@ def options(o) -> None:
         print(f"{key:{width}s}  {value:{value_width}s}  {meaning}".rstrip())
 
 
-def open_run(o, samplers: Optional[tuple[str, ...]] = None) -> Run:
-    """The run that the run directory records, with its recorded settings; a run setting given
-    (``o.given``: on the command line or in ``--config``) must agree with them. A new run where
-    none is recorded: for ``nfst run`` (refused if the directory holds other settings) and a
-    stage command given ``--new``; other stage commands refuse, rather than start a run in a
-    mistyped directory."""
-    where = _where(o)
-    if samplers is None:
-        samplers = getattr(o, "samplers", DEFAULT_SAMPLERS)
-    config = RunConfig(task=o.task, preset=o.preset, seed=o.seed, samplers=samplers,
-                       seeds=getattr(o, "seeds", 1),
-                       task_settings=parse_settings(o.task_settings),
-                       overrides=tuple(o.overrides))
-    run_dir = Path(o.run_dir) if o.run_dir else config.default_dir()
-    if o.command == "run" or not (run_dir / "config.json").exists():
-        run = Run(config, run_dir, **where)  # the settings given are checked first
-        if o.command == "run" or getattr(o, "new", False):
-            return run
-        raise RunConfigError(f"{run_dir}: no run recorded there (no config.json)",
-                             f"start one with `nfst run {o.task} --run-dir {run_dir}`"
-                             + (", or give --new" if "new" in o else ""))
-    run = Run.open(run_dir, **where)
+def open_run(o, sampler: Optional[str] = None) -> Run:
+    """The run that the run directory records, with its recorded settings, reading its data
+    where it last did (``where.json``) unless ``--data-dir`` or ``--cache-dir`` is given: TASK
+    may be left out. A run setting given (``o.given``: on the command line or in ``--config``)
+    must agree with the record. The samplers and the training seeds are not settings: those
+    given replace the recorded ones (``nfst evaluate --samplers a,b`` compares exactly those)
+    and ``sampler`` (``nfst train-sampler``'s) joins them. A new run where none is recorded:
+    for ``nfst run`` and a stage command given ``--new``; other stage commands refuse, rather
+    than start a run in a mistyped directory."""
+    run_dir = _run_dir(o)
+    if not (run_dir / "config.json").exists():
+        return _new_run(o, run_dir, sampler)
+    given = getattr(o, "given", set())
+    recorded = RunConfig.recorded(run_dir)
+    if o.task is not None and o.task != recorded.task:  # before the task reads its data
+        raise RunConfigError(f"{run_dir} records a run of the task {recorded.task}, not "
+                             f"{o.task}", f"give the task {recorded.task} (or none) to "
+                             "continue that run, or another --run-dir for a new one")
+    samplers = tuple(o.samplers) if "samplers" in given else recorded.samplers
+    config = dataclasses.replace(
+        recorded, samplers=samplers + ((sampler,) if sampler not in (None, *samplers) else ()),
+        seeds=o.seeds if "seeds" in given else recorded.seeds)
+    where = {k: v for k, v in _where(o).items() if k not in ("data_dir", "cache_dir") or
+             k in given}
+    run = Run(config, run_dir, **(recorded_where(run_dir) | where))
     _check_given(o, run)
-    if "seeds" in getattr(o, "given", ()) and o.seeds != run.config.seeds:
-        run = Run(dataclasses.replace(run.config, seeds=o.seeds), run_dir, **where)
     return run
 
 
+def _run_dir(o) -> Path:
+    """``--run-dir``, else the default directory of the task, preset and seed given."""
+    if o.run_dir:
+        return Path(o.run_dir)
+    if o.task is None:
+        raise NfstError(f"{o.command}: the following arguments are required: TASK or --run-dir",
+                        f"--run-dir DIR continues the run recorded there; see `nfst "
+                        f"{o.command} --help`")
+    return RunConfig(task=o.task, preset=o.preset, seed=o.seed).default_dir()
+
+
+def _new_run(o, run_dir: Path, sampler: Optional[str]) -> Run:
+    """A run of the settings given, in ``run_dir`` (which records none), for ``nfst run`` and
+    a stage command given ``--new``; ``sampler``: train-sampler's, the run's one sampler."""
+    may_start = o.command == "run" or getattr(o, "new", False)
+    if o.task is not None:
+        config = RunConfig(task=o.task, preset=o.preset, seed=o.seed,
+                           samplers=(sampler,) if sampler else getattr(o, "samplers",
+                                                                       DEFAULT_SAMPLERS),
+                           seeds=getattr(o, "seeds", 1),
+                           task_settings=parse_settings(o.task_settings),
+                           overrides=tuple(o.overrides))
+        run = Run(config, run_dir, **_where(o))  # the settings given are checked first
+        if may_start:
+            return run
+    elif may_start:
+        raise RunConfigError(f"{run_dir}: no run recorded there (no config.json) to take the "
+                             "task from", f"give the task: `nfst {o.command} TASK --run-dir "
+                             f"{run_dir}" + (" --new`" if "new" in o else "`"))
+    task = o.task or "TASK"
+    raise RunConfigError(f"{run_dir}: no run recorded there (no config.json)",
+                         f"start one with `nfst run {task} --run-dir {run_dir}`" + (
+                             (", or give --new" if o.task else ", or give TASK and --new")
+                             if "new" in o else
+                             f" (stage by stage: `nfst train-scorer {task} --run-dir "
+                             f"{run_dir} --new`)"))
+
+
 def _check_given(o, run: Run) -> None:
-    """Refuse run settings given in ``o`` that differ from those ``run`` records."""
-    if o.task != run.config.task:
-        raise RunConfigError(f"{run.dir} records a run of the task {run.config.task}, not "
-                             f"{o.task}", f"give the task {run.config.task} to continue that "
-                             "run, or another --run-dir for a new one")
+    """Refuse run settings given in ``o`` (but the task) that differ from those ``run``
+    records."""
     given, differ = getattr(o, "given", set()), []  # (recorded, given)
     for flag, name in (("--preset", "preset"), ("--seed", "seed")):
         if name in given and getattr(o, name) != getattr(run.config, name):
             differ.append((f"{flag} {getattr(run.config, name)}", f"{flag} {getattr(o, name)}"))
-    if "samplers" in given and tuple(o.samplers) != run.config.samplers:
-        differ.append((f"--samplers {','.join(run.config.samplers)}",
-                       f"--samplers {','.join(o.samplers)}"))
     for item in o.overrides if "overrides" in given else ():
         key = parse_assignment(item)[0]
         if apply_overrides(copy.deepcopy(run.preset), [item]) != run.preset:
@@ -183,15 +217,23 @@ def reproduce(o) -> None:
 
 
 def train_scorer(o) -> None:
+    """The scorer, trained or reused; the samplers given are recorded for the later stages."""
     run = open_run(o)
     run.scorer()
+    run.run_dir.claim()  # records --samplers where the scorer was already trained
     _say(run, f"scorer: {run.dir / 'scorer.pt'}")
 
 
 def train_sampler(o) -> None:
-    run = open_run(o, samplers=(o.sampler,))
-    run.train_sampler(o.sampler)
-    _say(run, f"sampler: {run.dir / 'samplers' / (o.sampler + '.pt')}")
+    """The sampler ``--sampler`` of every training seed of the run, trained or reused, and
+    recorded among the run's samplers (so the later stages compare it); no other sampler
+    (but its teacher, which its training needs)."""
+    run = open_run(o, sampler=o.sampler)
+    for seed in range(run.config.seeds):
+        run.train_sampler(o.sampler, seed)
+    run.run_dir.claim()  # records the sampler where it was already trained
+    _say(run, *(f"sampler: {run.dir / 'samplers' / sampler_key(o.sampler, s)}.pt"
+                for s in range(run.config.seeds)))
 
 
 def evaluate(o) -> None:
@@ -220,5 +262,5 @@ def sample(o) -> None:
         if not text.split():
             raise NfstError(f"{flag} is empty", f"give the string as symbols separated by "
                                                 f"spaces, e.g. {flag} 'a b c'")
-    print(sample_pair(open_run(o, samplers=(o.sampler,)), o.sampler, o.x.split(), o.y.split(),
-                      o.k, dot=o.dot, png=o.png))
+    print(sample_pair(open_run(o), o.sampler, o.x.split(), o.y.split(), o.k, dot=o.dot,
+                      png=o.png))

@@ -42,7 +42,7 @@ from ..models.ngram import NgramScorer
 from ..models.samplers import Sampler, make_sampler
 from ..models.scorer import LSTMScorer, Scorer
 from ..runtime import storage
-from ..tasks import DataError, Task, get_task
+from ..tasks import DataError, Task, get_task, resolve_data_dir
 from ..train.ngram import fit_ngram
 from ..train.sampler import train_sampler
 from ..train.scorer import train_scorer
@@ -50,7 +50,7 @@ from .config import RunConfig, apply_overrides, check_names, json_default
 from .evaluation import evaluate_run
 from .presets import preset
 from .results import build_results
-from .rundir import RunDir, sampler_key
+from .rundir import RunDir, recorded_where, sampler_key
 
 log = logging.getLogger("nfst")
 
@@ -73,7 +73,7 @@ class Run:
         self.preset = apply_overrides(preset(config.preset), config.overrides)
         check_names(self.preset, config.samplers)
         # Under torchrun every process runs every stage, sharing its work; rank 0 writes.
-        self.run_dir = RunDir(self.dir, self.settings())
+        self.run_dir = RunDir(self.dir, self.settings(), self.where())
         self.rank = self.run_dir.rank
         self.T = self.task.mfst(data_dir)
         self.symbols = self.T.input_alphabet + self.T.output_alphabet
@@ -83,8 +83,9 @@ class Run:
 
     @classmethod
     def open(cls, run_dir: str | Path, **kwargs) -> "Run":
-        """The run recorded in ``run_dir/config.json``, with its own settings."""
-        return cls(RunConfig.recorded(run_dir), run_dir, **kwargs)
+        """The run recorded in ``run_dir/config.json``, with its own settings, reading its data
+        where it last did (``where.json``) unless ``data_dir`` or ``cache_dir`` is given."""
+        return cls(RunConfig.recorded(run_dir), run_dir, **(recorded_where(run_dir) | kwargs))
 
     # -- bookkeeping -------------------------------------------------------------------------
     def settings(self) -> dict:
@@ -92,6 +93,13 @@ class Run:
         return json.loads(json.dumps({
             "run": self.config, "task_settings": self.task.settings, "preset": self.preset},
             default=json_default))
+
+    def where(self) -> dict:
+        """Where the run reads its data and caches its lattices, as absolute paths (None: no
+        data directory, no cache), recorded for the commands that continue it."""
+        data_dir = resolve_data_dir(self.data_dir)
+        return {"data_dir": str(data_dir.resolve()) if data_dir else None,
+                "cache_dir": str(Path(self.cache_dir).resolve()) if self.cache_dir else None}
 
     def done(self, name: str) -> Optional[dict]:
         """The result of stage ``name`` if it has finished, else None."""
@@ -273,14 +281,19 @@ class Run:
         return [(name, s) for s in range(self.config.seeds) for name in self.config.samplers]
 
     def require_trained(self) -> None:
-        """An error naming every sampler (and seed) of the run not yet trained: stages after
-        the sampler stage never train one themselves."""
+        """An error naming every sampler (and seed) of the run not yet trained, with the
+        commands that train them: stages after the sampler stage never train one themselves."""
         missing = [(n, s) for n, s in self.trainings() if not self.is_trained(n, s)]
-        if missing:
-            names = ", ".join(f"{n}{_seed_words(s)}" for n, s in missing)
-            raise NfstError(f"{self.dir}: not trained yet: {names}",
-                            f"train them with `nfst run --run-dir {self.dir}` (or one with "
-                            f"`nfst train-sampler --sampler NAME --run-dir {self.dir}`)")
+        if not missing:
+            return
+        names = list(dict.fromkeys(n for n, _ in missing))
+        seeds = f" --seeds {self.config.seeds}" if self.config.seeds > 1 else ""
+        one = f"`nfst train-sampler --run-dir {self.dir} --sampler NAME{seeds}`"
+        raise NfstError(f"{self.dir}: not trained yet: "
+                        f"{', '.join(f'{n}{_seed_words(s)}' for n, s in missing)}",
+                        f"train each with {one} (NAME: {', '.join(names)}), or all with the "
+                        f"rest of the run: `nfst run --run-dir {self.dir} --samplers "
+                        f"{','.join(self.config.samplers)}{seeds}`")
 
     def evaluation(self) -> dict:
         """Partial KL, ESS and expected length of every sampler on the test pairs."""
@@ -297,11 +310,11 @@ class Run:
 
     def smoothing(self) -> dict:
         """Offset KL against M of the SMC methods, with the best sampler as proposal."""
-        done = self.done("smc")
+        best = self.evaluation()["reference"]  # chosen on validation pairs, not on test
+        done = self.done("smc")  # forgotten by an evaluation of other samplers
         if done is not None:
             return done
         from ..evaluate.smc import evaluate_smc
-        best = self.evaluation()["reference"]  # chosen on validation pairs, not on test
         self.say(f"particle smoothing with the {best} sampler (the lowest validation "
                  "partial KL)")
         started = time.time()

@@ -1,11 +1,13 @@
-"""A run directory's bookkeeping: the settings it was made with (``config.json``), its finished
-stages (``stages/NAME.json``, each written atomically) and, under torchrun, the barriers that
-keep the ranks in step around them.
+"""A run directory's bookkeeping: the settings it was made with (``config.json``), where it reads
+its data and caches its lattices (``where.json``), its finished stages (``stages/NAME.json``,
+each written atomically) and, under torchrun, the barriers that keep the ranks in step around
+them.
 
 A directory is claimed (``config.json`` written) by the first stage about to write into it, once
 that stage's inputs have loaded: a command that fails on its data leaves nothing behind, and
 the next command may use the directory with other settings. Once claimed, a run with other
-settings is refused, so results never mix.
+settings is refused, so results never mix. ``where.json`` is not a setting: the same data may
+move, and the last command's paths are recorded, for the next command to find.
 """
 
 from __future__ import annotations
@@ -22,10 +24,20 @@ from ..runtime.distributed import rank_and_world
 from .config import agrees
 
 
+WHERE = "where.json"
+
+
+def recorded_where(path: str | Path) -> dict:
+    """Where the run in ``path`` last read its data and cached its lattices (``where.json``):
+    ``{"data_dir": ..., "cache_dir": ...}``, absolute paths or None; ``{}`` where nothing is
+    recorded (a run made before nfst recorded it)."""
+    file = Path(path) / WHERE
+    return json.loads(file.read_text()) if file.exists() else {}
+
+
 def sampler_key(name: str, seed: int = 0) -> str:
-    """The name under which a sampler's ``seed``-th training run is stored (``samplers/KEY.pt``,
-    ``stages/sampler-KEY.json``): its own name for seed 0 (a run without ``--seeds``),
-    ``NAME-seedS`` after it."""
+    """The name under which a sampler's ``seed``-th training run is stored: its own name for
+    seed 0 (a run without ``--seeds``), ``NAME-seedS`` after it."""
     return name if seed == 0 else f"{name}-seed{seed}"
 
 
@@ -33,11 +45,13 @@ class RunDir:
     """The files of one run that record what it is and what it has done.
 
     ``settings``: everything that determines the results (``Run.settings()``), as JSON-ready
-    data. Under torchrun every rank holds a RunDir of the same directory; rank 0 writes."""
+    data; ``where``: where the run reads its data (:func:`recorded_where`), recorded beside
+    them. Under torchrun every rank holds a RunDir of the same directory; rank 0 writes."""
 
-    def __init__(self, path: str | Path, settings: dict):
+    def __init__(self, path: str | Path, settings: dict, where: Optional[dict] = None):
         self.path = Path(path)
-        self.settings = settings
+        self.settings, self.where = settings, where
+        self._where_recorded = where is None
         self.rank, self.world = rank_and_world()
         self._claimed = self._check()
 
@@ -66,14 +80,19 @@ class RunDir:
         return same_samplers
 
     def claim(self) -> None:
-        """Record the settings in ``config.json`` (once); a stage calls this before it first
-        writes into the directory. Atomic, so another rank reading it sees all or nothing."""
-        if self._claimed:
-            return
-        self._claimed = True
-        if self.rank == 0:
-            text = json.dumps(self.settings, indent=1)
-            storage.write_atomically(self.config_file, text.encode())
+        """Record the settings in ``config.json`` and ``where`` in ``where.json`` (once each);
+        a stage calls this before it first writes into the directory. Atomic, so another rank
+        reading them sees all or nothing."""
+        if not self._claimed:
+            self._claimed = True
+            if self.rank == 0:
+                text = json.dumps(self.settings, indent=1)
+                storage.write_atomically(self.config_file, text.encode())
+        if not self._where_recorded:
+            self._where_recorded = True
+            if self.rank == 0 and recorded_where(self.path) != self.where:
+                storage.write_atomically(self.path / WHERE,
+                                         json.dumps(self.where, indent=1).encode())
 
     def barrier(self) -> None:
         """Under torchrun: wait until every rank is here."""

@@ -33,9 +33,8 @@ def sample_pair(run, sampler_name: str, x: Sequence[str], y: Sequence[str], k: i
     lines += [f"wrote {f}" for f in write_lattice_picture(lattice, dot, png)]
     if not (run.dir / "samplers" / f"{sampler_name}.pt").exists():
         raise NfstError(f"{run.dir} has no trained {sampler_name} sampler",
-                        f"train it first: nfst train-sampler {run.config.task} "
-                        f"--sampler {sampler_name} --preset {run.config.preset} "
-                        f"--run-dir {run.dir}")
+                        f"train it first (it joins the run's samplers): nfst train-sampler "
+                        f"--run-dir {run.dir} --sampler {sampler_name}")
     sampler, scorer = run.sampler(sampler_name), run.scorer()
     batch = LatticeBatch([lattice], run.device)
     with torch.no_grad():

@@ -39,7 +39,7 @@ CASES = {
     # and the hint, {t} is the test's folder (the working directory), which holds an empty
     # EMPTY/, the TOML files of FILES, a run directory RUN that records a cipher run with
     # nothing trained yet (preset small, seed 0, samplers swa, --set train_size=4 eval_size=4)
-    # and BAD, the same run with garbage for its scorer and swa sampler.
+    # and BAD, the same run with garbage for its scorer and its trained swa sampler.
     "unknown task": (["run", "nope", "--run-dir", "{t}/r"], 2,
                      "no task named 'nope'; known tasks: {tasks}", "NFST_TASKS"),
     "misspelt task": (["stats", "ciphr"], 2, "no task named 'ciphr'; the nearest: cipher",
@@ -149,7 +149,7 @@ CASES = {
     "unknown config key": (["stats", "--config", "{t}/unknown.toml"], 2,
                            "{t}/unknown.toml: unknown settings for `nfst stats`: bogus",
                            "nfst stats --help"),
-    "no task": (["smc"], 2, "smc: the following arguments are required: TASK",
+    "no task": (["smc"], 2, "smc: the following arguments are required: TASK or --run-dir",
                 "nfst smc --help"),
     "task twice": (["stats", "cipher", "--task", "scan"], 2,
                    "stats: the task is given twice (cipher and --task scan)", "give it once"),
@@ -166,11 +166,21 @@ CASES = {
     # a stage command on a directory that records no run
     "evaluate a mistyped run directory": (["evaluate", "cipher", "--run-dir", "{t}/RUNN"], 2,
                                           "{t}/RUNN: no run recorded there (no config.json)",
-                                          "start one with `nfst run cipher --run-dir {t}/RUNN`, "
-                                          "or give --new"),
+                                          "start one with `nfst run cipher --run-dir {t}/RUNN` "
+                                          "(stage by stage: `nfst train-scorer cipher --run-dir "
+                                          "{t}/RUNN --new`)"),
     "smc in the default run directory": (["smc", "cipher"], 2,
                                          "runs/cipher-small-0: no run recorded there (no "
-                                         "config.json)", "or give --new"),
+                                         "config.json)", "stage by stage"),
+    "train a sampler of no run, with no task": (["train-sampler", "--sampler", "swa", "--run-dir",
+                                                 "{t}/EMPTY", "--new"], 2, "{t}/EMPTY: no run "
+                                                "recorded there (no config.json) to take the "
+                                                "task from", "`nfst train-sampler TASK --run-dir "
+                                                "{t}/EMPTY --new`"),
+    "evaluate with no task in a directory with no run": (["evaluate", "--run-dir", "{t}/EMPTY"],
+                                                         2, "{t}/EMPTY: no run recorded there "
+                                                         "(no config.json)", "start one with "
+                                                         "`nfst run TASK --run-dir {t}/EMPTY`"),
     "sample a directory with no run": (["sample", "cipher", "--run-dir", "{t}/EMPTY", "--sampler",
                                         "swa", "--x", "a b", "--y", "c d"], 2,
                                        "{t}/EMPTY: no run recorded there (no config.json)",
@@ -182,23 +192,29 @@ CASES = {
     "another --option": (["train-scorer", "cipher", "--run-dir", "{t}/RUN", "--option",
                           "scorer.steps=7"], 2, "{t}/RUN records a run with scorer.steps=600, "
                          "not --option scorer.steps=7", "drop the flag"),
-    "other samplers": (["smc", "cipher", "--run-dir", "{t}/RUN", "--samplers", "swa,swp", "--new"],
-                       2, "{t}/RUN records a run with --samplers swa, not --samplers swa,swp",
-                       "give another --run-dir"),
     "another seed and task setting": (["train-sampler", "cipher", "--run-dir", "{t}/RUN",
                                        "--sampler", "swa", "--seed", "1", "--set", "eval_size=5"],
                                       2, "{t}/RUN records a run with --seed 0, eval_size=4, not "
                                       "--seed 1, --set eval_size=5", "drop the flag"),
     "another task": (["evaluate", "scan", "--run-dir", "{t}/RUN"], 2,
                      "{t}/RUN records a run of the task cipher, not scan", "give the task cipher"),
+    # a stage after the sampler stage never trains a sampler: it names those to train
+    "evaluate a run with nothing trained": (["evaluate", "--run-dir", "{t}/RUN"], 2,
+                                            "{t}/RUN: not trained yet: swa",
+                                            "`nfst train-sampler --run-dir {t}/RUN --sampler "
+                                            "NAME` (NAME: swa)"),
+    "evaluate other samplers, untrained": (["evaluate", "--run-dir", "{t}/RUN", "--samplers",
+                                            "swp,swa"], 2, "{t}/RUN: not trained yet: swp, swa",
+                                           "`nfst run --run-dir {t}/RUN --samplers swp,swa`"),
+    "smc with nothing trained": (["smc", "cipher", "--run-dir", "{t}/RUN"], 2,
+                                 "{t}/RUN: not trained yet: swa", "--sampler NAME` (NAME: swa)"),
     "a bad --option on a recorded run": (["smc", "cipher", "--run-dir", "{t}/RUN", "--option",
                                           "sampler.k=0"], 2, "--option 'sampler.k=0': expected "
                                          "a positive int, got 0", "sampler.steps=100"),
     # on a recorded run, what it holds
     "no trained sampler": (["sample", "cipher", "--run-dir", "{t}/RUN", "--sampler", "swa", "--x",
                             "a b", "--y", "c d"], 2, "{t}/RUN has no trained swa sampler",
-                           "nfst train-sampler cipher --sampler swa --preset small --run-dir "
-                           "{t}/RUN"),
+                           "nfst train-sampler --run-dir {t}/RUN --sampler swa"),
     "symbols outside the alphabet": (["sample", "cipher", "--run-dir", "{t}/RUN", "--x", "a 7",
                                       "--y", "b c"], 2, "cipher on x='a 7', y='b c': input "
                                      "symbols ['7'] are not in the MFST's input alphabet",
@@ -223,9 +239,10 @@ def folder(tmp_path, monkeypatch):
         (tmp_path / name).write_text(text)
     recorded_run(tmp_path / "RUN")
     shutil.copytree(tmp_path / "RUN", tmp_path / "BAD")
-    for name in ("scorer.pt", "samplers/swa.pt"):
+    for name in ("scorer.pt", "samplers/swa.pt", "stages/sampler-swa.json"):  # swa: trained
         (tmp_path / "BAD" / name).parent.mkdir(exist_ok=True)
-        (tmp_path / "BAD" / name).write_bytes(b"not a checkpoint")
+        (tmp_path / "BAD" / name).write_bytes(b"{}" if name.endswith(".json") else
+                                              b"not a checkpoint")
     return tmp_path
 
 

@@ -19,3 +19,19 @@ def test_the_scorers_test_log_z_is_the_mean_over_pairs(tmp_path):
     scorer = build_results(run_dir)["scorer"]
     assert scorer["test_log_z"] == pytest.approx(-3.0)
     assert scorer["test_log_z_se"] == pytest.approx(math.sqrt(7 / 3))  # sd √7 over √3 pairs
+
+
+@pytest.mark.parametrize("stage, stopped_by", [
+    ({"stopped_by": "patience"}, "patience"), ({"stopped_by": "steps"}, "steps"),
+    ({"stopped_early": True}, "patience"), ({"stopped_early": False}, "steps")])
+def test_what_stopped_a_samplers_training_old_stage_files_included(stage, stopped_by, tmp_path):
+    """Stage files written before ``stopped_by`` was recorded say ``stopped_early``: true is
+    early stopping (patience), false the step cap."""
+    run_dir = RunDir(tmp_path, {"run": {"task": "cipher", "preset": "small", "seed": 0},
+                                "preset": {"scorer": {"kind": "ngram"}}})
+    history = [{"step": 0, "dev_partial_kl": 2.0}, {"step": 4, "dev_partial_kl": 1.5}]
+    run_dir.finish("sampler-swa", {"seconds": 1.0, "best_step": 4, "history": history, **stage})
+    run_dir.finish("evaluate", {"samplers": {"swa": {"partial_kl": 1.0}},
+                                "log_z": {"method": "importance sampling", "per_pair": [-1.0]}})
+    swa = build_results(run_dir)["samplers"]["swa"]
+    assert (swa["stopped_by"], swa["steps"], swa["best_step"]) == (stopped_by, 4, 4)

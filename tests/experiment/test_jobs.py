@@ -1,0 +1,67 @@
+"""The sampler stage's wiring around its worker processes (``nfst run --jobs N``): each worker
+computes with the parent's thread count, and a teacher is trained once, in the parent, before
+the workers that learn from it start. (That workers reproduce the sequential stage exactly is
+tests/experiment/test_run.py's.)"""
+
+import json
+from pathlib import Path
+
+import torch
+
+import nfst.experiment.jobs
+from nfst.experiment.jobs import train_in_workers
+from nfst.experiment.run import Run
+from nfst.runtime.threads import loop_threads, set_threads
+from tests.experiment.tiny import TINY, tiny_config
+
+
+class ThreadsSeen:
+    """Stands in for a Run in a worker process: training a sampler writes down the worker's
+    thread counts (torch's and the level loops') to ``NAME-SEED.json``."""
+
+    def __init__(self, run_dir):
+        self.dir, self.data_dir, self.cache_dir = Path(run_dir), None, None
+        self.device = torch.device("cpu")
+
+    @classmethod
+    def open(cls, run_dir, **where):
+        return cls(run_dir)
+
+    def train_sampler(self, name: str, seed: int, callback=None) -> None:
+        seen = {"torch": torch.get_num_threads(), "loops": loop_threads()}
+        (self.dir / f"{name}-{seed}.json").write_text(json.dumps(seen))
+
+
+def test_a_worker_computes_with_the_parents_thread_count(tmp_path):
+    """3 threads in the parent: not the default of a fresh process (1 or the cores)."""
+    set_threads(3)
+    try:
+        train_in_workers(ThreadsSeen(tmp_path), [("swa", 0), ("swp", 1)], 2)
+    finally:
+        set_threads(1)
+    for name in ("swa-0", "swp-1"):
+        assert json.loads((tmp_path / f"{name}.json").read_text()) == {"torch": 3, "loops": 3}
+
+
+def test_the_teacher_is_trained_before_the_workers_start(tmp_path, monkeypatch):
+    """With a teacher (swp) and two training seeds, the parent trains swp for each seed, and
+    only then do the workers start, on the other samplers alone: a worker finds the teacher
+    trained and loads it, rather than every worker training it again on the same files."""
+    config = tiny_config(samplers=("swa", "sws"), seeds=2,
+                         overrides=tuple(TINY) + ("sampler.teacher=swp",))
+    run = Run(config, tmp_path / "run", quiet=True, jobs=2)
+    trained, workers = [], []
+
+    def train_sampler(self, name, seed=0, callback=None):
+        if (name, seed) not in trained:
+            trained.append((name, seed))
+
+    def train_in_workers(run, todo, jobs):
+        workers.append((list(trained), sorted(todo)))
+        trained.extend(todo)
+    monkeypatch.setattr(Run, "is_trained", lambda self, name, seed=0: (name, seed) in trained)
+    monkeypatch.setattr(Run, "train_sampler", train_sampler)
+    monkeypatch.setattr(nfst.experiment.jobs, "train_in_workers", train_in_workers)
+    run.train_samplers()
+    assert workers == [([("swp", 0), ("swp", 1)],
+                        [("swa", 0), ("swa", 1), ("sws", 0), ("sws", 1)])]
