@@ -9,7 +9,7 @@ import networkx as nx
 
 ROOT = Path(__file__).parents[1]
 LAYERS = [("errors", "runtime"), ("fst",), ("dp",), ("models",), ("smc",), ("evaluate",),
-          ("train",), ("fsts", "tasks"), ("experiment",), ("cli", "bench", "cli_reference")]
+          ("train",), ("fsts", "tasks"), ("experiment",), ("cli", "bench")]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 FOLDERS = {"nfst": ROOT / "nfst", "nfst.tasks": ROOT / "tasks", "nfst.fsts": ROOT / "fsts"}
 
