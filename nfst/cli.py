@@ -254,7 +254,7 @@ COMMANDS: dict[str, Command] = {
                         lambda p: _run(p, new=True), commands.evaluate,
                         "nfst evaluate cipher --run-dir runs/c\n"
                         "nfst evaluate cipher --samplers swa,swp --run-dir runs/new --new"),
-    "smc": Command("particle smoothing with a run's best sampler: offset KL against M",
+    "smc": Command("particle smoothing with a run's reference sampler: offset KL against M",
                    lambda p: _run(p, new=True), commands.smc, "nfst smc cipher --run-dir runs/c"),
     "report": Command("merge runs into report.md with tables and plots", _report,
                       commands.report, "nfst report runs/cipher-small-0\n"
