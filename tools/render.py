@@ -71,7 +71,7 @@ def _notes(runs: list[dict]) -> list[str]:
         lines.append(f"{'; '.join(run['overrides']) + ': ' if len(runs) > 1 else ''}"
                      f"Trained partial KL and gaps: the mean over {seeds} training seed"
                      f"{'s' if seeds > 1 else ''} and {run['pairs']} test pairs ± its standard "
-                     f"error (untrained: seed {run['seeds'][0]}'s initialisation); reference {run['reference']} (the lowest validation partial KL, "
+                     f"error (untrained and steps: seed {run['seeds'][0]}'s); reference {run['reference']} (the lowest validation partial KL, "
                      f"{run['validation_pairs']} pairs); ordering {run['ordering']} ({Z_RULE}).")
     if any(r["reference"] is None for r in runs):
         lines.append("Gaps to the sampler best on the test pairs, one training seed, ± the "
