@@ -4,6 +4,14 @@ the evaluation computes it (``nfst.evaluate.comparison``)."""
 
 from nfst.evaluate.comparison import choose_reference, gap, mean_over_seeds_and_pairs
 
+# swp is best on the test pairs, sws on validation: sws is the reference; swp and sws differ
+# by less than 2 SE (≈), swa is worse than both by far more (<).
+SAMPLERS = {
+    "swp": ([[10.0, 22.0, 30.0, 41.0], [12.0, 20.0, 31.0, 39.0]], [25.0, 26.0], "delete a"),
+    "sws": ([[11.0, 20.0, 32.0, 40.0], [11.0, 21.0, 30.0, 41.0]], [24.0, 24.5], "insert c"),
+    "swa": ([[20.0, 30.0, 40.0, 50.0], [21.0, 29.5, 41.0, 50.5]], [35.0, 36.0], "delete b"),
+}
+
 
 def sampler_entry(test: list[list[float]], validation: list[float], proposal: str) -> dict:
     """One sampler's results: ``test`` S × P partial KLs, ``validation`` one per seed."""

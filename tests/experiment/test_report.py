@@ -9,8 +9,7 @@ import pytest
 
 from nfst.errors import ReportError
 from nfst.experiment.report import write_report
-from tests.experiment.constructed import constructed_results
-from tests.experiment.test_summary import SAMPLERS
+from tests.experiment.constructed import SAMPLERS, constructed_results
 
 
 def report(tmp_path, **kw) -> str:

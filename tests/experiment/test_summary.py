@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.experiment.constructed import constructed_results
+from tests.experiment.constructed import SAMPLERS, constructed_results
 from tools.render import plot_series, render, render_gaps, render_proposals
 from tools.summary import BLOCK, names, page, series, summarize
 
@@ -21,15 +21,6 @@ def test_committed_results_page_holds_the_tables_of_its_summaries():
     assert shown == {p.stem for p in (DOCS / "results").glob("*.json")}  # each one shown
     assert text == page(text), ("docs/results.md's tables are not what docs/results/*.json "
                                 "make; regenerate with: python tools/summary.py page")
-
-
-# swp is best on the test pairs, sws on validation: sws is the reference; swp and sws differ
-# by less than 2 SE (≈), swa is worse than both by far more (<).
-SAMPLERS = {
-    "swp": ([[10.0, 22.0, 30.0, 41.0], [12.0, 20.0, 31.0, 39.0]], [25.0, 26.0], "delete a"),
-    "sws": ([[11.0, 20.0, 32.0, 40.0], [11.0, 21.0, 30.0, 41.0]], [24.0, 24.5], "insert c"),
-    "swa": ([[20.0, 30.0, 40.0, 50.0], [21.0, 29.5, 41.0, 50.5]], [35.0, 36.0], "delete b"),
-}
 
 
 def test_a_seeded_summary_gives_gaps_to_the_validation_reference_and_the_ordering():
