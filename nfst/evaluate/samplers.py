@@ -155,8 +155,8 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
     """The metrics of the module docstring for one sampler, as a JSON-serialisable dict; with
     ``structure``, also the share of its samples that agree with it (``structure.name``,
     mean ± SE over pairs). ``examples``: the highest-weight sample of each of the first
-    ``examples`` pairs; ``most_probable``: the sample of highest log q among the k of the first
-    pair (003 Tables 4–6 set samplers' proposals for one pair side by side)."""
+    ``examples`` pairs; with any, also ``most_probable``: the sample of highest log q among the
+    k of the first pair (003 Tables 4–6 set samplers' proposals for one pair side by side)."""
     per_pair = [partial_kl(s) for s in samples]
     kl, kl_se = mean_and_se(per_pair)
     ess, ess_se = mean_and_se([dedup_ess(s) for s in samples])
@@ -168,9 +168,10 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
            "expected_length": length, "expected_length_se": length_se,
            "pareto_k": reliability["mean"],
            "pareto_k_over_threshold": reliability["over_threshold"],
-           "examples": shown, "per_pair_partial_kl": per_pair,
-           "most_probable": _shown(samples[0], lattices[0], int(torch.argmax(samples[0].log_q)),
-                                   render)}
+           "examples": shown, "per_pair_partial_kl": per_pair}
+    if examples:
+        out["most_probable"] = _shown(samples[0], lattices[0],
+                                      int(torch.argmax(samples[0].log_q)), render)
     if structure is not None:
         out[structure.name], out[f"{structure.name}_se"] = mean_and_se(
             [structure.share(lat, s.arcs, torch.full((len(s.arcs),), 1 / len(s.arcs),
@@ -219,6 +220,7 @@ def evaluate(samplers: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence
                              "examples": [{"x", "y", "proposal", "log_q", "log_p"}, ...],
                              "per_pair_partial_kl": [P values, for paired comparisons],
                              "most_probable": {"x", "y", "proposal", "log_q", "log_p"}}}}
+        (``most_probable`` where ``examples`` > 0)
 
     With ``without_replacement`` each sampler also gets ``ess_wor``, ``ess_wor_se``,
     ``partial_kl_wor`` and ``partial_kl_wor_se`` (:func:`summarize_distinct`); with
