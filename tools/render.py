@@ -61,6 +61,11 @@ def _row(head: list[str], label: str | None, run: dict, name: str, share: str | 
     return tuple(cells[h] for h in head)
 
 
+def label(run: dict) -> str:
+    """A run of a group, named by its settings."""
+    return ", ".join(run["overrides"]) or "as the preset"
+
+
 def _notes(runs: list[dict]) -> list[str]:
     """What the figures are over, the reference and ordering of each run, its scorer."""
     lines = []
@@ -68,11 +73,12 @@ def _notes(runs: list[dict]) -> list[str]:
         if run["reference"] is None:
             continue
         seeds = len(run["seeds"])
-        lines.append(f"{'; '.join(run['overrides']) + ': ' if len(runs) > 1 else ''}"
-                     f"Trained partial KL and gaps: the mean over {seeds} training seed"
-                     f"{'s' if seeds > 1 else ''} and {run['pairs']} test pairs ± its standard "
-                     f"error (untrained and steps: seed {run['seeds'][0]}'s); reference {run['reference']} (the lowest validation partial KL, "
-                     f"{run['validation_pairs']} pairs); ordering {run['ordering']} ({Z_RULE}).")
+        text = (f"Trained partial KL and gaps: the mean over {seeds} training seed"
+                f"{'s' if seeds > 1 else ''} and {run['pairs']} test pairs ± its standard "
+                f"error (untrained and steps: seed {run['seeds'][0]}'s); reference "
+                f"{run['reference']} (the lowest validation partial KL, "
+                f"{run['validation_pairs']} pairs); ordering {run['ordering']} ({Z_RULE}).")
+        lines.append(f"{label(run)}: t{text[1:]}" if len(runs) > 1 else text)
     if any(r["reference"] is None for r in runs):
         lines.append("Gaps to the sampler best on the test pairs, one training seed, ± the "
                      "standard error over pairs (a summary made before references were chosen "
@@ -100,8 +106,7 @@ def render(summary: dict | list) -> str:
     head = _head(runs, single, share)
     rows = [tuple(head)]
     for run in runs:
-        label = None if single else ", ".join(run["overrides"]) or "as the preset"
-        rows += [_row(head, label, run, name, share) for name, _ in
+        rows += [_row(head, None if single else label(run), run, name, share) for name, _ in
                  sorted(run["samplers"].items(), key=lambda kv: kv[1]["partial_kl"])]
     lines = [text_table(rows, markdown=True), ""] + _notes(runs)
     wall = runs[0]["wall_seconds"]

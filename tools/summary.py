@@ -14,6 +14,7 @@ sweep), written from a JSON file of rows.
 From the checkout's root::
 
     python tools/summary.py add RUN_DIR NAME --command CMD --machine TEXT [--commit HASH]
+    python tools/summary.py group NAME RUN_DIR [RUN_DIR ...] --command CMD --machine TEXT
     python tools/summary.py series NAME ROWS.json --command CMD --machine TEXT [--commit HASH]
     python tools/summary.py plot NAME --x COL --y COL [--group COL] [--paper COL] [--logx]
     python tools/summary.py page     # rewrites the tables of docs/results.md
@@ -117,9 +118,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="what", required=True)
     add = sub.add_parser("add", help="summarize a run into docs/results/NAME.json")
     add.add_argument("run_dir")
+    group = sub.add_parser("group", help="summarize runs (an ablation: a row per run and "
+                                         "sampler) into docs/results/NAME.json")
     rows = sub.add_parser("series", help="a JSON list of rows into docs/results/NAME.json")
-    for p in (add, rows):
+    for p in (add, group, rows):
         p.add_argument("name")
+        if p is group:
+            p.add_argument("run_dirs", nargs="+")
         if p is rows:
             p.add_argument("rows", help="a JSON file: a list of objects with the same keys")
         p.add_argument("--command", required=True)
@@ -139,13 +144,17 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> None:
     o = _parser().parse_args(argv)
-    if o.what in ("add", "series"):
+    if o.what in ("add", "group", "series"):
         commit = o.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                                             capture_output=True, text=True,
                                             check=True).stdout.strip()
-        _write(o.name, summarize(load_results(o.run_dir), o.command, commit, o.machine)
-               if o.what == "add" else
-               series(json.loads(Path(o.rows).read_text()), o.command, commit, o.machine))
+        if o.what == "series":
+            _write(o.name, series(json.loads(Path(o.rows).read_text()), o.command, commit,
+                                  o.machine))
+        else:
+            made = [summarize(load_results(d), o.command, commit, o.machine)
+                    for d in ([o.run_dir] if o.what == "add" else o.run_dirs)]
+            _write(o.name, made[0] if o.what == "add" else made)
     elif o.what == "plot":
         plot_series(load_summary(o.name), o.x, o.y, DOCS / "assets" / f"{o.name}.png",
                     group=o.group, paper=o.paper, logx=o.logx, title=o.title)

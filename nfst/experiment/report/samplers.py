@@ -193,7 +193,8 @@ def sampler_sections(runs: list[dict], out: Path) -> list[str]:
                                  {"over_threshold": res.get("pareto_k_over_threshold"),
                                   "threshold": PARETO_K_WARN})
     lines += _table(runs, "ess_wor", "ess_wor_se", None,
-                    "Deduplicated ESS of k distinct samples (without replacement, priority weights)",
+                    "Deduplicated ESS of k distinct samples (without replacement, priority "
+                    "weights)",
                     caption="The mean over test pairs ± its standard error over pairs." + of)
     for name in _plot_curves(runs, out):
         lines += [f"![training curves]({name})", ""]
