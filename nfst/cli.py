@@ -67,7 +67,7 @@ COMMANDS: dict[str, Command] = {
                         arguments.run, commands.evaluate,
                         "nfst evaluate --run-dir runs/c\n"
                         "nfst evaluate --run-dir runs/c --samplers swa,swp"),
-    "smc": Command("particle smoothing with a run's best sampler: offset KL against M",
+    "smc": Command("particle smoothing with a run's reference sampler: offset KL against M",
                    arguments.run, commands.smc, "nfst smc --run-dir runs/c"),
     "report": Command("merge runs into report.md with tables and plots", arguments.report,
                       commands.report, "nfst report runs/cipher-small-0\n"

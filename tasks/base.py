@@ -110,6 +110,11 @@ class Task:
         """Every (x, y) pair of ``split``, before deduplication and subsetting."""
         raise NotImplementedError
 
+    def abbreviate(self, marks: Sequence[str]) -> str:
+        """A path's marks as reports show them, e.g. 003 Tables 4–6's ``d→f, insert j`` for
+        cipher; the default: the marks separated by spaces."""
+        return " ".join(marks)
+
     def structure(self, split: str) -> Optional[Structure]:
         """How the pairs of ``split`` were generated, as a test of a path, for tasks whose data
         knows it (cipher: the generating cipher); None (the default) where it does not."""
@@ -150,6 +155,15 @@ class Task:
         if split not in self.splits:
             raise TaskError(f"task {self.name!r} has no split {split!r}; it has "
                             f"{', '.join(self.splits)}", "pass one of those (--split NAME)")
+
+
+def steps(marks: Sequence[str], size: int) -> list[tuple[str, ...]]:
+    """``marks`` cut into consecutive steps of ``size`` marks each, e.g. ``<del> a <ins> b`` into
+    ``(<del>, a), (<ins>, b)`` (for :meth:`Task.abbreviate`); ValueError if they do not cut
+    evenly."""
+    if len(marks) % size:
+        raise ValueError(f"{len(marks)} marks are not steps of {size}: {' '.join(marks)}")
+    return [tuple(marks[i:i + size]) for i in range(0, len(marks), size)]
 
 
 # -- data files ---------------------------------------------------------------------------

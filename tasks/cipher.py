@@ -37,7 +37,7 @@ import random
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from nfst.errors import TaskError
 from nfst.evaluate.samplers import Structure
@@ -116,6 +116,25 @@ class Cipher(Task):
     def true_marks(self, split: str) -> list[tuple[str, ...]]:
         """The generating mark string of each pair, aligned with ``pairs(split)``."""
         return [g.marks for g in self.generate(split)]
+
+    def abbreviate(self, marks: Sequence[str]) -> str:
+        """003 Table 6's notation: ``cipher2: d→f, insert j, d→f→ε, ...``, where ``a→b`` is the
+        five marks ``replace a b copy b``, ``a→b→ε`` is ``replace a b delete b`` and ``insert c``
+        the two marks ``insert c``; an insertion before the cipher's choice comes first."""
+        out, i = [], 0
+        while i < len(marks):
+            if marks[i].startswith("cipher_"):
+                out.append(f"cipher{marks[i].removeprefix('cipher_')}:")
+                i += 1
+            elif marks[i] == "insert":
+                out.append(f"insert {marks[i + 1]}")
+                i += 2
+            else:  # replace a b copy|delete b
+                _, a, b, move, _ = marks[i:i + 5]
+                out.append(f"{a}→{b}" + ("→ε" if move == "delete" else ""))
+                i += 5
+        return " ".join(step if step.endswith(":") or n == len(out) - 1 else step + ","
+                        for n, step in enumerate(out))
 
     def structure(self, split: str) -> Structure:
         """``generating_cipher``: a path agrees when it names its pair's generating cipher."""

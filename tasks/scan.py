@@ -37,11 +37,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from nfst.fst.mfst import MarkedFST
 from nfst.fsts import deletion_insertion
-from .base import MalformedLine, Pair, PaperStats, Task, TaskSettings, read_records
+from .base import MalformedLine, Pair, PaperStats, Task, TaskSettings, read_records, steps
 from .registry import register_task
 
 VERBS = {"walk": "I_WALK", "look": "I_LOOK", "run": "I_RUN", "jump": "I_JUMP"}
@@ -123,6 +123,12 @@ class Scan(Task):
 
     def build_mfst(self, data_dir: Optional[Path]) -> MarkedFST:
         return deletion_insertion(WORDS, ACTIONS, name=self.name)
+
+    def abbreviate(self, marks: Sequence[str]) -> str:
+        """003 Table 5's notation: the words and actions in path order, the moves ``<del>`` and
+        ``<ins>`` left out (words and actions never share a name), e.g. ``look I_TURN_LEFT
+        around``."""
+        return " ".join(symbol for _, symbol in steps(marks, 2))
 
     def size(self, split: str) -> Optional[int]:
         return None if split == "dev" else super().size(split)  # load() already sized dev

@@ -20,15 +20,16 @@ each two-mark arc. Dev/test pairs with letters unseen in training are skipped at
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from nfst.errors import DataError
 from nfst.fst.mfst import MarkedFST
 from nfst.fsts import deletion_insertion
-from .base import MalformedLine, Pair, PaperStats, Task, data_file, read_records
+from .base import MalformedLine, Pair, PaperStats, Task, data_file, read_records, steps
 from .registry import register_task
 
 SCRIPT_TAG = "<ur>"
+MOVES = {"<del>": "delete", "<ins>": "insert"}
 FILE = "dakshina-ur/ur.translit.sampled.{split}.tsv"
 SOURCE = ("the files come from the public Dakshina dataset v1.0 (Roark et al. 2020, CC BY-SA 4.0): "
           "download dakshina_dataset_v1.0.tar from Google Research and copy its "
@@ -84,3 +85,8 @@ class Transliteration(Task):
 
     def load(self, split: str, data_dir: Optional[Path]) -> list[Pair]:
         return read_lexicon(self.path(split, data_dir), self.settings.strict)
+
+    def abbreviate(self, marks: Sequence[str]) -> str:
+        """003 Table 4's notation: ``insert <ur>, delete c, insert ب, ...`` (each two-mark
+        step ``<del> a`` or ``<ins> b`` as ``delete a`` or ``insert b``)."""
+        return ", ".join(f"{MOVES[move]} {symbol}" for move, symbol in steps(marks, 2))

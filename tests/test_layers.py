@@ -10,7 +10,7 @@ import networkx as nx
 ROOT = Path(__file__).parents[1]
 LAYERS = [("errors", "runtime"), ("fst",), ("dp",), ("models",), ("smc",), ("evaluate",),
           ("train",), ("fsts", "tasks"), ("experiment",),
-          ("cli", "cli_arguments", "bench", "cli_reference")]
+          ("cli", "cli_arguments", "bench")]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 FOLDERS = {"nfst": ROOT / "nfst", "nfst.tasks": ROOT / "tasks", "nfst.fsts": ROOT / "fsts"}
 

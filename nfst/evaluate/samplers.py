@@ -7,7 +7,8 @@ deduplicated ESS (003 Table 7) and the expected mark length under p (003 Fig. 4b
 the self-normalised importance weights p̃/q, whose Pareto k̂ is reported beside them
 (``nfst.evaluate.pareto``: nan below 21 samples per pair or where the tail is one repeated
 path, unreliable above min(1 − 1/log₁₀ k, 0.7) for k samples per pair); and a few
-qualitative proposals (003 Tables 4–6): the highest-weight sample of the first pairs.
+qualitative proposals (003 Tables 4–6): the highest-weight sample of the first pairs, and the
+most probable (highest log q) of the first pair's k samples.
 Without replacement (:func:`summarize_distinct`): k *distinct* paths per pair by stochastic
 beam search (``nfst.smc.without_replacement``), weighted by priority sampling; their
 deduplicated ESS beside the with-replacement one, and the unbiased partial-KL estimate.
@@ -141,30 +142,39 @@ def render_marks(lattice: Lattice, arcs: Sequence[int]) -> str:
     return " ".join(lattice.marks_of([a for a in arcs if a >= 0]))
 
 
+def _shown(samples: PairSamples, lattice: Lattice, j: int,
+           render: Callable[[Lattice, Sequence[int]], str]) -> dict:
+    """Sample j of a pair as the report shows it: x, y, the rendered path, log q, log p̃."""
+    return {"x": " ".join(lattice.x), "y": " ".join(lattice.y),
+            "proposal": render(lattice, samples.arcs[j].tolist()),
+            "log_q": float(samples.log_q[j]), "log_p": float(samples.log_p[j])}
+
+
 def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examples: int = 3,
               render: Callable[[Lattice, Sequence[int]], str] = render_marks,
               structure: Optional[Structure] = None) -> dict:
     """The metrics of the module docstring for one sampler, as a JSON-serialisable dict; with
     ``structure``, also the share of its samples that agree with it (``structure.name``,
-    mean ± SE over pairs)."""
+    mean ± SE over pairs). ``examples``: the highest-weight sample of each of the first
+    ``examples`` pairs; with any, also ``most_probable``: the sample of highest log q among the
+    k of the first pair (003 Tables 4–6 set samplers' proposals for one pair side by side)."""
     per_pair = [partial_kl(s) for s in samples]
     kl, kl_se = mean_and_se(per_pair)
     ess, ess_se = mean_and_se([dedup_ess(s) for s in samples])
     length, length_se = mean_and_se([expected_length(s) for s in samples])
     log_w = [s.log_p - s.log_q for s in samples]
     reliability = pareto_summary([pareto_k(w) for w in log_w], [nonzero_weights(w) for w in log_w])
-    shown = []
-    for s, lat in list(zip(samples, lattices))[:examples]:
-        best = int(torch.argmax(s.log_p - s.log_q))
-        shown.append({"x": " ".join(lat.x), "y": " ".join(lat.y),
-                      "proposal": render(lat, s.arcs[best].tolist()),
-                      "log_q": float(s.log_q[best]), "log_p": float(s.log_p[best])})
+    shown = [_shown(s, lat, int(torch.argmax(s.log_p - s.log_q)), render)
+             for s, lat in list(zip(samples, lattices))[:examples]]
     out = {"partial_kl": kl, "partial_kl_se": kl_se, "ess": ess, "ess_se": ess_se,
            "expected_length": length, "expected_length_se": length_se,
            "pareto_k": reliability["mean"],
            "pareto_k_over_threshold": reliability["over_threshold"],
            "pareto_k_summary": reliability,
            "examples": shown, "per_pair_partial_kl": per_pair}
+    if examples:
+        out["most_probable"] = _shown(samples[0], lattices[0],
+                                      int(torch.argmax(samples[0].log_q)), render)
     if structure is not None:
         out[structure.name], out[f"{structure.name}_se"] = mean_and_se(
             [structure.share(lat, s.arcs, torch.full((len(s.arcs),), 1 / len(s.arcs),
@@ -211,7 +221,9 @@ def evaluate(samplers: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence
                              "expected_length", "expected_length_se",
                              "pareto_k", "pareto_k_over_threshold", "pareto_k_summary",
                              "examples": [{"x", "y", "proposal", "log_q", "log_p"}, ...],
-                             "per_pair_partial_kl": [P values, for paired comparisons]}}}
+                             "per_pair_partial_kl": [P values, for paired comparisons],
+                             "most_probable": {"x", "y", "proposal", "log_q", "log_p"}}}}
+        (``most_probable`` where ``examples`` > 0)
 
     With ``without_replacement`` each sampler also gets ``ess_wor``, ``ess_wor_se``,
     ``partial_kl_wor`` and ``partial_kl_wor_se`` (:func:`summarize_distinct`); with

@@ -4,7 +4,9 @@ of each of its N training runs on the same test pairs; every sampler's validatio
 and the reference sampler chosen by it, with each sampler's gap to the reference
 (``nfst.evaluate.comparison``); the scorer's test log Ẑ (a lower bound, by importance
 sampling from the n-gram's posterior and every sampler); the n-gram's exact test
-log-likelihood; with a WFST scorer, exact log Z and KLs.
+log-likelihood; with a WFST scorer, exact log Z and KLs. Proposals are shown in the task's
+notation (``Task.abbreviate``); training seed 0's most probable proposal for test pair 0 is
+each sampler's ``most_probable`` (003 Tables 4–6).
 
 Random streams: training validates on ``item_seed(seed, i)``; the evaluation's validation,
 test and log Ẑ draws each have a stream of their own (``nfst.runtime.distributed.stream_seed``),
@@ -26,7 +28,9 @@ def evaluate_run(run) -> dict:
     seeds = range(run.config.seeds)
     trained = [{name: run.sampler(name, s) for name in run.config.samplers} for s in seeds]
     structure = run.task.structure("test")
-    common = dict(k=run.config.eval_k, device=run.device, quiet=run.quiet)
+    common = dict(k=run.config.eval_k, device=run.device, quiet=run.quiet,
+                  render=lambda lattice, arcs: run.task.abbreviate(
+                      lattice.marks_of([a for a in arcs if a >= 0])))
 
     def on(lattices, s: int, stream: str, **kw) -> dict:
         return evaluate(trained[s], scorer, lattices,

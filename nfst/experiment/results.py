@@ -68,14 +68,16 @@ def wall_seconds(run_dir: RunDir) -> dict:
 
 
 def _scorer(run_dir: RunDir, evaluation: dict, kind: str) -> dict:
-    """How the scorer was trained (``stages/scorer.json``) and its test log Z: the IS lower
-    bound, and the exact value under a WFST scorer."""
+    """How the scorer was trained (``stages/scorer.json``: its IWAE bound, and ``curve``, the
+    bound at each logged step; None for the n-gram, fitted exactly) and its test log Z: the IS
+    lower bound, and the exact value under a WFST scorer."""
     log_z = evaluation["log_z"]
     trained = run_dir.done("scorer") or {}
     return {
         "kind": kind,
         "proposal": trained.get("proposal", "bootstrap") if kind == "lstm" else None,
         "train_iwae": trained.get("train_iwae"),
+        "curve": trained.get("curve"),
         "test_log_z": sum(log_z["per_pair"]) / len(log_z["per_pair"]),
         "test_log_z_se": mean_and_se(log_z["per_pair"])[1],
         "test_log_z_estimator": log_z["method"],
@@ -95,7 +97,8 @@ def build_results(run_dir: RunDir) -> dict:
     evaluation = run_dir.done("evaluate")
     run = settings["run"]
     return {"task": run["task"], "preset": run["preset"], "seed": run["seed"],
-            "seeds": evaluation.get("seeds", [0]), "reference": evaluation.get("reference"),
+            "seeds": evaluation["seeds"], "reference": evaluation["reference"],
+            "pairs": evaluation["pairs"], "validation_pairs": evaluation["validation_pairs"],
             "lattices": run_dir.done("compile"),
             "scorer": _scorer(run_dir, evaluation, settings["preset"]["scorer"].get("kind", "lstm")),
             "samplers": _samplers(run_dir, evaluation),

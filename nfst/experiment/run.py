@@ -15,7 +15,7 @@ Stages, each skipped when its result is already in the run directory:
    log-likelihood; where the task knows how its pairs were generated, the share of samples
    that agree with it; with a WFST scorer, exact log Z and exclusive and inclusive KL
    (``stages/evaluate.json``);
-5. ``smc``      – particle smoothing with the best sampler: offset KL against M
+5. ``smc``      – particle smoothing with the reference sampler: offset KL against M
    (``stages/smc.json``);
 6. ``report``   – ``results.json`` and ``report/report.md`` with plots.
 
@@ -309,7 +309,7 @@ class Run:
         return self.run_dir.finish("evaluate", result | {"seconds": time.time() - started})
 
     def smoothing(self) -> dict:
-        """Offset KL against M of the SMC methods, with the best sampler as proposal."""
+        """Offset KL against M of the SMC methods, with the reference sampler as proposal."""
         best = self.evaluation()["reference"]  # chosen on validation pairs, not on test
         done = self.done("smc")  # forgotten by an evaluation of other samplers
         if done is not None:

@@ -10,7 +10,7 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.evaluate.samplers import (PairSamples, dedup_ess, draw, evaluate, expected_length,
                                     format_table, mean_and_se, paired_difference,
-                                    partial_kl, summarize, summarize_distinct)
+                                    partial_kl, render_marks, summarize, summarize_distinct)
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import FreeWeightSampler, all_paths, exact_log_p, new_sampler
 from tests.helpers.scorers import random_scorer
@@ -127,6 +127,25 @@ def test_evaluate_returns_json_with_every_metric():
     # evaluation is seeded: the same result again, whatever ran before
     again = evaluate({"swa": samplers["swa"]}, scorer, lats, k=4, batch_size=2, quiet=True)
     assert again["samplers"]["swa"]["partial_kl"] == result["samplers"]["swa"]["partial_kl"]
+
+
+def test_the_most_probable_proposal_of_pair_0_is_its_highest_log_q_sample():
+    """003 Tables 4–6 put each sampler's most probable proposal for one pair side by side:
+    the evaluation records, from its own draw, pair 0's sample of highest log q."""
+    lats = del_ins_lattices()
+    scorer = random_scorer(len(lats[0].mark_vocab), seed=0)
+    sampler = new_sampler("swa", lats)
+    samples = draw(sampler, scorer, lats, k=8, batch_size=2, seed=3)
+    shown = summarize(samples, lats, examples=1)["most_probable"]
+    j = int(samples[0].log_q.argmax())
+    assert shown["log_q"] == float(samples[0].log_q.max())
+    assert shown["log_p"] == float(samples[0].log_p[j])
+    assert shown["proposal"] == render_marks(lats[0], samples[0].arcs[j].tolist())
+    assert (shown["x"], shown["y"]) == (" ".join(lats[0].x), " ".join(lats[0].y))
+    result = evaluate({"swa": sampler}, scorer, lats, k=8, batch_size=2, seed=3, quiet=True,
+                      without_replacement=False)
+    assert result["samplers"]["swa"]["most_probable"] == shown
+    assert "most_probable" not in summarize(samples, lats, examples=0)
 
 
 def test_partial_kl_standard_error_is_std_over_root_n():

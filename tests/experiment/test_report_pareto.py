@@ -14,7 +14,8 @@ def scorer_run(ks: list[float]) -> dict:
     return {"task": "cipher", "scorer": {
         "kind": "lstm", "proposal": "bootstrap", "test_log_z": -90.0, "test_log_z_se": 1.0,
         "test_log_z_estimator": "importance sampling",
-        "test_log_z_pareto_k": pareto_summary(ks, [256] * len(ks))}}
+        "test_log_z_pareto_k": pareto_summary(ks, [256] * len(ks)),
+        "curve": None}}
 
 
 def test_warning_counts_the_unreliable_pairs_among_all_of_them():
@@ -43,9 +44,10 @@ def test_unfitted_pairs_are_said_even_when_none_is_unreliable():
     assert reliability("x", pareto_summary([0.1] * 100, [256] * 100)) == []
 
 
-def test_table_says_how_many_pairs_its_mean_is_over():
-    assert "| 0.20 (on 3 of 4) |" in "\n".join(scorer_section([scorer_run([0.2] * 3 + [NAN])]))
-    assert "| 0.20 (on 4 of 4) |" in "\n".join(scorer_section([scorer_run([0.2] * 4)]))
+def test_table_says_how_many_pairs_its_mean_is_over(tmp_path):
+    assert "| 0.20 (on 3 of 4) |" in "\n".join(
+        scorer_section([scorer_run([0.2] * 3 + [NAN])], tmp_path))
+    assert "| 0.20 (on 4 of 4) |" in "\n".join(scorer_section([scorer_run([0.2] * 4)], tmp_path))
 
 
 def test_smc_warning_uses_the_threshold_at_each_m():

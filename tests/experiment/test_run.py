@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -94,12 +95,15 @@ def test_run_writes_everything_and_skips_finished_stages(finished_run):
         assert metrics["stopped_by"] == ("patience" if best_step == 0 else "steps")
         assert metrics["steps"] == run.done(f"sampler-{name}")["history"][-1]["step"] == 12
         assert best_step in metrics["curve"]["step"]
+        # proposals in the task's notation (Task.abbreviate), e.g. "cipher2: d→f, insert j"
+        assert re.match(r"(insert [a-z], )*cipher\d: ", metrics["most_probable"]["proposal"])
     assert set(results["wall_seconds"]) == {"compile", "scorer", "samplers", "evaluate", "smc"}
     assert all(seconds > 0 for seconds in results["wall_seconds"].values())
     assert len(log_z["per_pair"]) == 4 and results["log_z"]["samples"] == 8
     text = report.read_text()
     assert "Partial KL" in text and "untrained → trained" in text and "Ordering" in text
     assert "exclusive KL lower bound" in text and "Pareto k̂" in text and "exact log Z" in text
+    assert "### cipher: test pair 0 (003 Table 6)" in text
     recorded = json.loads((out / "config.json").read_text())
     assert recorded["preset"]["sampler"]["steps"] == 12 and recorded["task_settings"]["seed"] == 0
 

@@ -1,9 +1,11 @@
-"""The partial-KL report: tables in the form of 003 Fig. 4a, 4b and Table 7, training curves,
-offset KL against the number of particles (000 Fig. 2) and qualitative proposals (003 Tables
-4–6), from the results of one or more runs (``nfst report RUN_DIR ...``).
+"""The partial-KL report: tables in the form of 003 Fig. 4a, 4b and Table 7, gaps to the
+reference sampler chosen on validation pairs, training curves, offset KL against the number
+of particles (000 Fig. 2) and the samplers' proposals side by side (003 Tables 4–6), from the
+results of one or more runs (``nfst report RUN_DIR ...``).
 
 ``document`` assembles ``report.md`` and ``report.json`` from the parts: ``scorer``,
-``samplers`` and ``smc`` (each a section of the report), with ``format`` shared by all.
+``samplers`` (with ``comparison``, the gaps and orderings), ``smc`` and ``proposals`` (each a
+section of the report), with ``format`` shared by all.
 """
 
 from .document import load_results, load_runs, write_report

@@ -10,7 +10,8 @@ from typing import Sequence
 from ...errors import ReportError
 from ..results import build_results
 from ..rundir import RunDir
-from .samplers import proposals_section, sampler_sections
+from .proposals import proposals_section
+from .samplers import sampler_sections
 from .scorer import scorer_section
 from .smc import smc_section
 
@@ -24,12 +25,20 @@ def load_results(run_dir: str | Path) -> dict:
                           "give run directories that `nfst run` or `nfst evaluate` wrote")
     try:
         if (path / "results.json").exists():
-            return json.loads((path / "results.json").read_text())
+            results = json.loads((path / "results.json").read_text())
+            if "validation_pairs" not in results:  # written before validation references
+                raise KeyError("validation_pairs")
+            return results
         if (path / "config.json").exists() and (path / "stages" / "evaluate.json").exists():
             return build_results(RunDir(path, json.loads((path / "config.json").read_text())))
     except json.JSONDecodeError as exc:
         raise ReportError(f"{path}: a file is not valid JSON ({exc})",
                           "the run was written by another program, or damaged")
+    except KeyError as exc:
+        raise ReportError(f"{path}: evaluated by an older nfst (no {exc} in its results)",
+                          f"delete {path / 'stages' / 'evaluate.json'} and "
+                          f"{path / 'stages' / 'smc.json'} and finish the run again with `nfst "
+                          f"run TASK --run-dir {path}`: its trained models are reused") from None
     raise ReportError(f"{path}: no finished evaluate stage to report "
                       f"(no {path / 'stages' / 'evaluate.json'})",
                       f"finish it with `nfst evaluate TASK --run-dir {path}` or `nfst run TASK "
@@ -41,15 +50,28 @@ def load_runs(run_dirs: Sequence[str | Path]) -> list[dict]:
     return [load_results(d) | {"run_dir": str(d)} for d in run_dirs]
 
 
+def describe(run: dict) -> str:
+    """How a run was made: task, preset, ``--option`` overrides, ``--set`` task settings and
+    training seeds, e.g. ``cipher, preset small, --option sampler.steps=100, training seeds 0,
+    1``."""
+    settings = run["config"]["run"]
+    seeds = [run["seed"] + s for s in run["seeds"]]
+    parts = [run["task"], f"preset {run['preset']}"]
+    parts += [f"`--option {o}`" for o in settings["overrides"]]
+    parts += [f"`--set {k}={v}`" for k, v in settings["task_settings"].items()]
+    parts.append(f"training seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}")
+    return ", ".join(parts)
+
+
 def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
     """Merge the runs (one per task) into ``out_dir/report.md``; returns its path."""
     runs = load_runs(run_dirs)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    lines = ["# nfst report", "",
-             "Runs: " + ", ".join(f"`{r['run_dir']}` ({r['task']}, preset {r.get('preset')})"
-                                  for r in runs), ""]
-    lines += scorer_section(runs)
+    lines = ["# nfst report", "", "Runs:", ""]
+    lines += [f"- `{r['run_dir']}`: {describe(r)}; reference sampler {r['reference']} (the "
+              f"lowest validation partial KL)" for r in runs] + [""]
+    lines += scorer_section(runs, out)
     lines += sampler_sections(runs, out)
     lines += smc_section(runs, out)
     lines += proposals_section(runs)

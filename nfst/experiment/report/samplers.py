@@ -1,13 +1,13 @@
-"""The samplers' part of the report: tables in the form of 003 Fig. 4a, 4b and Table 7 beside
-the paper's figures, what training changed, training curves and qualitative proposals (003
-Tables 4–6)."""
+"""The samplers' part of the report: tables in the form of 003 Fig. 4a, 4b and Table 7, beside
+the paper's figures for the tasks it has, the gaps to the reference sampler
+(``comparison``), what training changed and training curves."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ...evaluate.metrics import mean_and_se
 from ...evaluate.tables import text_table
+from .comparison import gap_section, seeds_words
 from .format import SAMPLER_ORDER, TASK_ORDER, fmt, ordered, pyplot, reliability, save_figure
 
 # 003 Fig. 4a / Fig. 7 (partial KL, nats) and Table 7 (deduplicated ESS).
@@ -29,31 +29,69 @@ PAPER_ESS = {
 }
 
 
+def cited(paper: dict | None, tasks: list[str]) -> list[str]:
+    """The tasks of ``tasks`` that the paper's table ``paper`` (sampler -> task -> figure) has
+    a figure for: only their columns show the paper's."""
+    return [t for t in tasks if paper and any(t in figures for figures in paper.values())]
+
+
 def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, title: str,
-           digits: int = 1) -> list[str]:
+           digits: int = 1, figure: str = "", caption: str = "") -> list[str]:
+    """One metric, a row per sampler and a column per task, beside a column of the paper's
+    ``figure`` for each task it has (``paper``: sampler -> task -> value); ``caption`` below."""
     tasks = ordered([r["task"] for r in runs], TASK_ORDER)
-    samplers = ordered({s for r in runs for s in r.get("samplers", {})}, SAMPLER_ORDER)
+    samplers = ordered({s for r in runs for s in r["samplers"]}, SAMPLER_ORDER)
     by_task = {r["task"]: r for r in runs}
-    rows = [("sampler", *tasks)]
+    papers = cited(paper, tasks)
+    rows = [("sampler", *(c for t in tasks for c in [t] + [f"{t}: 003"] * (t in papers)))]
     for s in samplers:
         cells = []
         for t in tasks:
-            res = by_task[t].get("samplers", {}).get(s)
-            ours = fmt(res.get(key), res.get(se_key) if se_key else None, digits) if res else "–"
-            ref = paper.get(s, {}).get(t) if paper else None
-            cells.append(f"{ours} ({ref})" if ref is not None else ours)
+            res = by_task[t]["samplers"].get(s)
+            cells.append(fmt(res.get(key), res.get(se_key) if se_key else None, digits)
+                         if res else "–")
+            cells += [fmt(paper.get(s, {}).get(t))] if t in papers else []
         rows.append((s, *cells))
-    lines = [f"### {title}", "", text_table(rows, markdown=True)]
-    if paper:
-        lines += ["", "Ours ± standard error; the paper's figure in parentheses. Absolute values "
-                      "depend on the frozen scorer: compare orderings and ratios."]
-    return lines + [""]
+    lines = [f"### {title}" + (f" ({figure})" if papers else ""), "",
+             text_table(rows, markdown=True)]
+    said = caption + (f" The `TASK: 003` columns: {figure}." if papers else "")
+    return lines + (["", said.strip()] if said else []) + [""]
+
+
+def _partial_kl(runs: list[dict]) -> list[str]:
+    """Test partial KL (mean ± SE over seeds and pairs) and validation partial KL per sampler
+    and task, beside 003 Fig. 4a where it has the task."""
+    tasks = ordered([r["task"] for r in runs], TASK_ORDER)
+    by_task = {r["task"]: r for r in runs}
+    papers = cited(PAPER_PARTIAL_KL, tasks)
+    rows = [("sampler", *(c for t in tasks for c in
+                          [f"{t}: test ({seeds_words(by_task[t])})", f"{t}: validation"]
+                          + [f"{t}: 003"] * (t in papers)))]
+    for s in ordered({s for r in runs for s in r["samplers"]}, SAMPLER_ORDER):
+        cells = []
+        for t in tasks:
+            m = by_task[t]["samplers"].get(s)
+            cells += ([fmt(m["partial_kl"], m["partial_kl_se"]), fmt(m["validation_partial_kl"])]
+                      if m else ["–", "–"])
+            cells += [fmt(PAPER_PARTIAL_KL.get(s, {}).get(t))] if t in papers else []
+        rows.append((s, *cells))
+    pairs = "; ".join(f"{t}: {by_task[t]['pairs']} test pairs, "
+                      f"{by_task[t]['validation_pairs']} validation pairs" for t in tasks)
+    return ["### Partial KL, lower is better" + (" (003 Fig. 4a)" if papers else ""), "",
+            text_table(rows, markdown=True), "",
+            "Test: the mean over the training seeds and the test pairs ± its standard error "
+            "(over seeds and pairs; with one seed, over pairs). Validation: the mean over "
+            "training seeds of the partial KL on the validation pairs, which chooses the "
+            f"reference sampler ({pairs}). A partial KL is offset by −log Z of the run's "
+            "scorer, so only differences between the samplers of one run mean anything: "
+            "their gaps, next."
+            + (" The `TASK: 003` columns: 003 Fig. 4a." if papers else ""), ""]
 
 
 def _learning(runs: list[dict]) -> list[str]:
-    """Per run: each sampler's test partial KL untrained → trained, the drop, the lower bound on
-    the exclusive KL before and after (and, with a WFST scorer, the exact-log-Z exclusive KL
-    and the inclusive KL), and the samplers' ordering with paired standard errors."""
+    """Per run, of training seed 0: each sampler's test partial KL untrained → trained, the
+    drop, the lower bound on the exclusive KL before and after (and, with a WFST scorer, the
+    exact-log-Z exclusive KL and the inclusive KL), its training ESS and what stopped it."""
     lines = []
     for run in runs:
         samplers = run.get("samplers", {})
@@ -61,7 +99,8 @@ def _learning(runs: list[dict]) -> list[str]:
             continue
         log_z = run.get("log_z") or {}
         exact = any("exclusive_kl" in r for r in samplers.values())
-        lines += [f"### {run['task']}: what training changed (test pairs)", "",
+        seed = ", training seed 0" if len(run["seeds"]) > 1 else ""
+        lines += [f"### {run['task']}: what training changed (test pairs{seed})", "",
                   "| sampler | partial KL untrained → trained | drop | exclusive KL lower bound "
                   "untrained → trained |" + (" exclusive KL untrained → trained | inclusive KL |"
                                               if exact else "") + " training ESS | steps "
@@ -76,9 +115,10 @@ def _learning(runs: list[dict]) -> list[str]:
                 cells += [_change(r, "exclusive_kl"),
                           fmt(r.get("inclusive_kl"), r.get("inclusive_kl_se"))]
             training = r.get("training") or {}
+            trained = r["partial_kl_by_seed"][0]
             lines.append(
-                f"| {s} | {fmt(r['untrained_partial_kl'])} → {fmt(r['partial_kl'])} | "
-                f"{fmt(r['untrained_partial_kl'] - r['partial_kl'])} | {' | '.join(cells)} | "
+                f"| {s} | {fmt(r['untrained_partial_kl'])} → {fmt(trained)} | "
+                f"{fmt(r['untrained_partial_kl'] - trained)} | {' | '.join(cells)} | "
                 f"{fmt(training.get('mean_ess'), digits=2)} | {_stopping(r, training)} |")
         lines.append("")
         if log_z:
@@ -91,7 +131,6 @@ def _learning(runs: list[dict]) -> list[str]:
                          if exact else "")
                       + " ± is the standard error over pairs. Training ESS: mean over steps "
                         "of 1/Σ w̄² of the k training weights.", ""]
-        lines += _ordering(samplers)
     return lines
 
 
@@ -101,52 +140,6 @@ def _stopping(r: dict, training: dict) -> str:
     if r.get("stopped_by") is None:
         return str(steps)
     return f"{steps} ({r.get('best_step')}; {r['stopped_by']})"
-
-
-def gaps_to_best(samplers: dict) -> dict:
-    """Per sampler: the mean over test pairs of its partial KL minus the best sampler's, and
-    that difference's standard error (paired: on one scorer log Z cancels, so it is a
-    difference of exclusive KLs)."""
-    ranked = [s for s in samplers if "per_pair_partial_kl" in samplers[s]]
-    if not ranked:
-        return {}
-    best = min(ranked, key=lambda s: samplers[s]["partial_kl"])
-    return {s: mean_and_se([x - y for x, y in zip(samplers[s]["per_pair_partial_kl"],
-                                                  samplers[best]["per_pair_partial_kl"])])
-            for s in ranked}
-
-
-def _gaps(runs: list[dict]) -> list[str]:
-    """Each sampler's gap to the best sampler of its run, per task (runs of one preset)."""
-    tasks = ordered([r["task"] for r in runs], TASK_ORDER)
-    gaps = {r["task"]: gaps_to_best(r.get("samplers", {})) for r in runs}
-    samplers = ordered({s for g in gaps.values() for s in g}, SAMPLER_ORDER)
-    if not samplers:
-        return []
-    rows = [("sampler", *tasks)]
-    rows += [(s, *(fmt(*gaps[t][s], digits=1) if s in gaps[t] else "–" for t in tasks))
-             for s in samplers]
-    return ["### Gap to the best sampler (test partial KL, paired)", "",
-            text_table(rows, markdown=True), "",
-            "The mean over test pairs of each sampler's partial KL minus the best sampler's ± "
-            "its standard error. Unlike the partial KLs, gaps compare across presets and "
-            "scorers.", ""]
-
-
-def _ordering(samplers: dict) -> list[str]:
-    """The samplers by trained partial KL, each with its mean paired difference to the one
-    before ± its standard error."""
-    ranked = sorted((s for s in samplers if "per_pair_partial_kl" in samplers[s]),
-                    key=lambda s: samplers[s]["partial_kl"])
-    if len(ranked) <= 1:
-        return []
-    chain = ranked[0]
-    for a, b in zip(ranked, ranked[1:]):
-        diff, se = mean_and_se([x - y for x, y in zip(
-            samplers[b]["per_pair_partial_kl"], samplers[a]["per_pair_partial_kl"])])
-        chain += f" < {b} (+{diff:.2f} ± {se:.2f})"
-    return ["Ordering by trained partial KL; in parentheses the mean paired "
-            "difference to the sampler before ± its standard error: " + chain, ""]
 
 
 def _change(r: dict, key: str) -> str:
@@ -176,13 +169,14 @@ def _plot_curves(runs: list[dict], out: Path) -> list[str]:
 def sampler_sections(runs: list[dict], out: Path) -> list[str]:
     """The samplers' tables, what training changed and the training curves (written to
     ``out``)."""
-    lines = _table(runs, "partial_kl", "partial_kl_se", PAPER_PARTIAL_KL,
-                   "Partial KL, lower is better (003 Fig. 4a)")
-    lines += _gaps(runs)
-    lines += _learning(runs)
+    of = (" Training seed 0's samplers." if any(len(r["seeds"]) > 1 for r in runs) else "")
+    lines = _partial_kl(runs) + gap_section(runs) + _learning(runs)
     lines += _table(runs, "expected_length", "expected_length_se", PAPER_LENGTH,
-                    "Expected mark-string length under p, by self-normalised IS (003 Fig. 4b)")
-    lines += _table(runs, "ess", None, PAPER_ESS, "Deduplicated ESS (003 Table 7)")
+                    "Expected mark-string length under p, by self-normalised IS",
+                    figure="003 Fig. 4b",
+                    caption="The mean over test pairs ± its standard error over pairs." + of)
+    lines += _table(runs, "ess", None, PAPER_ESS, "Deduplicated ESS", figure="003 Table 7",
+                    caption="The mean over test pairs." + of)
     if any(res.get("pareto_k") is not None for r in runs for res in r.get("samplers", {}).values()):
         lines += _table(runs, "pareto_k", None, None,
                         "Pareto k̂ of the importance weights behind the two tables above (mean "
@@ -199,24 +193,9 @@ def sampler_sections(runs: list[dict], out: Path) -> list[str]:
                   "fitted: the evaluation draws fewer than 21 samples per pair, too few to fit "
                   "a tail.", ""]
     lines += _table(runs, "ess_wor", "ess_wor_se", None,
-                    "Deduplicated ESS of k distinct samples (without replacement, priority weights)")
+                    "Deduplicated ESS of k distinct samples (without replacement, priority "
+                    "weights)",
+                    caption="The mean over test pairs ± its standard error over pairs." + of)
     for name in _plot_curves(runs, out):
         lines += [f"![training curves]({name})", ""]
-    return lines
-
-
-def proposals_section(runs: list[dict]) -> list[str]:
-    """For each test pair, the sample with the largest importance weight (003 Tables 4–6)."""
-    lines = ["## Qualitative proposals (003 Tables 4–6)", "",
-             "For each test pair, the sample with the largest importance weight p̃/q.", ""]
-    for run in runs:
-        for s in ordered(run.get("samplers", {}), SAMPLER_ORDER):
-            examples = run["samplers"][s].get("proposals", [])
-            if not examples:
-                continue
-            lines += [f"**{run['task']} / {s}**", "", "| x | y | log q | log p̃ | marks |",
-                      "|---|---|---|---|---|"]
-            lines += [f"| `{ex['x']}` | `{ex['y']}` | {ex['log_q']:.2f} | {ex['log_p']:.2f} | "
-                      f"`{ex['proposal']}` |" for ex in examples]
-            lines.append("")
     return lines

@@ -4,7 +4,9 @@ log-likelihood), with warnings where the estimates are unreliable."""
 
 from __future__ import annotations
 
-from .format import SAMPLER_ORDER, fmt, ordered, reliability
+from pathlib import Path
+
+from .format import SAMPLER_ORDER, fmt, ordered, pyplot, reliability, save_figure
 
 
 def _structures(rows: list[dict]) -> list[str]:
@@ -72,9 +74,27 @@ def _warnings(rows: list[dict]) -> list[str]:
     return lines
 
 
-def scorer_section(runs: list[dict]) -> list[str]:
-    """Per run: how the scorer was trained and how well it explains the test pairs."""
+def _plot_curve(rows: list[dict], out: Path) -> list[str]:
+    """The training curve of each run's LSTM scorer, its IWAE bound on the training minibatch
+    against the step (``scorer-TASK.png``); none for the n-gram, fitted exactly."""
+    plt = pyplot()
+    lines = []
+    for r in rows:
+        curve = r["scorer"]["curve"]
+        if curve:
+            fig, ax = plt.subplots(figsize=(6, 4))
+            ax.plot(curve["step"], curve["iwae"], label="IWAE bound, training minibatch")
+            ax.set(xlabel="training step", ylabel="nats per pair",
+                   title=f"{r['task']}: scorer training")
+            name = save_figure(fig, ax, out, f"scorer-{r['task']}.png")
+            lines += [f"![scorer training]({name})", ""]
+    return lines
+
+
+def scorer_section(runs: list[dict], out: Path) -> list[str]:
+    """Per run: how the scorer was trained and how well it explains the test pairs, and the
+    scorer's training curve (written to ``out``)."""
     rows = [r for r in runs if r.get("scorer")]
     if not rows:
         return []
-    return ["## The scorer", ""] + _table(rows) + _warnings(rows)
+    return ["## The scorer", ""] + _table(rows) + _warnings(rows) + _plot_curve(rows, out)

@@ -1,7 +1,7 @@
 """The command-line reference page, docs/cli.md, generated from the parser:
 
-    python -m nfst.cli_reference            # (re)writes docs/cli.md, from the checkout's root
-    python -m nfst.cli_reference -          # prints the page instead
+    python -m tools.cli_reference            # (re)writes docs/cli.md, from the checkout's root
+    python -m tools.cli_reference -          # prints the page instead
 
 The page holds every command of ``nfst.cli.build_parser()`` (its purpose, usage, arguments with
 their defaults, examples) and the table of every ``--option`` key of the presets
@@ -30,7 +30,7 @@ $ nfst --version
 nfst 0.1.0
 ```
 
-This page is generated from the parser by `python -m nfst.cli_reference`; a test fails when
+This page is generated from the parser by `python -m tools.cli_reference`; a test fails when
 it falls behind the code.
 """
 
