@@ -74,14 +74,17 @@ class Tape:
 
 
 def static_walk(sampler: Any, batch: LatticeBatch, context: Any, lattice: Tensor, k: int,
-                generator: Optional[torch.Generator], cap: int, record: WalkRecord
-                ) -> tuple[Route, Tensor, Tensor]:
+                generator: Optional[torch.Generator], cap: int, record: WalkRecord,
+                capture: Optional[bool] = None) -> tuple[Route, Tensor, Tensor]:
     """``Sampler._walk`` with static shapes (see the module docstring): the paths' route,
     their arcs (N, L) and the log q of each choice (N, L + 1) as the walk computed it.
-    ``record`` must be static (``WalkRecord(N, static=True)``); call under ``no_grad``."""
+    ``record`` must be static (``WalkRecord(N, static=True)``); call under ``no_grad``.
+    ``capture``: whether to try capturing the step as a CUDA graph (None: on a GPU)."""
     device = lattice.device
+    cuda = device.type == "cuda"
+    capture = (cuda if capture is None else capture) and device not in _FAILED
     stream = None
-    if device.type == "cuda" and device not in _FAILED:
+    if capture and cuda:
         stream = torch.cuda.Stream(device)  # the capture's, warmed up by step 0
         stream.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(stream) if stream is not None else nullcontext():
@@ -94,7 +97,7 @@ def static_walk(sampler: Any, batch: LatticeBatch, context: Any, lattice: Tensor
         def step(log_probs: Optional[Tensor] = None) -> None:
             _step(sampler, batch, context, walk, noise, tape, log_probs)
         step(log_probs)
-        _run(step, walk, cap + 1, stream)
+        _run(step, walk, cap + 1, capture)
     if stream is not None:
         torch.cuda.current_stream(device).wait_stream(stream)
     if bool(walk.alive.any()):
@@ -106,18 +109,17 @@ def static_walk(sampler: Any, batch: LatticeBatch, context: Any, lattice: Tensor
     return route, arcs, tape.log_q[:L + 1].T
 
 
-def _run(step: Callable[[], None], walk: Walk, steps: int,
-         stream: Optional[torch.cuda.Stream]) -> None:
+def _run(step: Callable[[], None], walk: Walk, steps: int, capture: bool) -> None:
     """Steps 1, 2, ... of a walk whose step 0 is done, until no walker is alive or ``steps``
-    are done: replays of a graph captured on ``stream``, if one is given and the capture
-    succeeds. Whether a walker is alive is asked every step on a CPU, every CHUNK steps on a
-    GPU (a question waits for the device)."""
+    are done: with ``capture``, replays of a graph of ``step`` captured on the current stream
+    if capturing succeeds. Whether a walker is alive is asked every step on a CPU, every
+    CHUNK steps on a GPU (a question waits for the device)."""
     every = 1 if walk.state.device.type == "cpu" else CHUNK
     graph, done = None, 1
     while done < steps and bool(walk.alive.any()):
-        if stream is not None and graph is None:
+        if capture and graph is None:
             graph = _capture(step, walk.state.device)
-            stream = None if graph is None else stream
+            capture = graph is not None
         for _ in range(min(every, steps - done)):
             graph.replay() if graph is not None else step()
         done += every
@@ -126,9 +128,9 @@ def _run(step: Callable[[], None], walk: Walk, steps: int,
 def _capture(step: Callable[[], None], device: torch.device) -> Optional[torch.cuda.CUDAGraph]:
     """A CUDA graph of one ``step``, captured on the current stream (which ran step 0, so that
     every library handle and workspace the step uses exists), or None if capturing fails."""
-    graph = torch.cuda.CUDAGraph()
     previous = _GRAPHS.get(device)
     try:
+        graph = torch.cuda.CUDAGraph()
         graph.capture_begin(pool=previous.pool() if previous is not None else None)
         try:
             step()
