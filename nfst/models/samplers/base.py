@@ -30,6 +30,11 @@ and scores the drawn paths in that pass. Its walk and pass share a ``record.Walk
 by :meth:`Sampler.sample` and handed to ``start(batch, context, lattice, record)`` and to the
 pass: each walker's dropout masks, and what the walk computed that the pass would compute again.
 
+How :meth:`Sampler.sample` walks: on a CPU, step by step, computing the heads only for the
+walkers with a choice; on a GPU (``SamplerConfig.static_walk``), with static shapes and the
+step captured as a CUDA graph and replayed (``graph``). Both gather each choice's log q as they
+go; a sampler that scores in one pass reports the pass's instead, which equals it.
+
 Mark ids index the task's mark vocabulary (``lattice.mark_vocab``, shared by all lattices of a
 task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the first mark.
 """
