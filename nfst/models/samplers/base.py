@@ -32,8 +32,8 @@ pass: each walker's dropout masks, and what the walk computed that the pass woul
 
 How :meth:`Sampler.sample` walks: on a CPU, step by step, computing the heads only for the
 walkers with a choice; on a GPU (``SamplerConfig.static_walk``), with static shapes and the
-step captured as a CUDA graph and replayed (``graph``). Both gather each choice's log q as they
-go; a sampler that scores in one pass reports the pass's instead, which equals it.
+step captured as a CUDA graph and replayed (``graph``). A sampler that scores in one pass
+reports the pass's log q, which equals the walk's (``_walk`` returns the walk's, for tests).
 
 Mark ids index the task's mark vocabulary (``lattice.mark_vocab``, shared by all lattices of a
 task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the first mark.
@@ -216,15 +216,17 @@ class Sampler(torch.nn.Module):
 
     def _walk(self, batch: LatticeBatch, context: Any, lattice: Tensor, k: int,
               generator: Optional[torch.Generator], cap: int, record: Optional[WalkRecord]
-              ) -> tuple[Route, Tensor, Tensor]:
+              ) -> tuple[Route, Tensor, Optional[Tensor]]:
         """Walk ``lattice`` (N,) (k walkers per lattice) to the end: the paths' route, their
-        arcs (N, L) and log q of each choice (N, L + 1) as the walk computed it. With a static
+        arcs (N, L) and log q of each choice (N, L + 1) as the walk computed it (None from an
+        eager walk without gradients that has a record: the one pass gives it). With a static
         record, the walk of ``graph``."""
         if record is not None and record.static:
             return static_walk(self, batch, context, lattice, k, generator, cap, record)
         # A GPU would wait for every check of the loop's end: check every 16 steps there.
         check_every = 1 if batch.device.type == "cpu" else 16
         states, choices, arcs, steps = [], [], [], []
+        gather = record is None or torch.is_grad_enabled()
         walk = self.start(batch, context, lattice, record)
         for t in range(cap + 1):
             lp = self.log_probs(batch, context, walk)
@@ -232,8 +234,9 @@ class Sampler(torch.nn.Module):
             states.append(walk.state)
             choices.append(choice)
             arcs.append(arc)
-            step = lp.gather(1, choice[:, None]).squeeze(1)
-            steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
+            if gather:
+                step = lp.gather(1, choice[:, None]).squeeze(1)
+                steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
             walk = self.advance(batch, context, walk, choice)
             if (t + 1) % check_every == 0 and not bool(walk.alive.any()):
                 break
@@ -244,7 +247,7 @@ class Sampler(torch.nn.Module):
         route = Route(lattice, torch.stack(states, 1)[:, :L + 1],
                       torch.stack(choices, 1)[:, :L + 1], batch.marks_of(arcs_t), walk.length,
                       per_lattice=k)
-        return route, arcs_t, torch.stack(steps, dim=1)[:, :L + 1]
+        return route, arcs_t, torch.stack(steps, dim=1)[:, :L + 1] if gather else None
 
     def _route_log_q(self, batch: LatticeBatch, context: Any, route: Route,
                      record: Optional[WalkRecord] = None) -> Tensor:

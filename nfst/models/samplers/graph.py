@@ -12,7 +12,7 @@ device inside a step:
 - the Exp(1) noise of every step's draw (``choices.choose``) is drawn before the walk,
   (cap + 1, N, D + 1) in one call; on a CPU these are the numbers that one draw per step
   gives, so the walk draws the eager walk's samples (on a GPU, other numbers);
-- step t writes its states, choices, arcs and log q into row t of (cap + 1, N) buffers, t a
+- step t writes its states, choices, arcs and log q into column t of (N, cap + 1) buffers, t a
   counter on the device, and overwrites the walk's tensors in place.
 
 Step 0 runs as it is: it draws the record's dropout masks and forms its per-walk constants,
@@ -47,29 +47,32 @@ for the device)."""
 
 _GRAPHS: dict[torch.device, torch.cuda.CUDAGraph] = {}
 """The last graph captured on each device, kept so that the next capture shares its pool."""
+_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
+"""The side stream of each device that walks are captured on (one, so that the pool's memory
+freed by one walk serves the next: the allocator reuses a block on its own stream only)."""
 _FAILED: set[torch.device] = set()
 """Devices where a capture failed: their walks launch each step themselves."""
 
 
 @dataclass
 class Tape:
-    """Row t of each buffer: what step t of the walk saw and did, for N walkers."""
+    """Column t of each buffer: what step t of the walk saw and did, for N walkers."""
 
     states: Tensor
-    """(T, N) long: the state before the step."""
+    """(N, T) long: the state before the step."""
     choices: Tensor
-    """(T, N) long: the column chosen (STOP = D)."""
+    """(N, T) long: the column chosen (STOP = D)."""
     arcs: Tensor
-    """(T, N) long: the arc taken, -1 for STOP."""
+    """(N, T) long: the arc taken, -1 for STOP."""
     log_q: Tensor
-    """(T, N): log q of the choice, 0 once the walker has stopped."""
+    """(N, T): log q of the choice, 0 once the walker has stopped."""
     t: Tensor
-    """(1,) long: the next step's row (on the device, so that a replayed step advances it)."""
+    """(1,) long: the next step's column (on the device, so that a replayed step advances it)."""
 
     @staticmethod
-    def empty(steps: int, walkers: int, noise: Tensor) -> "Tape":
-        longs = torch.zeros(steps, walkers, dtype=torch.long, device=noise.device)
-        return Tape(longs, longs.clone(), longs.clone(), noise.new_zeros(steps, walkers),
+    def empty(walkers: int, steps: int, noise: Tensor) -> "Tape":
+        longs = torch.zeros(walkers, steps, dtype=torch.long, device=noise.device)
+        return Tape(longs, longs.clone(), longs.clone(), noise.new_zeros(walkers, steps),
                     torch.zeros(1, dtype=torch.long, device=noise.device))
 
 
@@ -84,15 +87,17 @@ def static_walk(sampler: Any, batch: LatticeBatch, context: Any, lattice: Tensor
     cuda = device.type == "cuda"
     capture = (cuda if capture is None else capture) and device not in _FAILED
     stream = None
-    if capture and cuda:
-        stream = torch.cuda.Stream(device)  # the capture's, warmed up by step 0
+    if capture and cuda:  # the capture's stream, warmed up by step 0
+        if device not in _STREAMS:
+            _STREAMS[device] = torch.cuda.Stream(device)
+        stream = _STREAMS[device]
         stream.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(stream) if stream is not None else nullcontext():
         walk = sampler.start(batch, context, lattice, record)
         log_probs = sampler.log_probs(batch, context, walk)
         noise = torch.empty((cap + 1,) + log_probs.shape, dtype=log_probs.dtype,
                             device=device).exponential_(generator=generator)
-        tape = Tape.empty(cap + 1, len(lattice), noise)
+        tape = Tape.empty(len(lattice), cap + 1, noise)
 
         def step(log_probs: Optional[Tensor] = None) -> None:
             _step(sampler, batch, context, walk, noise, tape, log_probs)
@@ -103,10 +108,10 @@ def static_walk(sampler: Any, batch: LatticeBatch, context: Any, lattice: Tensor
     if bool(walk.alive.any()):
         raise PathTooLongError(f"{sampler.name}: a sampled path exceeded max_length={cap} marks")
     L = int(walk.length.max())
-    arcs = tape.arcs[:L].T
-    route = Route(lattice, tape.states[:L + 1].T, tape.choices[:L + 1].T, batch.marks_of(arcs),
+    arcs = tape.arcs[:, :L]
+    route = Route(lattice, tape.states[:, :L + 1], tape.choices[:, :L + 1], batch.marks_of(arcs),
                   walk.length, per_lattice=k)
-    return route, arcs, tape.log_q[:L + 1].T
+    return route, arcs, tape.log_q[:, :L + 1]
 
 
 def _run(step: Callable[[], None], walk: Walk, steps: int, capture: bool) -> None:
@@ -147,7 +152,7 @@ def _capture(step: Callable[[], None], device: torch.device) -> Optional[torch.c
 
 def _step(sampler: Any, batch: LatticeBatch, context: Any, walk: Walk, noise: Tensor,
           tape: Tape, log_probs: Optional[Tensor] = None) -> None:
-    """One step of every walker, in place: row ``tape.t`` of the tape, the walk's tensors
+    """One step of every walker, in place: column ``tape.t`` of the tape, the walk's tensors
     overwritten with the walk after it. ``log_probs``: this step's, if already computed."""
     if log_probs is None:
         log_probs = sampler.log_probs(batch, context, walk)
@@ -155,9 +160,9 @@ def _step(sampler: Any, batch: LatticeBatch, context: Any, walk: Walk, noise: Te
     choice, arc = choose(batch, walk, log_probs, noise=noise.index_select(0, t)[0])
     log_q = log_probs.gather(1, choice[:, None])[:, 0]
     log_q = torch.where(walk.alive, log_q, torch.zeros_like(log_q))
-    for rows, row in ((tape.states, walk.state), (tape.choices, choice), (tape.arcs, arc),
-                      (tape.log_q, log_q)):
-        rows.index_copy_(0, t, row[None])
+    for columns, column in ((tape.states, walk.state), (tape.choices, choice),
+                            (tape.arcs, arc), (tape.log_q, log_q)):
+        columns.index_copy_(1, t, column[:, None])
     moved = sampler.advance(batch, context, walk, choice)
     for name in ("state", "alive", "length", "last_mark", "hidden"):
         _overwrite(getattr(walk, name), getattr(moved, name))
