@@ -28,7 +28,8 @@ export PYTHONPATH="$PWD/.pynini:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 [ -e nfst/fsts ] || ln -s ../fsts nfst/fsts
 nfst() { python3 -c 'import sys; from nfst.cli import main; sys.exit(main())' "$@"; }
 git log -1 --format='commit %h %s' 2>/dev/null | tee "$OUT/gpu.txt"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader \
+    | tee -a "$OUT/gpu.txt"
 python3 -c 'import torch, pynini; print("torch", torch.__version__, torch.cuda.get_device_name(0),
 "pynini", pynini.__version__)' 2>&1 | tee -a "$OUT/gpu.txt" || exit 1
 

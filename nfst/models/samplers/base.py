@@ -25,10 +25,11 @@ also has the forced rows, where a walker has one legal choice and no network nee
 
 Optionally, ``path_log_probs(batch, context, route, record)`` gives (N, T, D + 1) log q at every
 position of known paths up to their STOP (``route.valid``; later entries are unspecified) in one
-batched pass (the paths laid out by ``nfst.models.samplers.route``); a sampler that has it samples without gradients
-and scores the drawn paths in that pass. Its walk and pass share a ``record.WalkRecord``, made
-by :meth:`Sampler.sample` and handed to ``start(batch, context, lattice, record)`` and to the
-pass: each walker's dropout masks, and what the walk computed that the pass would compute again.
+batched pass (the paths laid out by ``nfst.models.samplers.route``); a sampler that has it
+samples without gradients and scores the drawn paths in that pass. Its walk and pass share a
+``record.WalkRecord``, made by :meth:`Sampler.sample` and handed to ``start(batch, context,
+lattice, record)`` and to the pass: each walker's dropout masks, and what the walk computed
+that the pass would compute again.
 
 How :meth:`Sampler.sample` walks: on a CPU, step by step, computing the heads only for the
 walkers with a choice; on a GPU (``SamplerConfig.static_walk``), with static shapes and the
