@@ -43,6 +43,7 @@ class WalkRecord:
     def mask(self, site: nn.Module, draw: Callable[[], Tensor]) -> Tensor:
         """The walkers' mask at dropout site ``site``: ``draw()`` the first time."""
         if site not in self.masks:
+            _not_capturing("dropout mask")
             self.masks[site] = draw()
         return self.masks[site]
 
@@ -53,6 +54,7 @@ class WalkRecord:
         if torch.is_grad_enabled():
             return compute()
         if module not in self.constants:
+            _not_capturing("per-walk constant")
             self.constants[module] = compute()
         return self.constants[module]
 
@@ -78,6 +80,15 @@ class WalkRecord:
         if [rows(entry) for entry in steps] != list(running) or any(rows(entry) for entry in rest):
             raise RuntimeError("the recorded walk is not the paths being scored")
         return steps
+
+
+def _not_capturing(what: str) -> None:
+    """Raise if a CUDA graph is being captured: what a walk first forms is formed once, and a
+    replayed graph would form it anew at every step (``graph`` captures a walk's step after
+    step 0, which forms all of it). The capture then fails and the walk goes on without it."""
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(f"a walk's {what} was first formed while capturing a CUDA graph; "
+                           "form it at the walk's first step")
 
 
 class ReplayedLinear(torch.autograd.Function):
