@@ -25,10 +25,16 @@ also has the forced rows, where a walker has one legal choice and no network nee
 
 Optionally, ``path_log_probs(batch, context, route, record)`` gives (N, T, D + 1) log q at every
 position of known paths up to their STOP (``route.valid``; later entries are unspecified) in one
-batched pass (the paths laid out by ``nfst.models.samplers.route``); a sampler that has it samples without gradients
-and scores the drawn paths in that pass. Its walk and pass share a ``record.WalkRecord``, made
-by :meth:`Sampler.sample` and handed to ``start(batch, context, lattice, record)`` and to the
-pass: each walker's dropout masks, and what the walk computed that the pass would compute again.
+batched pass (the paths laid out by ``nfst.models.samplers.route``); a sampler that has it
+samples without gradients and scores the drawn paths in that pass. Its walk and pass share a
+``record.WalkRecord``, made by :meth:`Sampler.sample` and handed to ``start(batch, context,
+lattice, record)`` and to the pass: each walker's dropout masks, and what the walk computed
+that the pass would compute again.
+
+How :meth:`Sampler.sample` walks: on a CPU, step by step, computing the heads only for the
+walkers with a choice; on a GPU (``SamplerConfig.static_walk``), with static shapes and the
+step captured as a CUDA graph and replayed (``graph``). A sampler that scores in one pass
+reports the pass's log q, which equals the walk's (``_walk`` returns the walk's, for tests).
 
 Mark ids index the task's mark vocabulary (``lattice.mark_vocab``, shared by all lattices of a
 task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the first mark.
@@ -47,6 +53,7 @@ from ...dp.batch import LatticeBatch
 from ...errors import PathTooLongError
 from ...runtime.threads import cpu_threads
 from .choices import choose
+from .graph import static_walk
 from .record import WalkRecord
 from .route import Route, route_of_arcs
 from .symbols import SymbolTable
@@ -68,6 +75,10 @@ class SamplerConfig:
     max_length: Optional[int] = None
     """Most marks a sampled path may have; None: the batch's longest path (acyclic lattices
     cannot go further, so the cap is never hit)."""
+    static_walk: Optional[bool] = None
+    """Whether sampling walks with static shapes, every step replaying one CUDA graph on a
+    GPU (``graph``; samplers that score in one pass only). None: on a GPU, not on a CPU
+    (where the eager walk skips the walkers without a choice, which is faster)."""
 
 
 class Sampler(torch.nn.Module):
@@ -140,7 +151,7 @@ class Sampler(torch.nn.Module):
         stop = choice == batch.out_arcs.shape[1]
         arc = batch.out_arcs[walk.state, choice.clamp(max=batch.out_arcs.shape[1] - 1)]
         moving = walk.alive & ~stop
-        if choice.device.type == "cpu" and bool((moving & (arc < 0)).any()):  # no GPU sync
+        if not walk.static and bool((moving & (arc < 0)).any()):  # a check syncs a GPU
             raise ValueError("a walker chose a padding column (not an out-arc of its state)")
         safe = arc.clamp(min=0)
         return Walk(lattice=walk.lattice,
@@ -189,7 +200,7 @@ class Sampler(torch.nn.Module):
         lattice = torch.arange(B, device=batch.device).repeat_interleave(k)
         # A sampler that scores in one pass walks without gradients and then scores the drawn
         # paths with them; the record carries the walk's dropout masks and states to the pass.
-        record = WalkRecord(len(lattice)) if self.one_pass else None
+        record = WalkRecord(len(lattice), self.walks_statically(batch)) if self.one_pass else None
         with torch.no_grad() if record else nullcontext():
             route, arcs, step_log_q = self._walk(batch, context, lattice, k, generator,
                                                  self._cap(batch, max_length), record)
@@ -199,14 +210,24 @@ class Sampler(torch.nn.Module):
                      lengths=route.lengths.view(B, k), log_q=step_log_q.sum(1).view(B, k),
                      step_log_q=step_log_q.view(B, k, -1), context=context)
 
+    def walks_statically(self, batch: LatticeBatch) -> bool:
+        """Whether :meth:`sample` walks ``batch`` with static shapes (``config.static_walk``)."""
+        static = self.config.static_walk
+        return self.one_pass and (batch.device.type == "cuda" if static is None else static)
+
     def _walk(self, batch: LatticeBatch, context: Any, lattice: Tensor, k: int,
               generator: Optional[torch.Generator], cap: int, record: Optional[WalkRecord]
               ) -> tuple[Route, Tensor, Optional[Tensor]]:
         """Walk ``lattice`` (N,) (k walkers per lattice) to the end: the paths' route, their
-        arcs (N, L) and, without a record (no one-pass scoring), log q of each choice (N, T)."""
+        arcs (N, L) and log q of each choice (N, L + 1) as the walk computed it (None from an
+        eager walk without gradients that has a record: the one pass gives it). With a static
+        record, the walk of ``graph``."""
+        if record is not None and record.static:
+            return static_walk(self, batch, context, lattice, k, generator, cap, record)
         # A GPU would wait for every check of the loop's end: check every 16 steps there.
         check_every = 1 if batch.device.type == "cpu" else 16
         states, choices, arcs, steps = [], [], [], []
+        gather = record is None or torch.is_grad_enabled()
         walk = self.start(batch, context, lattice, record)
         for t in range(cap + 1):
             lp = self.log_probs(batch, context, walk)
@@ -214,7 +235,7 @@ class Sampler(torch.nn.Module):
             states.append(walk.state)
             choices.append(choice)
             arcs.append(arc)
-            if record is None:
+            if gather:
                 step = lp.gather(1, choice[:, None]).squeeze(1)
                 steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
             walk = self.advance(batch, context, walk, choice)
@@ -227,7 +248,7 @@ class Sampler(torch.nn.Module):
         route = Route(lattice, torch.stack(states, 1)[:, :L + 1],
                       torch.stack(choices, 1)[:, :L + 1], batch.marks_of(arcs_t), walk.length,
                       per_lattice=k)
-        return route, arcs_t, None if record else torch.stack(steps, dim=1)[:, :L + 1]
+        return route, arcs_t, torch.stack(steps, dim=1)[:, :L + 1] if gather else None
 
     def _route_log_q(self, batch: LatticeBatch, context: Any, route: Route,
                      record: Optional[WalkRecord] = None) -> Tensor:

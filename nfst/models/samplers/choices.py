@@ -41,9 +41,10 @@ def forced_log_probs(batch: LatticeBatch, states: Tensor, dtype: torch.dtype) ->
 
 def choosing(batch: LatticeBatch, walk: Walk) -> Optional[Tensor]:
     """The walkers (n,) with a choice to make now: alive, at a state with more than one legal
-    choice. None on a GPU, where finding them would sync it with the host (there every walker's
-    row is computed). See :func:`with_forced`."""
-    if walk.state.device.type != "cpu":
+    choice. None in a walk with static shapes (``Walk.static``: on a GPU, where finding them
+    would sync it with the host), where every walker's row is computed. See
+    :func:`with_forced`."""
+    if walk.static:
         return None
     return (walk.alive & (batch.choices[walk.state] > 1)).nonzero().squeeze(1)
 
@@ -56,15 +57,21 @@ def with_forced(batch: LatticeBatch, walk: Walk, rows: Tensor, log_probs: Tensor
 
 @torch.no_grad()
 def choose(batch: LatticeBatch, walk: Walk, log_probs: Tensor,
-           generator: Optional[torch.Generator] = None) -> tuple[Tensor, Tensor]:
+           generator: Optional[torch.Generator] = None, noise: Optional[Tensor] = None
+           ) -> tuple[Tensor, Tensor]:
     """One move per walker drawn from ``log_probs`` (N, D + 1): the column chosen (N,) and
-    the arc it takes (N,), -1 for STOP. Walkers that have ended choose STOP again, at no cost."""
+    the arc it takes (N,), -1 for STOP. Walkers that have ended choose STOP again, at no cost.
+
+    The draw is argmax_c q_c / E_c with E_c ~ Exp(1) i.i.d., a draw from q; ``noise`` (N, D + 1)
+    gives the E_c (a walk that drew them beforehand), else they are drawn now from
+    ``generator``."""
     stop_col = batch.out_arcs.shape[1]
     probs = log_probs.exp()
     # torch.multinomial(probs, 1)'s own draw (the same numbers), without its check that
     # syncs a GPU with the host; ended walkers draw too (and then stop), so that the draws
     # of the others do not depend on which have ended
-    noise = torch.empty_like(probs).exponential_(generator=generator)
+    if noise is None:
+        noise = torch.empty_like(probs).exponential_(generator=generator)
     choice = torch.where(walk.alive, (probs / noise).argmax(1), stop_col)
     moving = walk.alive & (choice != stop_col)
     arc = torch.where(moving, batch.out_arcs[walk.state, choice.clamp(max=stop_col - 1)], -1)

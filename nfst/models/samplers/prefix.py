@@ -78,7 +78,7 @@ class PrefixGRU(nn.Module):
         ``walk.hidden`` holds more than it."""
         h = walk.hidden if h is None else h
         reading = (moved.length > walk.length) & batch.choice_ahead[moved.state]
-        if reading.device.type == "cpu":  # skip the others (finding them syncs a GPU)
+        if not walk.static:  # skip the others (finding them syncs a GPU)
             return self.step(moved.last_mark, h, reading.nonzero().squeeze(1), walk.record)
         return torch.where(reading[:, None], self.step(moved.last_mark, h, record=walk.record),
                            h)

@@ -11,6 +11,10 @@ holds both, for one walk of N walkers and the pass over its N paths:
 - what each step of a walk without gradients computed, to be replayed by the pass: the prefix
   GRU's states (``recurrence.Recurrence``), swp-prefix's g (:class:`ReplayedLinear`).
 
+A walk with static shapes (``graph``: every step computes every walker's row, so that a GPU
+can replay it as a CUDA graph) is made with ``static=True``: its steps keep nothing, since
+they are not the rows the pass lays out.
+
 The caller creates the record and hands it to ``Sampler.start`` (the walk carries it as
 ``Walk.record``) and to ``Sampler.path_log_probs``; it lives as long as the call that made it,
 so no call sees another's walk. Without a record (particle smoothing's walks, stochastic beam
@@ -27,10 +31,11 @@ from torch import Tensor, nn
 
 class WalkRecord:
     """The record of one walk of ``walkers`` walkers; entries are keyed by the module that
-    made them."""
+    made them. ``static``: the walk keeps static shapes (see ``Walk.static``)."""
 
-    def __init__(self, walkers: int):
+    def __init__(self, walkers: int, static: bool = False):
         self.walkers = walkers
+        self.static = static
         self.masks: dict[nn.Module, Tensor] = {}
         self.constants: dict[nn.Module, Tensor] = {}
         self.steps: dict[nn.Module, list[Any]] = {}
@@ -38,6 +43,7 @@ class WalkRecord:
     def mask(self, site: nn.Module, draw: Callable[[], Tensor]) -> Tensor:
         """The walkers' mask at dropout site ``site``: ``draw()`` the first time."""
         if site not in self.masks:
+            _not_capturing("dropout mask")
             self.masks[site] = draw()
         return self.masks[site]
 
@@ -48,14 +54,16 @@ class WalkRecord:
         if torch.is_grad_enabled():
             return compute()
         if module not in self.constants:
+            _not_capturing("per-walk constant")
             self.constants[module] = compute()
         return self.constants[module]
 
     def keep(self, module: nn.Module, entry: Any) -> None:
         """Record what ``module`` computed at this step of the walk (its rows: the positions
         of the walkers that stepped, in walker order). Only a walk without gradients records:
-        a pass with gradients computes everything itself."""
-        if not torch.is_grad_enabled():
+        a pass with gradients computes everything itself, and a static walk's steps are not
+        the pass's rows."""
+        if not torch.is_grad_enabled() and not self.static:
             self.steps.setdefault(module, []).append(entry)
 
     def replay(self, module: nn.Module, running: Sequence[int], rows: Callable = len
@@ -72,6 +80,15 @@ class WalkRecord:
         if [rows(entry) for entry in steps] != list(running) or any(rows(entry) for entry in rest):
             raise RuntimeError("the recorded walk is not the paths being scored")
         return steps
+
+
+def _not_capturing(what: str) -> None:
+    """Raise if a CUDA graph is being captured: what a walk first forms is formed once, and a
+    replayed graph would form it anew at every step (``graph`` captures a walk's step after
+    step 0, which forms all of it). The capture then fails and the walk goes on without it."""
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(f"a walk's {what} was first formed while capturing a CUDA graph; "
+                           "form it at the walk's first step")
 
 
 class ReplayedLinear(torch.autograd.Function):

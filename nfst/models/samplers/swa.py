@@ -97,7 +97,7 @@ class SWA(Sampler):
     def log_probs(self, batch: LatticeBatch, context: Encoded, walk: Walk) -> Tensor:
         h, values = walk.hidden
         B, N = len(context.enc), len(walk)
-        lattice_major = N % B == 0 and h.device.type == "cpu" and torch.equal(
+        lattice_major = N % B == 0 and not walk.static and torch.equal(
             walk.lattice, torch.arange(B, device=h.device).repeat_interleave(N // B))
         logits = self.logits(context, walk.lattice, h[:, None], values,
                              N // B if lattice_major else None, walk.record)

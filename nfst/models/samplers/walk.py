@@ -52,6 +52,14 @@ class Walk:
     """What this walk shares with the one-pass scoring of its paths (``Sampler.sample``'s
     walks); None for walks without one (particle smoothing's), which can select walkers."""
 
+    @property
+    def static(self) -> bool:
+        """Whether each step must keep static shapes and never wait for the device: compute
+        every walker's row (finding the walkers with a choice would do neither). Always on a
+        GPU; on a CPU, in a walk whose record says so (``record.WalkRecord.static``, the walk
+        of ``graph``)."""
+        return self.state.device.type != "cpu" or (self.record is not None and self.record.static)
+
     def select(self, index: Tensor) -> "Walk":
         """The walkers ``index`` (N',), in that order; duplicates are independent copies.
         A walk with a record cannot: the record is of its walkers."""
