@@ -15,7 +15,8 @@ def evaluate_run(run) -> dict:
     scorer, test = run.scorer(), run.lattices("test")
     samplers = {name: run.sampler(name) for name in run.config.samplers}
     structure = run.task.structure("test")
-    common = dict(k=run.config.eval_k, seed=run.config.seed, device=run.device,
+    sizes = run.preset.evaluate
+    common = dict(k=sizes.k, seed=run.config.seed, device=run.device,
                   quiet=run.quiet)
     result = evaluate(samplers, scorer, test, structure=structure, **common)
     untrained = evaluate({name: run.untrained_sampler(name) for name in samplers}, scorer,
@@ -29,10 +30,10 @@ def evaluate_run(run) -> dict:
     order = run.preset.scorer.ngram.order
     proposals = {f"the {order}-gram's posterior": ngram.posterior(),
                  **{f"the {name} sampler": sampler for name, sampler in samplers.items()}}
-    run.say(f"estimating log Z with {run.config.log_z_samples} samples per pair "
+    run.say(f"estimating log Z with {sizes.log_z_samples} samples per pair "
              f"from {', '.join(proposals)}")
-    result["log_z"] = estimate_log_z(proposals, scorer, test, run.config.log_z_samples,
-                                     max_samples=run.config.log_z_max_samples,
+    result["log_z"] = estimate_log_z(proposals, scorer, test, sizes.log_z_samples,
+                                     max_samples=sizes.log_z_max_samples,
                                      seed=run.config.seed, device=run.device,
                                      structure=structure)
     ngram_log_z = exact_log_z(ngram, test, device=run.device)
@@ -41,7 +42,7 @@ def evaluate_run(run) -> dict:
     add_exclusive_kl(result)
     if is_exact(scorer):
         run.say("exact log Z and KL: the scorer is a WFST")
-        add_exact(result, scorer, samplers, test, k=run.config.eval_k,
+        add_exact(result, scorer, samplers, test, k=sizes.k,
                   seed=run.config.seed, device=run.device,
                   log_z=ngram_log_z if scorer is ngram else None)
     return result

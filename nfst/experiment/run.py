@@ -35,7 +35,6 @@ from typing import Optional
 
 import torch
 
-from ..errors import NfstError
 from ..fst.dataset import compile_dataset
 from ..fst.lattice import Lattice
 from ..models.ngram import NgramScorer
@@ -46,7 +45,7 @@ from ..tasks import DataError, Task, get_task
 from ..train.ngram import fit_ngram
 from ..train.sampler import train_sampler
 from ..train.scorer import train_scorer
-from .config import RunConfig, apply_overrides, check_names, json_default
+from .config import RunConfig, apply_overrides, check_run, json_default
 from .evaluation import evaluate_run
 from .presets import preset
 from .results import build_results
@@ -67,7 +66,7 @@ class Run:
         self.device, self.processes, self.jobs = torch.device(device), processes, jobs
         self.task: Task = get_task(config.task, **config.task_settings)
         self.preset = apply_overrides(preset(config.preset), config.overrides)
-        check_names(self.preset, config.samplers)
+        check_run(config, self.preset)
         # Under torchrun every process runs every stage, sharing its work; rank 0 writes.
         self.run_dir = RunDir(self.dir, self.settings())
         self.rank = self.run_dir.rank
@@ -115,9 +114,7 @@ class Run:
             pairs = pairs[:size] if size is not None else pairs
             data = compile_dataset(self.T, pairs, cache_dir=self.cache_dir,
                                    processes=self.processes, progress=not self.quiet)
-            if not data.lattices:
-                raise NfstError(f"{self.task.name}/{split}: no pair compiled "
-                                f"({len(data.skipped)} skipped)", "check the data and the MFST")
+            data.require_lattices(f"{self.task.name}/{split}")
             self._lattices[split] = data.lattices
             self._skipped[split] = len(data.skipped)
         return self._lattices[split]
@@ -239,10 +236,10 @@ class Run:
         evaluation = self.evaluation()
         best = min(evaluation["samplers"], key=lambda s: evaluation["samplers"][s]["partial_kl"])
         self.say(f"particle smoothing with the {best} sampler")
-        started = time.time()
+        started, sizes = time.time(), self.preset.evaluate
         result = evaluate_smc(
-            self.sampler(best), self.scorer(), self.lattices("test")[:self.config.smc_pairs],
-            particles=self.config.smc_particles, seed=self.config.seed, device=self.device,
+            self.sampler(best), self.scorer(), self.lattices("test")[:sizes.smc_pairs],
+            particles=sizes.smc_particles, seed=self.config.seed, device=self.device,
             train_lattices=self.lattices("train")[:256], quiet=self.quiet)
         return self.run_dir.finish("smc", result | {"sampler": best,
                                                     "seconds": time.time() - started})

@@ -264,6 +264,22 @@ def test_maximum_likelihood_on_exact_posterior_samples_lowers_the_inclusive_kl()
                       lats, lats, config, quiet=True)
 
 
+def test_train_sampler_stops_on_min_delta(monkeypatch):
+    """Through train_sampler: a validation curve that creeps down by 0.02 a check trains to the
+    step cap without a threshold; with min_delta 0.1 no check counts as an improvement, so
+    patience (3) stops training after the third check and the step-0 parameters are kept."""
+    import nfst.train.sampler
+    lats, scorer, _ = setup()
+    monkeypatch.setattr(nfst.train.sampler, "validate", lambda *args: next(curve))
+    for min_delta, steps, stopped_by in ((0.0, 12, "steps"), (0.1, 6, "patience")):
+        curve = iter(10.0 - 0.02 * i for i in range(100))  # validation after validation
+        sampler = new_sampler("swa", lats).float()
+        config = small_config(steps=12, eval_every=2, patience=3, min_delta=min_delta)
+        result = train_sampler(sampler, scorer, lats, lats, config, quiet=True)
+        assert (result.steps, result.stopped_by) == (steps, stopped_by)
+        assert result.best_step == (12 if min_delta == 0 else 0)
+
+
 def test_improvements_smaller_than_min_delta_do_not_count():
     """A validation curve that creeps down by 0.02 a check: every check improves on the last,
     so without a threshold training never stops; with min_delta 0.1 three checks (0.06) do not
