@@ -50,6 +50,9 @@ class EvaluationConfig:
     """The numbers of particles M at which every SMC method runs (a TOML array)."""
     smc_pairs: int = 16
     """Test pairs (the first ones) for particle smoothing."""
+    smc_lookahead_steps: int = 100
+    """Regression steps of the learned lookahead C of particle smoothing
+    (``nfst.smc.fitting``), on the sampler's particles on up to 256 training pairs."""
 
 
 @dataclass
@@ -96,7 +99,7 @@ PRESETS: dict[str, Preset] = {
                                    batch_size=8, k=8, eval_every=10, eval_k=4, patience=3),
         train_pairs=64, dev_pairs=8, test_pairs=16,
         evaluate=EvaluationConfig(k=8, log_z_samples=32, log_z_max_samples=64,
-                                  smc_particles=(4, 8), smc_pairs=4)),
+                                  smc_particles=(4, 8), smc_pairs=4, smc_lookahead_steps=20)),
 }
 
 

@@ -232,7 +232,7 @@ class Run:
         done = self.done("smc")
         if done is not None:
             return done
-        from ..evaluate.smc import evaluate_smc
+        from ..evaluate.smc import SMCEvalConfig, evaluate_smc
         evaluation = self.evaluation()
         best = min(evaluation["samplers"], key=lambda s: evaluation["samplers"][s]["partial_kl"])
         self.say(f"particle smoothing with the {best} sampler")
@@ -240,7 +240,8 @@ class Run:
         result = evaluate_smc(
             self.sampler(best), self.scorer(), self.lattices("test")[:sizes.smc_pairs],
             particles=sizes.smc_particles, seed=self.config.seed, device=self.device,
-            train_lattices=self.lattices("train")[:256], quiet=self.quiet)
+            train_lattices=self.lattices("train")[:256], quiet=self.quiet,
+            config=SMCEvalConfig(lookahead_steps=sizes.smc_lookahead_steps))
         return self.run_dir.finish("smc", result | {"sampler": best,
                                                     "seconds": time.time() - started})
 

@@ -9,7 +9,7 @@ TINY = ["scorer.hidden=16", "scorer.bootstrap.d=16", "sampler.sampler.d=16", "sc
         "sampler.steps=12", "sampler.eval_every=4", "sampler.eval_k=4",
         "sampler.checkpoint_every=1", "train_pairs=16", "dev_pairs=4", "test_pairs=4",
         "evaluate.k=4", "evaluate.smc_particles=[4, 8]", "evaluate.smc_pairs=2",
-        "evaluate.log_z_samples=8"]
+        "evaluate.log_z_samples=8", "evaluate.smc_lookahead_steps=5"]
 TASK = {"train_size": 16, "eval_size": 4}
 
 
