@@ -2,7 +2,8 @@
 (``nfst.experiment.commands``; ``nfst bench``: ``nfst.bench``).
 
 Settings come, in increasing priority, from the defaults, a TOML file (``--config FILE``, with a
-table per subcommand, e.g. ``[stats]``, and shared keys at the top level) and the command line.
+table per subcommand, e.g. ``[stats]``, and shared keys at the top level; each key a flag's name,
+read as the flag would be) and the command line.
 Errors on bad input print one line and a hint; ``--debug`` shows the traceback. Old spellings
 (:data:`RENAMED`) still work for one release, with a warning on stderr.
 """
@@ -129,7 +130,7 @@ def _run(p, samplers: bool = True, new: bool = False) -> None:
     _add(p, "--preset", default="small", choices=list(PRESETS), action=_Setting,
          help="training sizes and hyperparameters (paper: 003 Table 3's, with the "
               "trigram-taught scorer of every preset; large: samplers trained until they stop "
-              "improving)")
+              "improving; tiny: the whole pipeline in under a minute, a smoke test)")
     _add(p, "--seed", type=SEED, default=0, action=_Setting,
          help="seeds data subsets, models and sampling")
     _add(p, "--run-dir", metavar="DIR", help="run directory (default: runs/TASK-PRESET-SEED)")
