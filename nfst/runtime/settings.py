@@ -15,7 +15,7 @@ What a field accepts is declared once, on the field, by its type and its metadat
   ``"[0, inf)"`` (a seed, a length that may be 0).
 
 A float setting without a range takes any float, infinities and NaN included: every float
-setting of nfst's configs has one.
+setting of a run has one (tests/runtime/test_settings.py checks it).
 """
 
 from __future__ import annotations
@@ -51,10 +51,11 @@ class Interval:
 
     @classmethod
     def parse(cls, text: str) -> "Interval":
-        low, comma, high = text.strip()[1:-1].partition(",")
-        if not comma or text.strip()[0] not in "[(" or text.strip()[-1] not in "])":
+        text = text.strip()
+        low, comma, high = text[1:-1].partition(",")
+        if not comma or text[0] not in "[(" or text[-1] not in "])":
             raise ValueError(f"not an interval: {text!r} (e.g. '[0, 1)')")
-        return cls(float(low), float(high), text.strip()[0] == "[", text.strip()[-1] == "]")
+        return cls(float(low), float(high), text[0] == "[", text[-1] == "]")
 
     def __contains__(self, value: float) -> bool:
         above = value >= self.low if self.low_in else value > self.low
@@ -91,17 +92,17 @@ def setting_value(cls: type, name: str, value: Any) -> Any:
     outside its range."""
     field = {f.name: f for f in dataclasses.fields(cls)}[name]
     expected = typing.get_type_hints(cls)[name]
-    return _value(expected, interval(field, expected if expected in (int, float) else
-                                     _number_type(expected)), value)
+    return _value(expected, interval(field, _number_type(expected)), value)
 
 
 def _number_type(expected) -> type | None:
-    """The number type inside Optional[...] or tuple[..., ...], for the field's range."""
-    inner = [t for t in typing.get_args(expected) if t in (int, float)]
-    return inner[0] if inner else None
+    """int or float: the field's type, or the one in its Optional[...] or tuple[..., ...]."""
+    return next((t for t in (expected, *typing.get_args(expected)) if t in (int, float)), None)
 
 
 def _value(expected, within: Interval | None, value: Any) -> Any:
+    """``value`` as a field annotated ``expected`` holds it, with numbers ``within`` (None: any),
+    or ValueError (:func:`setting_value`)."""
     origin, args = typing.get_origin(expected), typing.get_args(expected)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:

@@ -111,6 +111,9 @@ CASES = {
                                            "sampler.objective=posterior", "--run-dir", "{t}/r"],
                                           2, "the objective 'posterior' needs a scorer with an "
                                           "exact posterior", "--option scorer.kind=ngram"),
+    "nasmc in a run": (["run", "cipher", "--option", "sampler.objective=nasmc", "--run-dir",
+                        "{t}/r"], 2, "the objective 'nasmc' needs a lookahead, which a run does "
+                       "not fit", "train_sampler(..., lookahead=...)"),
     "a bad --option in the config": (["run", "cipher", "--config", "{t}/option.toml"], 2,
                                      "--option 'sampler.sampler.dropout=1.5': expected a float "
                                      "in [0, 1), got 1.5", "`nfst options`"),
