@@ -47,7 +47,8 @@ class EvaluationConfig:
     ``log_z_samples`` (``nfst.evaluate.log_z``), so Ẑ stays unbiased; at most ``log_z_samples``:
     one draw, which gives the estimate."""
     smc_particles: tuple[int, ...] = (8, 16, 32, 64, 128)
-    """The numbers of particles M at which every SMC method runs (a TOML array)."""
+    """The numbers of particles M at which every SMC method runs (a TOML array:
+    ``--option "evaluate.smc_particles=[4, 8]"``)."""
     smc_pairs: int = 16
     """Test pairs (the first ones) for particle smoothing."""
     smc_lookahead_steps: int = 100
