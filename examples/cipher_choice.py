@@ -68,7 +68,7 @@ def picks(run_dir: str, samplers: str = "") -> None:
         for state, sampler in (("untrained", run.untrained_sampler(name)),
                                ("trained", run.sampler(name))):
             right, wrong = [], []
-            samples = draw(sampler, scorer, test, run.config.eval_k, seed=run.config.seed,
+            samples = draw(sampler, scorer, test, run.preset.evaluate.k, seed=run.config.seed,
                            device=run.device)
             for lat, pair, cipher in zip(test, samples, truth):
                 for arcs, log_q, log_p in zip(pair.arcs.tolist(), pair.log_q.tolist(),

@@ -31,7 +31,8 @@ def main(base: str, out: str, samplers: str, *overrides: str) -> dict:
         shutil.copy(Path(base) / "stages" / f"{stage}.json", out_dir / "stages")
     config = RunConfig(task=base_run.config.task, preset=base_run.config.preset,
                        seed=base_run.config.seed, samplers=tuple(samplers.split(",")),
-                       overrides=base_run.config.overrides + overrides, log_z_samples=64)
+                       overrides=base_run.config.overrides + overrides
+                       + ("evaluate.log_z_samples=64",))
     started = time.time()
     run = Run(config, out_dir, **where, quiet=True)
     run.evaluation()

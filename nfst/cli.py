@@ -2,7 +2,8 @@
 (``nfst.experiment.commands``; ``nfst bench``: ``nfst.bench``).
 
 Settings come, in increasing priority, from the defaults, a TOML file (``--config FILE``, with a
-table per subcommand, e.g. ``[stats]``, and shared keys at the top level) and the command line.
+table per subcommand, e.g. ``[stats]``, and shared keys at the top level; each key a flag's name,
+read as the flag would be) and the command line.
 Errors on bad input print one line and a hint; ``--debug`` shows the traceback. Old spellings
 (:data:`RENAMED`) still work for one release, with a warning on stderr.
 """
@@ -112,42 +113,70 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     return parser, parsers
 
 
-def _apply_config(args, parsers) -> list[str]:
-    """Make the settings of ``args.config`` (shared keys, then the command's table) the
-    defaults of the command's parser; returns the old spellings among them."""
+def _config_arguments(args, parser: argparse.ArgumentParser) -> list[str]:
+    """The settings of ``args.config`` (shared keys, then the command's table) as arguments of
+    the command's ``parser``, to parse before the command line's own: argparse checks each as it
+    checks the line (its type, its choices; ``limit = 1.5`` as ``--limit 1.5``), and a flag on
+    the line overrides it. A key is a flag's name or its attribute (``run-dir`` or ``run_dir``,
+    ``option`` or ``overrides``); a repeatable flag takes a list."""
     try:
         with open(args.config, "rb") as f:
             data = tomllib.load(f)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise NfstError(f"cannot read config {args.config}: {exc}",
                         "check the path and TOML syntax")
-    shared = {k: v for k, v in data.items() if not isinstance(v, dict)}
-    defaults = {k.replace("-", "_"): v for k, v in (shared | data.get(args.command, {})).items()}
-    known = set(vars(args)) - {"command", "task_option", "renamed", "given"}
-    renamed = []
-    if "out" in defaults and "out" not in known and "run_dir" in known:
-        defaults["run_dir"] = defaults.pop("out")
-        renamed.append("--out")
-    unknown = sorted(set(defaults) - known)
+    settings = {k: v for k, v in data.items() if not isinstance(v, dict)} | \
+        data.get(args.command, {})
+    actions = {}
+    for action in parser._actions:  # argparse lists a parser's arguments nowhere public
+        if action.dest not in ("help", "config"):
+            for name in (action.dest, *action.option_strings):  # the first one wins
+                actions.setdefault(name.lstrip("-").replace("-", "_"), action)
+    unknown = sorted(key for key in settings if key.replace("-", "_") not in actions)
     if unknown:
         raise NfstError(f"{args.config}: unknown settings for `nfst {args.command}`: "
                         f"{', '.join(unknown)}", f"see `nfst {args.command} --help`")
-    # Numbers as text, so that argparse checks them with the flag's type, as on the line.
-    parsers[args.command].set_defaults(**{k: str(v) if type(v) in (int, float) else v
-                                          for k, v in defaults.items()}, given=set(defaults))
-    return renamed
+    arguments = []
+    for key, value in settings.items():
+        action = actions[key.replace("-", "_")]
+        texts = _config_texts(action, value, f"{args.config}: {key} = {value!r}: expected",
+                              f"see `nfst {args.command} --help`")
+        if not action.option_strings:  # the task
+            parser.set_defaults(**{action.dest: texts[0]})
+        elif action.nargs == 0:  # a switch
+            arguments += [action.option_strings[0]] if value else []
+        else:
+            flag = max(action.option_strings, key=len)
+            arguments += [f"{flag}={text}" for text in texts]
+    return arguments
+
+
+def _config_texts(action: argparse.Action, value, error: str, hint: str) -> list[str]:
+    """A ``--config`` value for ``action`` as the texts it would have on the command line: a
+    switch takes true or false, a repeatable flag (a list by default) a list or one value, any
+    other flag one string or number."""
+    repeated = isinstance(action.default, list)
+    values = value if repeated and isinstance(value, list) else [value]
+    if action.nargs == 0:
+        if type(value) is not bool:
+            raise NfstError(f"{error} true or false", hint)
+    elif any(type(v) not in (str, int, float) for v in values):
+        raise NfstError(f"{error} a string or a number"
+                        + (", or a list of them" if repeated else ""), hint)
+    return [str(v) for v in values]
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     """The parsed command line, with the settings of ``--config`` and old spellings applied;
     warns (stderr) of each old spelling used."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser, parsers = build_parser()
     args = parser.parse_args(argv)
-    renamed = []
     if args.config:
-        renamed = _apply_config(args, parsers)
-        args = parser.parse_args(argv)
-    renamed += getattr(args, "renamed", [])
+        at = argv.index(args.command) + 1
+        args = parser.parse_args(argv[:at] + _config_arguments(args, parsers[args.command])
+                                 + argv[at:])
+    renamed = getattr(args, "renamed", [])
     if getattr(args, "task_option", None):
         if args.task:
             raise NfstError(f"{args.command}: the task is given twice ({args.task} and "

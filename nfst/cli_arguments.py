@@ -124,7 +124,7 @@ def run(p, samplers: bool = True, new: bool = False) -> None:
     add(p, "--preset", default="small", choices=list(PRESETS), action=Setting,
         help="training sizes and hyperparameters (paper: 003 Table 3's, with the "
              "trigram-taught scorer of every preset; large: samplers trained until they stop "
-             "improving)")
+             "improving; tiny: the whole pipeline in under a minute, a smoke test)")
     add(p, "--seed", type=SEED, default=0, action=Setting,
         help="seeds data subsets, models and sampling")
     add(p, "--run-dir", metavar="DIR", help="run directory (default: runs/TASK-PRESET-SEED); a "

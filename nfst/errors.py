@@ -16,9 +16,15 @@ class NfstError(Exception):
 
 
 class UnknownSymbolError(NfstError):
-    """A string uses a symbol that is not in the MFST's input or output alphabet."""
+    """A string uses a symbol that is not in the MFST's input or output alphabet: ``symbols``
+    of the ``tape`` ("input" or "output")."""
 
     hint = "add arcs for the symbol to the MFST, or clean the data"
+
+    def __init__(self, message: str, hint: str = "", *, tape: str = "",
+                 symbols: tuple[str, ...] = ()):
+        super().__init__(message, hint)
+        self.tape, self.symbols = tape, symbols
 
 
 class NoPathError(NfstError):

@@ -40,9 +40,10 @@ log = logging.getLogger(__name__)
 class TaskSettings:
     """Settings every task has; a task subclasses this to add its own (and change defaults).
 
-    A setting given to a task (``--set KEY=VALUE``) must have its field's type; an int setting
-    is a count or size, at least 1 unless its field's metadata says otherwise, e.g.
-    ``field(default=0, metadata={"least": 0})`` (``nfst.runtime.settings``)."""
+    A setting given to a task (``--set KEY=VALUE``) must have its field's type and lie in its
+    range: an int setting is a count or size, at least 1 unless its field's metadata says
+    otherwise, e.g. ``field(default=0, metadata={"least": 0})``, and a number field may declare
+    an interval, e.g. ``metadata={"range": "[0, 1]"}`` (``nfst.runtime.settings``)."""
 
     train_size: Optional[int] = 2_000
     """Keep at most this many training pairs (a seeded random subset); None keeps all."""

@@ -54,15 +54,15 @@ class CipherSettings(TaskSettings):
     alphabet_size: int = 26
     """The first ``alphabet_size`` lowercase letters are both the plain and cipher alphabet."""
     num_ciphers: int = 5
-    p_delete: float = 0.2
+    p_delete: float = field(default=0.2, metadata={"range": "[0, 1]"})
     """Probability that an enciphered letter is deleted rather than copied."""
-    p_insert: float = 0.2
+    p_insert: float = field(default=0.2, metadata={"range": "[0, 1]"})
     """Probability that a gap (one of |x| + 1) receives an inserted letter."""
     min_len: int = field(default=2, metadata={"least": 0})
-    mean_len: float = 6.2
+    mean_len: float = field(default=6.2, metadata={"range": "[0, inf)"})
     """|x| = min_len + Poisson(mean_len - min_len) in train and dev ..."""
     test_min_len: int = field(default=8, metadata={"least": 0})
-    test_mean_len: float = 12.0
+    test_mean_len: float = field(default=12.0, metadata={"range": "[0, inf)"})
     """... and test_min_len + Poisson(test_mean_len - test_min_len) in test."""
 
 

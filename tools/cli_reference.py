@@ -22,8 +22,10 @@ INTRO = """\
 
 `nfst COMMAND --help` prints the same for one command. Settings come, in increasing priority,
 from the defaults, a TOML file given with `--config` (a table per command, e.g. `[run]`, and
-shared keys at the top level) and the command line. Bad input stops with one line saying what
-is wrong and a hint, and exit status 2.
+shared keys at the top level; each key a flag's name, a list for a flag given more than once:
+`run-dir = "runs/c"`, `option = ["sampler.steps=100"]`) and the command line. Every setting is
+checked, wherever it comes from, before any work starts: bad input stops with one line saying
+what is wrong and a hint, and exit status 2.
 
 ```console
 $ nfst --version

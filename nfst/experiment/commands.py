@@ -52,9 +52,10 @@ def compile_split(o) -> None:
     task = _task(o)
     pairs = task.subset(task.pairs(o.split, o.data_dir), o.limit, f"cli:{o.split}")
     data = compile_dataset(task.mfst(o.data_dir), pairs, cache_dir=o.cache_dir,
-                           processes=o.processes, progress=not o.quiet)
+                           processes=o.processes, progress=not o.quiet
+                           ).require_lattices(f"{o.task}/{o.split}")
     n = len(data.lattices)
-    states = sum(lat.num_states for lat in data.lattices) / max(n, 1)
+    states = sum(lat.num_states for lat in data.lattices) / n
     print(f"{o.task}/{o.split}: {n} lattices compiled ({data.cache_hits} from the cache "
           f"{o.cache_dir}), {len(data.skipped)} pairs skipped, {states:.1f} states on average")
 

@@ -6,6 +6,7 @@ described where they are defined, by the docstring under each field of the confi
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 import functools
 import inspect
@@ -18,9 +19,8 @@ from typing import Any, Iterator, Sequence
 
 from ..errors import RunConfigError
 from ..models.samplers import SAMPLERS
-from ..runtime.settings import nearest, setting_value
-from ..train.scorer import KINDS, PROPOSALS
-from .presets import Preset, preset
+from ..runtime.settings import check_settings, nearest, setting_value
+from .presets import EvaluationConfig, Preset, preset
 
 DEFAULT_SAMPLERS = ("nolookahead", "swa", "sws", "swp", "swp-prefix")
 
@@ -66,7 +66,8 @@ def apply_overrides(p: Preset, overrides: Sequence[str]) -> Preset:
             setattr(obj, name, setting_value(type(obj), name, value))
         except ValueError as exc:
             raise RunConfigError(f"--option {item!r}: {exc}", "e.g. sampler.lr=0.001, "
-                                 "sampler.steps=100, sampler.sampler.dropout=0.1") from None
+                                 "sampler.steps=100, sampler.sampler.dropout=0.1; `nfst "
+                                 "options` lists every setting with its meaning") from None
     return p
 
 
@@ -114,9 +115,12 @@ def describe_options(preset_name: str = "small") -> list[tuple[str, Any, str]]:
 
 @dataclass
 class RunConfig:
+    """What a run is: its task (with its settings), its preset (with the ``--option`` settings
+    that change it), its seed and the samplers it compares."""
+
     task: str = "cipher"
     preset: str = "small"
-    seed: int = 0
+    seed: int = field(default=0, metadata={"least": 0})
     samplers: tuple[str, ...] = DEFAULT_SAMPLERS
     seeds: int = 1
     """Training runs per sampler, from training seeds seed, seed + 1, ..., seed + seeds − 1,
@@ -124,18 +128,6 @@ class RunConfig:
     task_settings: dict = field(default_factory=dict)
     overrides: tuple[str, ...] = ()
     """Preset settings as dotted ``KEY=VALUE``, e.g. ``sampler.steps=100``."""
-    eval_k: int = 16
-    smc_particles: tuple[int, ...] = (8, 16, 32, 64, 128)
-    smc_pairs: int = 16
-    log_z_samples: int = 256
-    """Samples per test pair for the IS estimate of log Z, from an even mixture of the n-gram's
-    posterior and every sampler."""
-    log_z_max_samples: int = 2048
-    """Samples per test pair where a first draw of ``log_z_samples`` has Pareto k̂ above its
-    threshold (0.585 at 256: ``nfst.evaluate.pareto.pareto_threshold``).
-    The first draw only chooses: each pair's estimate comes from a fresh draw of this many or of
-    ``log_z_samples`` (``nfst.evaluate.log_z``), so Ẑ stays unbiased; at most ``log_z_samples``:
-    one draw, which gives the estimate."""
 
     def default_dir(self) -> Path:
         return Path("runs") / f"{self.task}-{self.preset}-{self.seed}"
@@ -147,10 +139,35 @@ class RunConfig:
         if not path.exists():
             raise RunConfigError(f"{run_dir}: no config.json, so no run to open",
                                  "start one with `nfst run TASK --run-dir DIR`")
-        saved = json.loads(path.read_text())["run"]
+        saved = upgraded(json.loads(path.read_text()))["run"]
         fields = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: tuple(v) if isinstance(v, list) else v
                       for k, v in saved.items() if k in fields})
+
+
+MOVED = {"eval_k": "k", "log_z_samples": "log_z_samples",
+         "log_z_max_samples": "log_z_max_samples", "smc_particles": "smc_particles",
+         "smc_pairs": "smc_pairs"}
+"""Settings that ``RunConfig`` once held, now ``Preset.evaluate``'s (so that ``--option`` and
+``--config`` reach them, and a preset can shrink them), and their names there."""
+
+
+def upgraded(settings: dict) -> dict:
+    """The settings of a run's ``config.json`` as this nfst records them: a setting of
+    :data:`MOVED` goes from ``run`` into ``preset.evaluate``, and, where it is not the default,
+    into the run's overrides as ``--option evaluate.NAME=VALUE`` would put it. So a run
+    recorded before the move opens, and continues, with the same values."""
+    settings = copy.deepcopy(settings)
+    run = settings.get("run", {})
+    default = json.loads(json.dumps(dataclasses.asdict(EvaluationConfig())))
+    for old, new in MOVED.items():
+        if old in run:
+            value = run.pop(old)
+            settings.setdefault("preset", {}).setdefault("evaluate", {})[new] = value
+            if value != default[new]:
+                run["overrides"] = [*run.get("overrides", []),
+                                    f"evaluate.{new}={json.dumps(value)}"]
+    return settings
 
 
 def check_samplers(names: Sequence[str]) -> tuple[str, ...]:
@@ -163,16 +180,29 @@ def check_samplers(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def check_names(p: Preset, samplers: Sequence[str]) -> None:
-    """An error for an unknown sampler (to compare, to bootstrap the scorer or to teach),
-    scorer proposal or scorer kind: before any work starts."""
-    check_samplers({*samplers, p.scorer.bootstrap_sampler, p.sampler.teacher} - {""})
-    if p.scorer.proposal not in PROPOSALS:
-        raise RunConfigError(f"unknown scorer proposal {p.scorer.proposal!r}",
-                             f"--option scorer.proposal= one of {', '.join(PROPOSALS)}")
-    if p.scorer.kind not in KINDS:
-        raise RunConfigError(f"unknown scorer kind {p.scorer.kind!r}",
-                             f"--option scorer.kind= one of {', '.join(KINDS)}")
+def check_run(config: RunConfig, p: Preset) -> None:
+    """An error, before any work starts, for a setting of the run or of its preset ``p`` (after
+    its overrides) that its field does not accept (``nfst.runtime.settings``: a type, a choice,
+    a range), an unknown sampler (to compare, to bootstrap the scorer or to teach), or sampler
+    settings that training would refuse only once the scorer is trained."""
+    for what, settings in (("the run's", config), ("the preset's", p)):
+        try:
+            check_settings(settings)
+        except ValueError as exc:
+            raise RunConfigError(f"{what} setting {exc}", "`nfst options` lists every setting "
+                                 "with its value and meaning") from None
+    check_samplers({*config.samplers, p.scorer.bootstrap_sampler, p.sampler.teacher} - {""})
+    objective = p.sampler.objective
+    if p.sampler.teacher and objective != "is":
+        raise RunConfigError(f"a teacher trains with the objective 'is' only, not "
+                             f"{objective!r}", "unset sampler.teacher or use objective=is")
+    if objective == "posterior" and p.scorer.kind != "ngram":
+        raise RunConfigError("the objective 'posterior' needs a scorer with an exact posterior",
+                             "--option scorer.kind=ngram, or another sampler.objective")
+    if objective == "nasmc":
+        raise RunConfigError("the objective 'nasmc' needs a lookahead, which a run does not "
+                             "fit", "train with it from Python (train_sampler(..., lookahead="
+                             "...)), or use sampler.objective=is or mixture")
 
 
 def json_default(obj):

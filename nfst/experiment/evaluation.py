@@ -28,7 +28,8 @@ def evaluate_run(run) -> dict:
     seeds = range(run.config.seeds)
     trained = [{name: run.sampler(name, s) for name in run.config.samplers} for s in seeds]
     structure = run.task.structure("test")
-    common = dict(k=run.config.eval_k, device=run.device, quiet=run.quiet,
+    sizes = run.preset.evaluate
+    common = dict(k=sizes.k, device=run.device, quiet=run.quiet,
                   render=lambda lattice, arcs: run.task.abbreviate(
                       lattice.marks_of([a for a in arcs if a >= 0])))
 
@@ -65,10 +66,10 @@ def evaluate_run(run) -> dict:
     order = run.preset.scorer.ngram.order
     proposals = {f"the {order}-gram's posterior": ngram.posterior(),
                  **{f"the {name} sampler": sampler for name, sampler in trained[0].items()}}
-    run.say(f"estimating log Z with {run.config.log_z_samples} samples per pair "
+    run.say(f"estimating log Z with {sizes.log_z_samples} samples per pair "
             f"from {', '.join(proposals)}")
-    result["log_z"] = estimate_log_z(proposals, scorer, test, run.config.log_z_samples,
-                                     max_samples=run.config.log_z_max_samples,
+    result["log_z"] = estimate_log_z(proposals, scorer, test, sizes.log_z_samples,
+                                     max_samples=sizes.log_z_max_samples,
                                      seed=stream_seed(run.config.seed, "log_z"),
                                      device=run.device, structure=structure)
     ngram_log_z = exact_log_z(ngram, test, device=run.device)
@@ -77,6 +78,6 @@ def evaluate_run(run) -> dict:
     add_exclusive_kl(result)
     if is_exact(scorer):
         run.say("exact log Z and KL: the scorer is a WFST")
-        add_exact(result, scorer, trained[0], test, k=run.config.eval_k, seed=result["seed"],
+        add_exact(result, scorer, trained[0], test, k=sizes.k, seed=result["seed"],
                   device=run.device, log_z=ngram_log_z if scorer is ngram else None)
     return result

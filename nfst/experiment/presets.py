@@ -12,18 +12,48 @@ about −70 nats per pair. ``large`` trains the samplers to convergence: 2,000 t
 (4× small; the tasks' default training subset), d 128, and training until the partial KL on
 100 validation pairs has not improved by more than 0.1 nats for 5 validations 100 steps apart
 (the 3,000-step cap is a safety net; ``stopped_by`` in results.json says which ended it); its scorer is
-small's recipe on the larger training set.
+small's recipe on the larger training set. ``tiny`` is for smoke tests and examples: the whole
+cipher pipeline in under a minute on 2 cores, with models too small and too briefly trained for
+its figures to mean anything.
+
+Every preset evaluates the same way (:class:`EvaluationConfig`'s defaults) except ``tiny``.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from ..models.samplers import SamplerConfig
+from ..train.ngram import NgramConfig
 from ..train.sampler import SamplerTrainConfig
 from ..train.scorer import ScorerConfig
+
+
+@dataclass
+class EvaluationConfig:
+    """How a run evaluates its samplers on the test pairs (``nfst.experiment.evaluation``) and
+    runs particle smoothing (``nfst.evaluate.smc``)."""
+
+    k: int = 16
+    """Samples per test pair for each sampler's partial KL, ESS and expected length."""
+    log_z_samples: int = 256
+    """Samples per test pair for the IS estimate of log Z, from an even mixture of the n-gram's
+    posterior and every sampler."""
+    log_z_max_samples: int = 2048
+    """Samples per test pair where a first draw of ``log_z_samples`` has Pareto k̂ above 0.7.
+    The first draw only chooses: each pair's estimate comes from a fresh draw of this many or of
+    ``log_z_samples`` (``nfst.evaluate.log_z``), so Ẑ stays unbiased; at most ``log_z_samples``:
+    one draw, which gives the estimate."""
+    smc_particles: tuple[int, ...] = (8, 16, 32, 64, 128)
+    """The numbers of particles M at which every SMC method runs (a TOML array:
+    ``--option "evaluate.smc_particles=[4, 8]"``)."""
+    smc_pairs: int = 16
+    """Test pairs (the first ones) for particle smoothing."""
+    smc_lookahead_steps: int = 100
+    """Regression steps of the learned lookahead C of particle smoothing
+    (``nfst.smc.fitting``), on the sampler's particles on up to 256 training pairs."""
 
 
 @dataclass
@@ -38,6 +68,8 @@ class Preset:
     """Validation pairs to use (a prefix of the dev split); None: all."""
     test_pairs: Optional[int]
     """Test pairs to evaluate on (a prefix of the test split); None: all."""
+    evaluate: EvaluationConfig = field(default_factory=EvaluationConfig)
+    """How the samplers are evaluated and SMC run on the test pairs."""
 
 
 PRESETS: dict[str, Preset] = {
@@ -60,6 +92,15 @@ PRESETS: dict[str, Preset] = {
                                    steps=3000, eval_every=100, eval_k=8, patience=5,
                                    min_delta=0.1),
         train_pairs=2000, dev_pairs=100, test_pairs=100),
+    "tiny": Preset(
+        scorer=ScorerConfig(hidden=16, dropout=0.1, steps=20, batch_size=8, K=8, lr=1e-2,
+                            label_smoothing=0.0, ngram=NgramConfig(order=3, steps=20),
+                            bootstrap=SamplerConfig(d=16, dropout=0.1), bootstrap_lr=3e-3),
+        sampler=SamplerTrainConfig(sampler=SamplerConfig(d=16, dropout=0.1), lr=3e-3, steps=20,
+                                   batch_size=8, k=8, eval_every=10, eval_k=4, patience=3),
+        train_pairs=64, dev_pairs=8, test_pairs=16,
+        evaluate=EvaluationConfig(k=8, log_z_samples=32, log_z_max_samples=64,
+                                  smc_particles=(4, 8), smc_pairs=4, smc_lookahead_steps=20)),
 }
 
 

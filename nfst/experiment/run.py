@@ -46,7 +46,7 @@ from ..tasks import DataError, Task, get_task, resolve_data_dir
 from ..train.ngram import fit_ngram
 from ..train.sampler import train_sampler
 from ..train.scorer import train_scorer
-from .config import RunConfig, apply_overrides, check_names, json_default
+from .config import RunConfig, apply_overrides, check_run, json_default
 from .evaluation import evaluate_run
 from .presets import preset
 from .results import build_results
@@ -71,7 +71,7 @@ class Run:
         self.device, self.processes, self.jobs = torch.device(device), processes, jobs
         self.task: Task = get_task(config.task, **config.task_settings)
         self.preset = apply_overrides(preset(config.preset), config.overrides)
-        check_names(self.preset, config.samplers)
+        check_run(config, self.preset)
         # Under torchrun every process runs every stage, sharing its work; rank 0 writes.
         self.run_dir = RunDir(self.dir, self.settings(), self.where())
         self.rank = self.run_dir.rank
@@ -148,9 +148,7 @@ class Run:
         if split not in self._lattices:
             data = compile_dataset(self.T, self.pairs(split), cache_dir=self.cache_dir,
                                    processes=self.processes, progress=not self.quiet)
-            if not data.lattices:
-                raise NfstError(f"{self.task.name}/{split}: no pair compiled "
-                                f"({len(data.skipped)} skipped)", "check the data and the MFST")
+            data.require_lattices(f"{self.task.name}/{split}")
             self._lattices[split] = data.lattices
             self._skipped[split] = len(data.skipped)
         return self._lattices[split]
@@ -314,14 +312,15 @@ class Run:
         done = self.done("smc")  # forgotten by an evaluation of other samplers
         if done is not None:
             return done
-        from ..evaluate.smc import evaluate_smc
+        from ..evaluate.smc import SMCEvalConfig, evaluate_smc
         self.say(f"particle smoothing with the {best} sampler (the lowest validation "
                  "partial KL)")
-        started = time.time()
+        started, sizes = time.time(), self.preset.evaluate
         result = evaluate_smc(
-            self.sampler(best), self.scorer(), self.lattices("test")[:self.config.smc_pairs],
-            particles=self.config.smc_particles, seed=self.config.seed, device=self.device,
-            train_lattices=self.lattices("train")[:256], quiet=self.quiet)
+            self.sampler(best), self.scorer(), self.lattices("test")[:sizes.smc_pairs],
+            particles=sizes.smc_particles, seed=self.config.seed, device=self.device,
+            train_lattices=self.lattices("train")[:256], quiet=self.quiet,
+            config=SMCEvalConfig(lookahead_steps=sizes.smc_lookahead_steps))
         return self.run_dir.finish("smc", result | {"sampler": best,
                                                     "seconds": time.time() - started})
 

@@ -21,7 +21,7 @@ import torch
 from ..errors import RunConfigError
 from ..runtime import storage
 from ..runtime.distributed import rank_and_world
-from .config import agrees
+from .config import agrees, upgraded
 
 
 WHERE = "where.json"
@@ -53,11 +53,24 @@ class RunDir:
         self.settings, self.where = settings, where
         self._where_recorded = where is None
         self.rank, self.world = rank_and_world()
+        self._check_place()
         self._claimed = self._check()
 
     @property
     def config_file(self) -> Path:
         return self.path / "config.json"
+
+    def _check_place(self) -> None:
+        """Refuse a path where no folder can be made: a file there, or in place of a folder
+        above it (before any stage runs, rather than once the first one has finished)."""
+        for folder in (self.path, *self.path.parents):
+            if folder.exists():
+                if not folder.is_dir():
+                    where = "" if folder == self.path else f"{folder} is "
+                    raise RunConfigError(f"{self.path}: {where}a file, not a folder, so no run "
+                                         "directory can go there",
+                                         "give --run-dir a folder (it is made if missing)")
+                return
 
     def _check(self) -> bool:
         """Refuse a directory whose run has other settings; True when ``config.json`` already
@@ -67,7 +80,7 @@ class RunDir:
         `--seeds 3` adds seeds to a run of one."""
         if not self.config_file.exists():
             return False
-        old = json.loads(self.config_file.read_text())
+        old = upgraded(json.loads(self.config_file.read_text()))
         mine = json.loads(json.dumps(self.settings))  # a copy to drop the samplers from
         same_samplers = all(old.get("run", {}).get(key, 1 if key == "seeds" else None) ==
                             mine["run"][key] for key in ("samplers", "seeds"))

@@ -43,11 +43,11 @@ def task_stats(task: Task | str, split: str = "train", limit: Optional[int] = No
     pairs = task.subset(task.pairs(split, data_dir), limit, f"stats:{split}")
     T = task.mfst(data_dir)
     data = compile_dataset(T, pairs, cache_dir=cache_dir, processes=processes,
-                           progress=progress)
+                           progress=progress).require_lattices(f"{task.name}/{split}")
     n = len(data.lattices)
 
     def mean(values) -> float:
-        return sum(values) / n if n else float("nan")
+        return sum(values) / n
 
     paper = task.paper.get(split)
     return {

@@ -66,7 +66,7 @@ def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
         unknown = sorted(set(string) - alphabet)
         if unknown:
             raise UnknownSymbolError(f"{where}: {tape} symbols {unknown} are not in the MFST's "
-                                     f"{tape} alphabet")
+                                     f"{tape} alphabet", tape=tape, symbols=tuple(unknown))
 
     composed = pynini.compose(enc.fst, enc.alignment_acceptor(x, y), connect=True)
     if composed.num_states() == 0:

@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 
 from tqdm.auto import tqdm
 
-from ..errors import CorruptCacheError, NfstError
+from ..errors import CorruptCacheError, NfstError, UnknownSymbolError
 from ..runtime import storage
 from .compile import CompileOptions, compile_lattice
 from .lattice import Lattice
@@ -39,6 +39,34 @@ class CompiledDataset:
     skipped: list[tuple[Pair, NfstError]] = field(default_factory=list)
     """Pairs that could not be compiled, with the reason."""
     cache_hits: int = 0
+
+    def why_skipped(self) -> str:
+        """Why pairs were skipped, in one line: the symbols missing from each of the MFST's
+        alphabets, then each other kind of error, each with its number of pairs and (for an
+        error) the first such pair."""
+        missing: dict[str, tuple[int, set]] = {}
+        others: dict[str, list[Pair]] = {}
+        for pair, error in self.skipped:
+            if isinstance(error, UnknownSymbolError):
+                count, symbols = missing.get(error.tape, (0, set()))
+                missing[error.tape] = (count + 1, symbols | set(error.symbols))
+            else:
+                others.setdefault(type(error).__name__, []).append(pair)
+        return "; ".join(
+            [f"{n} with {tape} symbols {sorted(symbols)} not in the MFST's {tape} alphabet"
+             for tape, (n, symbols) in sorted(missing.items())]
+            + [f"{len(pairs)} {name} (e.g. {' '.join(pairs[0][0])!r} -> "
+               f"{' '.join(pairs[0][1])!r})" for name, pairs in others.items()])
+
+    def require_lattices(self, where: str) -> "CompiledDataset":
+        """This dataset, or an error when no pair compiled (``where``: e.g. "tr/dev"), saying
+        why they were skipped: figures over no lattice would be NaN."""
+        if not self.lattices:
+            missing = any(isinstance(e, UnknownSymbolError) for _, e in self.skipped)
+            raise NfstError(f"{where}: no pair compiled, all {len(self.skipped)} skipped: "
+                            f"{self.why_skipped()}" if self.skipped else f"{where}: no pairs",
+                            UnknownSymbolError.hint if missing else "check the data and the MFST")
+        return self
 
 
 def cache_key(T_fingerprint: str, options: CompileOptions, pair: Pair) -> str:
@@ -95,7 +123,9 @@ def compile_dataset(T: MarkedFST, pairs: Sequence[tuple[Symbols, Symbols]], *,
                     cache_dir: Optional[str | os.PathLike] = None, processes: int = 1,
                     options: CompileOptions = CompileOptions(),
                     progress: bool = True) -> CompiledDataset:
-    """Compile T_{x,y} for every pair, skipping (and reporting) pairs that fail."""
+    """Compile T_{x,y} for every pair, skipping pairs that fail: a warning says why (which
+    symbols the MFST lacks, ...), or, where every pair fails,
+    :meth:`CompiledDataset.require_lattices` raises the error that says it."""
     norm = [(as_symbols(x), as_symbols(y)) for x, y in pairs]
     worker = _Worker(T, options, Path(cache_dir) if cache_dir is not None else None)
     bar = dict(total=len(norm), desc=f"compile {T.name}", unit="lattice",
@@ -117,11 +147,9 @@ def compile_dataset(T: MarkedFST, pairs: Sequence[tuple[Symbols, Symbols]], *,
             out.pairs.append(pair)
             out.lattices.append(lattice)
             out.cache_hits += hit
-    if out.skipped:
-        examples = "; ".join(f"{' '.join(p[0])!r} -> {' '.join(p[1])!r}: {type(e).__name__}"
-                             for p, e in out.skipped[:3])
-        log.warning("%s: skipped %d of %d pairs (e.g. %s)", T.name, len(out.skipped), len(norm),
-                    examples)
+    if out.skipped and out.lattices:  # with none, require_lattices says why
+        log.warning("%s: skipped %d of %d pairs: %s", T.name, len(out.skipped), len(norm),
+                    out.why_skipped())
     return out
 
 

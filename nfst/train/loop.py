@@ -22,18 +22,19 @@ both.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 import torch
 from tqdm.auto import tqdm
 
 from ..dp.batch import LatticeBatch
-from ..errors import Interrupted
+from ..errors import Interrupted, NfstError
 from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
 from ..runtime.distributed import from_every_rank, rank_and_world
 from ..runtime.interrupt import checkpointed, interrupt_requested
+from ..runtime.settings import check_settings
 from ..runtime.threads import cpu_threads
 from .checkpoint import check_finite, load_checkpoint, restore_state, save_checkpoint
 
@@ -46,12 +47,24 @@ class LoopConfig:
     """Training steps, one minibatch each."""
     batch_size: int = 16
     """Pairs per step, all ranks together."""
-    lr: float = 1e-3
+    lr: float = field(default=1e-3, metadata={"range": "(0, inf)"})
     """Adam's learning rate."""
-    grad_clip: Optional[float] = 5.0
+    grad_clip: Optional[float] = field(default=5.0, metadata={"range": "(0, inf)"})
     """Clip each optimiser's gradient norm to this (003 Table 3: 5.0); None: no clipping."""
     checkpoint_every: int = 100
     """Steps between checkpoints (when training with a checkpoint file)."""
+
+
+def check_config(config: LoopConfig) -> None:
+    """NfstError naming the first setting of a trainer's ``config`` (or of a config it holds)
+    that its field does not accept, by type, choice or range (``nfst.runtime.settings``): a
+    trainer calls this before any work, so a negative learning rate or a dropout of 1.5 never
+    reaches the middle of a run."""
+    try:
+        check_settings(config)
+    except ValueError as exc:
+        raise NfstError(f"{type(config).__name__}.{exc}", "the field's docstring says what it "
+                        "takes (`nfst options` lists the settings of a run)") from None
 
 
 class Trainer:

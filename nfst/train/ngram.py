@@ -12,7 +12,7 @@ objective (it is deterministic), so all reach the same θ.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import torch
@@ -20,7 +20,7 @@ import torch
 from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
 from ..models.ngram import NgramScorer
-from .loop import LoopConfig, Trainer, train_loop
+from .loop import LoopConfig, Trainer, check_config, train_loop
 
 
 @dataclass
@@ -32,11 +32,11 @@ class NgramConfig(LoopConfig):
     """n: each mark is scored given the n − 1 before it (1: a unigram)."""
     steps: int = 60
     """Adam steps of the maximum-likelihood fit."""
-    lr: float = 0.1
+    lr: float = field(default=0.1, metadata={"range": "(0, inf)"})
     """Adam learning rate of the fit."""
     batch_size: Optional[int] = None
     """Lattices per step, cycling through the training set; None: all of them."""
-    grad_clip: Optional[float] = None
+    grad_clip: Optional[float] = field(default=None, metadata={"range": "(0, inf)"})
     """Clip the fit's gradient norm to this; None (the n-gram's default): no clipping."""
 
 
@@ -92,6 +92,7 @@ def fit_ngram(train: Sequence[Lattice], config: NgramConfig = NgramConfig(), *,
     and resume from; ``callback(step, record)`` is called after every step."""
     if not train:
         raise ValueError("fit_ngram needs training lattices")
+    check_config(config)
     device = torch.device(device)
     scorer = NgramScorer(len(train[0].mark_vocab), config.order).to(device)
     trainer = _NgramTrainer(train, config, scorer, device)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Literal, Optional, Sequence
 
 import torch
 
@@ -24,12 +24,12 @@ from ..smc.resampling import ess
 from ..smc.lookahead import Lookahead
 from ..smc.without_replacement import inclusive_kl_loss as distinct_inclusive_kl_loss
 from .defensive import defensive_loss
-from .loop import LoopConfig, Trainer, train_loop
+from .loop import LoopConfig, Trainer, check_config, train_loop
 from .nasmc import nasmc_lookahead, particle_loss
 from .objectives import EMABaseline, sampler_loss
 
 
-OBJECTIVES = ("is", "nasmc", "mixture", "posterior")
+Objective = Literal["is", "nasmc", "mixture", "posterior"]
 
 
 @dataclass
@@ -39,15 +39,15 @@ class SamplerTrainConfig(LoopConfig):
 
     steps: int = 20_000
     """Most training steps, one minibatch each (``patience`` may stop training sooner)."""
-    lr: float = 1e-5
+    lr: float = field(default=1e-5, metadata={"range": "(0, inf)"})
     """Adam learning rate (003 Table 3: 1e-5)."""
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
     """The sampler's sizes."""
     k: int = 16
     """Proposals per pair."""
-    lam: float = 0.0
+    lam: float = field(default=0.0, metadata={"range": "[0, 1]"})
     """Weight of the exclusive KL in the mixture (000:32); 0 = inclusive KL only (003)."""
-    objective: str = "is"
+    objective: Objective = "is"
     """Where the training paths come from: ``is`` – k independent proposals, weighted by
     self-normalised importance sampling (003); ``nasmc`` – k SMC particles (particle smoothing
     with resampling and a lookahead, which ``train_sampler`` requires), each step's log q
@@ -62,7 +62,7 @@ class SamplerTrainConfig(LoopConfig):
     teacher: str = ""
     """A sampler of the same run, trained first, whose paths are mixed into the training
     paths (``nfst.train.defensive``; objective ``is`` only); "" = none (003)."""
-    teacher_share: float = 0.5
+    teacher_share: float = field(default=0.5, metadata={"range": "(0, 1)"})
     """The teacher's share of the k training paths."""
     eval_every: int = 200
     """Validate (partial KL) every this many steps."""
@@ -70,7 +70,7 @@ class SamplerTrainConfig(LoopConfig):
     """Samples per dev pair for the validation partial KL."""
     patience: int = 5
     """Stop after this many validations without improvement."""
-    min_delta: float = 0.0
+    min_delta: float = field(default=0.0, metadata={"range": "[0, inf)"})
     """An improvement of the validation partial KL counts (keeps the parameters, restarts the
     patience) only if it is larger than this, in nats: on a flat curve, changes below the
     validation's own jitter would otherwise keep training going to the step cap."""
@@ -295,9 +295,7 @@ def _check(train: Sequence[Lattice], dev: Sequence[Lattice], config: SamplerTrai
            teacher: Optional[Sampler]) -> None:
     if not train or not dev:
         raise ValueError("train_sampler needs training and validation lattices")
-    if config.objective not in OBJECTIVES:
-        raise NfstError(f"unknown sampler objective {config.objective!r}",
-                        f"choose {', '.join(OBJECTIVES)} (SamplerTrainConfig.objective)")
+    check_config(config)
     if config.teacher and config.objective != "is":
         raise NfstError(f"a teacher trains with the objective 'is' only, not "
                         f"{config.objective!r}", "unset sampler.teacher or use objective=is")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Literal, Optional, Sequence
 
 import torch
 
@@ -37,12 +37,12 @@ from ..models.ngram import NgramScorer
 from ..models.samplers import Sampler, SamplerConfig, make_sampler
 from ..models.samplers.mixture import mixture_draw
 from ..models.scorer import LSTMScorer, distinct_strings
-from .loop import LoopConfig, Trainer, train_loop
+from .loop import LoopConfig, Trainer, check_config, train_loop
 from .ngram import NgramConfig, fit_ngram
 from .objectives import inclusive_kl_loss, iwae_bound, iwae_loss
 
-PROPOSALS = ("ngram", "bootstrap", "mixture")
-KINDS = ("lstm", "ngram")
+Proposal = Literal["ngram", "bootstrap", "mixture"]
+Kind = Literal["lstm", "ngram"]
 
 
 @dataclass
@@ -52,7 +52,7 @@ class ScorerConfig(LoopConfig):
 
     steps: int = 2_000
     """Training steps, one minibatch each."""
-    kind: str = "lstm"
+    kind: Kind = "lstm"
     """The scorer p̃_θ: "lstm" (003's, trained as the module docstring says) or "ngram": the
     fitted ``ngram`` itself, a WFST, so that log Z and every KL are exact
     (``nfst.evaluate.exact``) and the estimates an LSTM needs can be checked against them."""
@@ -60,24 +60,24 @@ class ScorerConfig(LoopConfig):
     """Hidden size of the LSTM and of its mark embedding (003 App. D: 256)."""
     layers: int = 2
     """LSTM layers (003 App. D: 2)."""
-    dropout: float = 0.3
+    dropout: float = field(default=0.3, metadata={"range": "[0, 1)"})
     """Dropout of the LSTM's inputs and outputs and between its layers (003 Table 3: 0.3)."""
     K: int = 32
     """Paths per pair for the IWAE bound (003:14)."""
-    label_smoothing: float = 0.1
+    label_smoothing: float = field(default=0.1, metadata={"range": "[0, 1)"})
     """Label smoothing of the next-mark distributions in the loss (003 Table 3: 0.1); 0: none."""
-    proposal: str = "ngram"
+    proposal: Proposal = "ngram"
     """Where the K paths come from: "ngram", "bootstrap" (003's recipe) or "mixture" (module
     docstring)."""
     ngram: NgramConfig = field(default_factory=lambda: NgramConfig(order=3))
     """The n-gram whose posterior proposes ("ngram", "mixture")."""
-    ngram_share: float = 0.5
+    ngram_share: float = field(default=0.5, metadata={"range": "(0, 1)"})
     """"mixture": the share of the K paths drawn from the n-gram's posterior."""
     bootstrap: SamplerConfig = field(default_factory=SamplerConfig)
     """The bootstrap sampler's sizes ("bootstrap", "mixture")."""
     bootstrap_sampler: str = "swa"
     """Which sampler is co-trained to propose (003 §4: SWA)."""
-    bootstrap_lr: float = 1e-3
+    bootstrap_lr: float = field(default=1e-3, metadata={"range": "(0, inf)"})
     """Adam learning rate of the bootstrap sampler ("bootstrap", "mixture")."""
 
 
@@ -103,9 +103,7 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
     from. ``callback(step, record)`` is called after every step (e.g. to log or to stop)."""
     if not train:
         raise ValueError("train_scorer needs training lattices")
-    if config.proposal not in PROPOSALS:
-        raise ValueError(f"unknown scorer proposal {config.proposal!r}; choose from "
-                         f"{', '.join(PROPOSALS)}")
+    check_config(config)
     device = torch.device(device)
     if config.proposal != "bootstrap" and ngram is None:
         ngram = fit_ngram(train, config.ngram, device=device, quiet=quiet).scorer

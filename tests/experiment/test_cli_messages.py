@@ -15,6 +15,7 @@ import torch
 from nfst.bench import BENCHMARKS
 from nfst.cli import main
 from nfst.errors import NfstError
+from nfst.experiment.presets import PRESETS
 from nfst.experiment.run import Run
 from nfst.models.samplers import SAMPLERS
 from nfst.tasks import task_names
@@ -80,7 +81,42 @@ CASES = {
                                   "unknown samplers ['nope']; the samplers are nolookahead, swa, "
                                   "sws, swp, swp-prefix, swp-sws", "--samplers swa,swp-prefix"),
     "unknown scorer proposal": (["run", "cipher", "--option", "scorer.proposal=gold"], 2,
-                                "unknown scorer proposal 'gold'", "--option scorer.proposal="),
+                                "--option 'scorer.proposal=gold': expected one of 'ngram', "
+                                "'bootstrap', 'mixture', got 'gold'", "`nfst options`"),
+    # a preset setting outside what its field takes: refused before any stage runs
+    "unknown sampler objective": (["run", "cipher", "--option", "sampler.objective=typo",
+                                   "--run-dir", "{t}/r"], 2, "--option 'sampler.objective=typo': "
+                                  "expected one of 'is', 'nasmc', 'mixture', 'posterior', got "
+                                  "'typo'", "`nfst options` lists every setting"),
+    "negative learning rate": (["run", "cipher", "--option", "sampler.lr=-1", "--run-dir",
+                                "{t}/r"], 2, "--option 'sampler.lr=-1': expected a positive "
+                               "float, got -1", "sampler.lr=0.001"),
+    "dropout above 1": (["run", "cipher", "--option", "sampler.sampler.dropout=1.5",
+                         "--run-dir", "{t}/r"], 2, "--option 'sampler.sampler.dropout=1.5': "
+                        "expected a float in [0, 1), got 1.5", "sampler.sampler.dropout=0.1"),
+    "negative gradient clip": (["run", "cipher", "--option", "sampler.grad_clip=-5",
+                                "--run-dir", "{t}/r"], 2, "--option 'sampler.grad_clip=-5': "
+                               "expected None or a positive float, got -5", "`nfst options`"),
+    "a bool for a float": (["train-scorer", "cipher", "--option", "scorer.lr=true", "--run-dir",
+                            "{t}/r", "--new"], 2, "--option 'scorer.lr=true': expected a "
+                           "positive float, got True", "`nfst options`"),
+    "label smoothing of 1": (["run", "cipher", "--option", "scorer.label_smoothing=1",
+                              "--run-dir", "{t}/r"], 2, "--option 'scorer.label_smoothing=1': "
+                             "expected a float in [0, 1), got 1", "`nfst options`"),
+    "an SMC size of 0": (["train-scorer", "cipher", "--option", "evaluate.smc_particles=[0, 8]",
+                          "--run-dir", "{t}/r", "--new"], 2, "--option 'evaluate.smc_particles="
+                         "[0, 8]': expected a list of positive ints, got [0, 8]",
+                         "`nfst options`"),
+    "posterior without an exact scorer": (["run", "cipher", "--option",
+                                           "sampler.objective=posterior", "--run-dir", "{t}/r"],
+                                          2, "the objective 'posterior' needs a scorer with an "
+                                          "exact posterior", "--option scorer.kind=ngram"),
+    "nasmc in a run": (["run", "cipher", "--option", "sampler.objective=nasmc", "--run-dir",
+                        "{t}/r"], 2, "the objective 'nasmc' needs a lookahead, which a run does "
+                       "not fit", "train_sampler(..., lookahead=...)"),
+    "a bad --option in the config": (["run", "cipher", "--config", "{t}/option.toml"], 2,
+                                     "--option 'sampler.sampler.dropout=1.5': expected a float "
+                                     "in [0, 1), got 1.5", "`nfst options`"),
     "--set without =": (["compile", "cipher", "--set", "train_size"], 2,
                         "--set 'train_size': expected KEY=VALUE", "e.g. --set train_size=500"),
     "unknown task setting": (["stats", "cipher", "--set", "bogus=1"], 2,
@@ -113,6 +149,18 @@ CASES = {
     "--limit 0 in the config": (["stats", "cipher", "--config", "{t}/limit.toml"], 2,
                                 "stats: argument --limit: expected an integer of at least 1, got "
                                 "'0'", "nfst stats --help"),
+    "a float --limit in the config": (["stats", "cipher", "--config", "{t}/float.toml"], 2,
+                                      "stats: argument --limit: expected an integer of at least "
+                                      "1, got '1.5'", "nfst stats --help"),
+    "an unknown preset in the config": (["run", "cipher", "--config", "{t}/preset.toml"], 2,
+                                        "run: argument --preset: invalid choice: {presets}",
+                                        "nfst run --help"),
+    "a switch given a string in the config": (["stats", "cipher", "--config", "{t}/quiet.toml"],
+                                              2, "{t}/quiet.toml: quiet = 'yes': expected true "
+                                              "or false", "nfst stats --help"),
+    "a list for one value in the config": (["run", "cipher", "--config", "{t}/list.toml"], 2,
+                                           "{t}/list.toml: seed = [1, 2]: expected a string or "
+                                           "a number", "nfst run --help"),
     "--threads 0": (["stats", "cipher", "--limit", "5", "--threads", "0"], 2,
                     "stats: argument --threads: expected an integer from 1 to 1,024, got '0'",
                     "nfst stats --help"),
@@ -159,6 +207,22 @@ CASES = {
                   "--x is empty", "--x 'a b c'"),
     "blank --y": (["sample", "cipher", "--run-dir", "{t}/RUN", "--x", "a b", "--y", " "], 2,
                   "--y is empty", "--y 'a b c'"),
+    "--run-dir that is a file": (["run", "cipher", "--run-dir", "{t}/limit.toml"], 2,
+                                 "{t}/limit.toml: a file, not a folder, so no run directory can "
+                                 "go there", "give --run-dir a folder"),
+    "--run-dir inside a file": (["train-scorer", "cipher", "--run-dir", "{t}/limit.toml/r",
+                                 "--new"], 2, "{t}/limit.toml/r: {t}/limit.toml is a file, not "
+                                "a folder, so no run directory can go there", "--run-dir"),
+    "every pair skipped": (["stats", "tr", "--split", "dev", "--data-dir", "{t}/DATA",
+                            "--quiet"], 2,
+                           "tr/dev: no pair compiled, all 2 skipped: 2 with input symbols ['m', "
+                           "'q', 'z'] not in the MFST's input alphabet",
+                           "add arcs for the symbol to the MFST"),
+    "a split with symbols the MFST lacks": (["run", "tr", "--data-dir", "{t}/DATA", "--run-dir",
+                                             "{t}/r", *QUICK_NGRAM], 2,
+                                            "tr/dev: no pair compiled, all 2 skipped: 2 with "
+                                            "input symbols ['m', 'q', 'z'] not in the MFST's "
+                                            "input alphabet", "or clean the data"),
     "--dot in a missing folder": (["sample", "cipher", "--run-dir", "{t}/RUN", "--x", "a b",
                                    "--y", "c d", "--dot", "{t}/missing/x.dot"], 2,
                                   "[Errno 2] No such file or directory: '{t}/missing/x.dot'",
@@ -227,7 +291,11 @@ CASES = {
                        "delete the file"),
 }
 FILES = {"bad.toml": BAD_TOML, "unknown.toml": "[stats]\nbogus = 1\n",
-         "limit.toml": "[stats]\nlimit = 0\n"}
+         "limit.toml": "[stats]\nlimit = 0\n", "float.toml": "[stats]\nlimit = 1.5\n",
+         "preset.toml": '[run]\npreset = "huge"\n', "quiet.toml": 'quiet = "yes"\n',
+         "list.toml": "[run]\nseed = [1, 2]\n",
+         "option.toml": '[run]\noption = ["sampler.sampler.dropout=1.5"]\n'}
+TR_DEV = ["قلم\tqalam\t1", "زم\tzam\t1"]  # q, m and z: not in the training words
 
 
 @pytest.fixture
@@ -237,6 +305,10 @@ def folder(tmp_path, monkeypatch):
     (tmp_path / "EMPTY").mkdir()
     for name, text in FILES.items():
         (tmp_path / name).write_text(text)
+    for split, lines in (("train", TR_LINES), ("dev", TR_DEV)):
+        path = tmp_path / "DATA" / TR_TRAIN.replace("train", split)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n")
     recorded_run(tmp_path / "RUN")
     shutil.copytree(tmp_path / "RUN", tmp_path / "BAD")
     for name in ("scorer.pt", "samplers/swa.pt", "stages/sampler-swa.json"):  # swa: trained
@@ -275,6 +347,7 @@ def test_bad_input_says_exactly_what_is_wrong(case, folder, capsys):
     argv, status, line, hint = CASES[case]
     fill = {"t": folder, "tasks": ", ".join(task_names()), "gpu": _no_gpu("cuda:7"),
             "samplers": _invalid_choice("nope", SAMPLERS),
+            "presets": _invalid_choice("huge", PRESETS),
             "benchmarks": _invalid_choice("nope", sorted(BENCHMARKS))}
     got, _, err = _main([a.format(**fill) for a in argv], capsys)
     assert (got, err[0]) == (status, "nfst: error: " + line.format(**fill)), err

@@ -29,7 +29,9 @@ from tests.experiment.tiny import recorded_run
 PARSERS = build_parser()[1]
 CONFIGS = FILES | {"shared.toml": "quiet = true\nseed = 1\nthreads = 2\n",
                    "types.toml": '[run]\nsamplers = 5\nlimit = "x"\n',
-                   "stage.toml": '[evaluate]\npreset = "large"\noverrides = ["sampler.k=0"]\n'}
+                   "stage.toml": '[evaluate]\npreset = "large"\noverrides = ["sampler.k=0"]\n',
+                   "kinds.toml": '[run]\nseed = 1.5\npreset = "huge"\noption = "evaluate.k=0"\n'
+                                 '[sample]\nk = [2]\nquiet = "yes"\n'}
 SETTING_KEYS = sorted({f for name in task_names() for f in vars(get_task(name).settings)})
 OPTION_KEYS = [key for key, _, _ in describe_options()]
 

@@ -1,13 +1,18 @@
 """The --option keys: every one is described (from the docstrings of the config dataclasses)
-and is a key that --option sets."""
+and is a key that --option sets; every setting of a run is a flag or an --option key, and a
+--config key; the evaluation sizes of the presets."""
 
 import dataclasses
 import json
 
 import pytest
 
-from nfst.experiment.config import apply_overrides, describe_options
-from nfst.experiment.presets import PRESETS, preset
+from nfst.cli import build_parser, parse_args
+from nfst.experiment.config import (RunConfig, agrees, apply_overrides, describe_options,
+                                   upgraded)
+from nfst.experiment.presets import PRESETS, EvaluationConfig, preset
+from nfst.experiment.run import Run
+from tests.experiment.tiny import recorded_run
 
 
 def _toml(value) -> str:
@@ -25,3 +30,49 @@ def test_every_option_key_has_a_meaning_and_sets_what_it_lists(name):
         assert dataclasses.asdict(changed) == dataclasses.asdict(original), key
     # and the value listed is the preset's: change one, and the key reaches it
     assert apply_overrides(preset(name), ["sampler.sampler.d=7"]).sampler.sampler.d == 7
+
+
+def test_every_run_setting_is_a_flag_or_an_option_and_a_config_key(tmp_path):
+    """RunConfig's fields are flags (and so --config keys); the evaluation sizes are --option
+    keys, which --config gives as `option = [...]`, checked like the flag."""
+    parser = build_parser()[1]["run"]
+    assert {f.name for f in dataclasses.fields(RunConfig)} <= {a.dest for a in parser._actions}
+    keys = {key for key, _, _ in describe_options("small")}
+    assert {f"evaluate.{f.name}" for f in dataclasses.fields(EvaluationConfig)} <= keys
+    config = tmp_path / "run.toml"
+    config.write_text('[run]\nseed = 3\noption = ["evaluate.smc_pairs=4", '
+                      '"evaluate.smc_particles=[2, 4]"]\n')
+    args = parse_args(["run", "cipher", "--config", str(config), "--option", "evaluate.k=2"])
+    assert args.seed == 3 and args.given >= {"seed", "overrides"}
+    evaluate = apply_overrides(preset("small"), args.overrides).evaluate
+    assert (evaluate.smc_pairs, evaluate.smc_particles, evaluate.k) == (4, (2, 4), 2)
+
+
+def test_the_presets_evaluate_as_runs_did_before_tiny():
+    """The evaluation sizes, once RunConfig's, are the same in paper, small and large (so their
+    figures do not change); tiny shrinks them."""
+    before = EvaluationConfig(k=16, log_z_samples=256, log_z_max_samples=2048,
+                              smc_particles=(8, 16, 32, 64, 128), smc_pairs=16,
+                              smc_lookahead_steps=100)
+    assert [PRESETS[name].evaluate for name in ("paper", "small", "large")] == [before] * 3
+    tiny = dataclasses.asdict(PRESETS["tiny"].evaluate)
+    assert all(tiny[key] < value for key, value in dataclasses.asdict(before).items()
+               if key != "smc_particles")
+
+
+def test_a_run_recorded_with_the_evaluation_sizes_in_its_run_config_opens_with_them(tmp_path):
+    """config.json of a run recorded when RunConfig held eval_k, smc_pairs, ...: it opens (the
+    directory's check accepts it) with the same values, a size other than the default as an
+    --option."""
+    recorded_run(tmp_path / "run")
+    path = tmp_path / "run" / "config.json"
+    settings = json.loads(path.read_text())
+    settings["preset"].pop("evaluate")
+    settings["run"] |= {"eval_k": 4, "smc_particles": [8, 16, 32, 64, 128], "smc_pairs": 16,
+                        "log_z_samples": 256, "log_z_max_samples": 2048}
+    path.write_text(json.dumps(settings))
+    run = Run.open(tmp_path / "run", quiet=True)  # RunDir's check agrees
+    assert run.config.overrides == ("evaluate.k=4",)
+    assert (run.preset.evaluate.k, run.preset.evaluate.smc_pairs) == (4, 16)
+    new = json.loads(json.dumps(run.settings()))
+    assert agrees(upgraded(settings), new) and not agrees(settings, new)

@@ -100,6 +100,9 @@ def test_run_writes_everything_and_skips_finished_stages(finished_run):
     assert set(results["wall_seconds"]) == {"compile", "scorer", "samplers", "evaluate", "smc"}
     assert all(seconds > 0 for seconds in results["wall_seconds"].values())
     assert len(log_z["per_pair"]) == 4 and results["log_z"]["samples"] == 8
+    smc = run.done("smc")  # the evaluation sizes of TINY's evaluate.* options
+    assert (evaluation["k"], smc["M"], smc["pairs"], smc["lookahead"]["fit_steps"]) == \
+        (4, [4, 8], 2, 5)
     text = report.read_text()
     assert "Partial KL" in text and "untrained → trained" in text and "Ordering" in text
     assert "exclusive KL lower bound" in text and "Pareto k̂" in text and "exact log Z" in text

@@ -4,11 +4,9 @@ from the record (no TASK, no --data-dir, from another working directory), trains
 samplers it is named, and `nfst evaluate` compares exactly the trained samplers named."""
 
 import json
-from dataclasses import dataclass, field
 
 import pytest
 
-import nfst.experiment.commands
 from nfst.cli import main
 from nfst.experiment.config import RunConfig
 from nfst.experiment.run import Run
@@ -16,15 +14,6 @@ from tests.experiment.tiny import TINY
 
 LETTERS = {"a": "ا", "b": "ب", "k": "ک", "d": "د"}
 TR_FILE = "dakshina-ur/ur.translit.sampled.{}.tsv"
-
-
-@dataclass
-class SmallSizes(RunConfig):
-    """A run's evaluation and SMC sizes at tiny values (no flag sets them)."""
-    eval_k: int = 4
-    smc_particles: tuple[int, ...] = field(default=(4, 8))
-    smc_pairs: int = 2
-    log_z_samples: int = 8
 
 
 def _tr_data(folder):
@@ -49,7 +38,6 @@ def _trained(run_dir) -> set[str]:
 
 def test_stage_by_stage_without_task_or_data_dir_trains_only_what_is_named(
         tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(nfst.experiment.commands, "RunConfig", SmallSizes)
     monkeypatch.delenv("NFST_DATA_DIR", raising=False)
     data, run_dir, cache = _tr_data(tmp_path / "data"), tmp_path / "run", tmp_path / "cache"
     (tmp_path / "start").mkdir()

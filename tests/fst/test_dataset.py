@@ -1,7 +1,9 @@
 import logging
 
 import numpy as np
+import pytest
 
+from nfst.errors import NfstError
 from nfst.fst.dataset import compile_dataset
 from nfst.fsts import deletion_insertion
 
@@ -13,13 +15,23 @@ def same(a, b):
                for f in ("arc_src", "arc_dst", "arc_mark", "final", "positions", "height"))
 
 
-def test_skips_bad_pairs_and_reports_them(caplog):
+@pytest.mark.parametrize("processes", [1, 2])
+def test_skips_bad_pairs_and_names_the_symbols_the_mfst_lacks(caplog, processes):
+    """The warning names every missing symbol by tape (also when the errors come back from
+    worker processes); where no pair compiles, require_lattices raises the same reasons."""
     T = deletion_insertion("ab", "cd")
+    pairs = PAIRS + [("zy", "c"), ("a", "ce"), ("b", "c")]
     with caplog.at_level(logging.WARNING, logger="nfst"):
-        data = compile_dataset(T, PAIRS, progress=False)
-    assert len(data.lattices) == 4 and len(data.skipped) == 1
+        data = compile_dataset(T, pairs, progress=False, processes=processes)
+    assert len(data.lattices) == 5 and len(data.skipped) == 3
     assert data.skipped[0][0] == (("a", "z"), ("c",))
-    assert "skipped 1 of 5" in caplog.text and "UnknownSymbolError" in caplog.text
+    reasons = ("2 with input symbols ['y', 'z'] not in the MFST's input alphabet; 1 with output "
+               "symbols ['e'] not in the MFST's output alphabet")
+    assert f"del-ins: skipped 3 of 8 pairs: {reasons}" in caplog.text
+    assert data.require_lattices("here") is data
+    with pytest.raises(NfstError, match=r"^here: no pair compiled, all 2 skipped: 2 with input "
+                                        r"symbols \['y', 'z'\]"):
+        compile_dataset(T, [pairs[2], pairs[5]], progress=False).require_lattices("here")
 
 
 def test_cache_hits_parallel_and_corrupt_entries_rebuilt(tmp_path, caplog):

@@ -50,7 +50,9 @@ def test_settings_are_checked_against_their_fields():
                           ({"eval_size": 0}, "None or a positive int, got 0"),
                           ({"num_ciphers": True}, "a positive int, got True"),
                           ({"seed": -1}, "an int of at least 0, got -1"),
-                          ({"p_delete": "x"}, "a float, got 'x'"),
+                          ({"p_delete": "x"}, "a float in [0, 1], got 'x'"),
+                          ({"p_insert": 1.5}, "a float in [0, 1], got 1.5"),
+                          ({"mean_len": float("nan")}, "a float of at least 0, got nan"),
                           ({"strict": 1}, "a bool, got 1")]:
         with pytest.raises(TaskError, match=re.escape(f"{next(iter(bad))}: expected {expected}")):
             get_task("cipher", **bad)

@@ -94,7 +94,8 @@ def test_checkpoint_of_another_configuration_is_refused(tmp_path):
 
 def test_early_stopping_keeps_the_best_parameters():
     lats, scorer, sampler = setup("swp")
-    config = small_config(lr=0.0, steps=40, patience=2)  # no progress: stop after 2 more checks
+    # no progress (a learning rate of 0 is refused): stop after 2 more checks
+    config = small_config(lr=1e-12, steps=40, patience=2, min_delta=0.01)
     result = train_sampler(sampler, scorer, lats, lats, config, quiet=True)
     assert result.stopped_early and result.best_step == 0  # the untrained sampler is the best
     assert [r["step"] for r in result.history if "dev_partial_kl" in r] == [0, 2, 4]
@@ -174,7 +175,8 @@ def test_the_scorer_is_trained_on_the_proposal_it_names(monkeypatch):
         assert all(math.isfinite(r["iwae"]) for r in result.history)
         assert all((r["sampler_loss"] is None) == (proposal == "ngram") for r in result.history)
     assert made == ["swp", "swp"]
-    with pytest.raises(ValueError, match="proposal"):
+    with pytest.raises(NfstError, match=r"^ScorerConfig\.proposal: expected one of 'ngram', "
+                                        r"'bootstrap', 'mixture', got 'gold'"):
         train_scorer(lats, ScorerConfig(proposal="gold"), quiet=True)
 
 
@@ -262,6 +264,33 @@ def test_maximum_likelihood_on_exact_posterior_samples_lowers_the_inclusive_kl()
     with pytest.raises(NfstError, match="needs a scorer with an exact posterior"):
         train_sampler(new_sampler("swa", lats), random_scorer(len(lats[0].mark_vocab), 0),
                       lats, lats, config, quiet=True)
+
+
+def test_a_setting_outside_its_range_is_refused_before_training():
+    """A negative clip would reverse the gradients: train_sampler refuses it before step 1."""
+    lats, scorer, sampler = setup()
+    steps = []
+    with pytest.raises(NfstError, match=r"^SamplerTrainConfig\.grad_clip: expected None or a "
+                                        r"positive float, got -5\.0"):
+        train_sampler(sampler, scorer, lats, lats, small_config(grad_clip=-5.0), quiet=True,
+                      callback=lambda step, record: steps.append(step))
+    assert steps == []
+
+
+def test_train_sampler_stops_on_min_delta(monkeypatch):
+    """Through train_sampler: a validation curve that creeps down by 0.02 a check trains to the
+    step cap without a threshold; with min_delta 0.1 no check counts as an improvement, so
+    patience (3) stops training after the third check and the step-0 parameters are kept."""
+    import nfst.train.sampler
+    lats, scorer, _ = setup()
+    monkeypatch.setattr(nfst.train.sampler, "validate", lambda *args: next(curve))
+    for min_delta, steps, stopped_by in ((0.0, 12, "steps"), (0.1, 6, "patience")):
+        curve = iter(10.0 - 0.02 * i for i in range(100))  # validation after validation
+        sampler = new_sampler("swa", lats).float()
+        config = small_config(steps=12, eval_every=2, patience=3, min_delta=min_delta)
+        result = train_sampler(sampler, scorer, lats, lats, config, quiet=True)
+        assert (result.steps, result.stopped_by) == (steps, stopped_by)
+        assert result.best_step == (12 if min_delta == 0 else 0)
 
 
 def test_improvements_smaller_than_min_delta_do_not_count():

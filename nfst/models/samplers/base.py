@@ -43,7 +43,7 @@ task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the f
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional, Sequence
 
 import torch
@@ -66,10 +66,10 @@ class SamplerConfig:
 
     d: int = 256
     """Hidden size of the recurrent nets and of every embedding (mark, symbol, arc)."""
-    dropout: float = 0.3
+    dropout: float = field(default=0.3, metadata={"range": "[0, 1)"})
     """Dropout of the per-step activations, one mask per walker (``dropout.WalkDropout``),
     rounded to a multiple of 1/256; the encoders' dropout is plain."""
-    budget: float = 1.0
+    budget: float = field(default=1.0, metadata={"range": "(0, 1]"})
     """SWP only: share of each level's states that Algorithm 1 evaluates (randomized, see
     ``swp_randomized``); 1 is exact."""
     max_length: Optional[int] = None
