@@ -39,7 +39,7 @@ def median_seconds(fn: Callable[[], object], repeat: int, warmup: int = 1) -> fl
 
 class OpCounter(TorchDispatchMode):
     """Counts, while active, the operators that reach the kernels (below autograd, so the
-    backward pass's too, where it runs on this thread as on a CPU): ``ops``, every aten
+    backward pass's too: autograd carries the mode to its threads): ``ops``, every aten
     operator but views, which move no data (a device-independent count of the kernels a GPU
     would launch, foreach and fused operators counting once); ``syncs``, those of them whose
     result's value or shape the host must wait for on a GPU (``.item()``, ``int()`` or ``bool()``
