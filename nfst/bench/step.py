@@ -10,7 +10,16 @@ samplers taking turns; see ``_Stepper`` for the clock), for each
 hidden size in ``dims`` (003's 256 and the small preset's 64): ``ms_per_step`` per sampler,
 ``ms_sampler_only`` per sampler (the step minus the scorer's forward pass, which is the same
 work for every sampler), ``over_swp`` (each sampler's step over SWP's, measured in the same
-run) and ``swp_over_swa``. The paper found SWP about 10× slower than SWA (003 App. G).
+run), ``swp_over_swa``, and from one more step each, ``ops_per_step`` and ``syncs_per_step``:
+the operators it dispatched, forward and backward, and those of them that wait for values on
+the host (:class:`~nfst.bench.common.OpCounter`; the same on any device). The paper found SWP
+about 10× slower than SWA (003 App. G).
+
+``paper_preset``: what the paper preset would take per task at these step times: each of its
+samplers (``DEFAULT_SAMPLERS``, at its d) trains for up to its ``steps`` (early stopping may end
+sooner; validation not counted), one after another, and its scorer for its steps, timed here
+on one batch of K paths per pair (drawn once from an untrained sampler, so all distinct: the
+worst case; the proposal's own sampling not counted).
 
     nfst bench step [--device cuda]     # prints the JSON object as its last line
 """
@@ -24,12 +33,14 @@ from typing import Optional, Sequence
 import torch
 
 from ..dp.batch import LatticeBatch
+from ..experiment.config import DEFAULT_SAMPLERS
+from ..experiment.presets import preset
 from ..runtime.threads import cpu_threads
-from ..train.objectives import inclusive_kl_loss
+from ..train.objectives import inclusive_kl_loss, iwae_loss
 from ..models.samplers import SamplerConfig, make_sampler
-from ..models.scorer import LSTMScorer
+from ..models.scorer import LSTMScorer, distinct_strings
 from ..tasks import get_task
-from .common import cipher_lattices, emit
+from .common import OpCounter, cipher_lattices, emit
 
 SAMPLER_NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix", "swp-sws")
 
@@ -40,8 +51,7 @@ def bench_step(lattices: int = 16, k: int = 16, dims: Sequence[int] = (256, 64),
     """Time one training step (``lattices`` pairs, k paths each) of each sampler at each
     hidden size in ``dims``; see the module docstring."""
     device = torch.device(device)
-    task = get_task("cipher")
-    T = task.mfst()
+    T = get_task("cipher").mfst()
     symbols = T.input_alphabet + T.output_alphabet
     lats = cipher_lattices(lattices, cache_dir=cache_dir)
     batch = LatticeBatch(lats, device)
@@ -57,24 +67,87 @@ def bench_step(lattices: int = 16, k: int = 16, dims: Sequence[int] = (256, 64),
         for _ in range(repeat + 1):  # round robin: a busy machine slows every sampler alike
             for stepper in steppers.values():
                 stepper.step()
+        for stepper in steppers.values():
+            stepper.count()
         per_step = {n: 1000 * statistics.median(s.totals[1:]) for n, s in steppers.items()}
         sampler_only = {n: 1000 * statistics.median(t - c for t, c in
                                                      zip(s.totals[1:], s.scoring[1:]))
                         for n, s in steppers.items()}
         at_d = {"ms_per_step": {n: round(v, 1) for n, v in per_step.items()},
-                "ms_sampler_only": {n: round(v, 1) for n, v in sampler_only.items()}}
+                "ms_sampler_only": {n: round(v, 1) for n, v in sampler_only.items()},
+                "ops_per_step": {n: s.ops for n, s in steppers.items()},
+                "syncs_per_step": {n: s.syncs for n, s in steppers.items()}}
         if "swp" in per_step:
             at_d["over_swp"] = {n: round(v / per_step["swp"], 2) for n, v in per_step.items()}
             if "swa" in per_step:
                 at_d["swp_over_swa"] = round(per_step["swp"] / per_step["swa"], 3)
         result[f"d{d}"] = at_d
+    result["paper_preset"] = paper_preset_hours(result, _scorer_step_ms(batch, vocab, symbols,
+                                                                         repeat, seed))
     return result
 
 
+def paper_preset_hours(result: dict, scorer_ms: float) -> dict:
+    """The paper preset's training time per task at the step times of ``result`` (the module
+    docstring), printed as a sentence too."""
+    paper = preset("paper")
+    steps, d = paper.sampler.steps, paper.sampler.sampler.d
+    ms = result.get(f"d{d}", {}).get("ms_per_step", {})
+    hours = {n: round(steps * ms[n] / 3.6e6, 2) for n in DEFAULT_SAMPLERS if n in ms}
+    scorer_hours = round(paper.scorer.steps * scorer_ms / 3.6e6, 2)
+    out = {"sampler_steps": steps, "d": d, "hours_per_sampler": hours,
+           "scorer_steps": paper.scorer.steps, "ms_per_scorer_step": round(scorer_ms, 1),
+           "scorer_hours": scorer_hours}
+    if len(hours) == len(DEFAULT_SAMPLERS):
+        out["hours_per_task"] = round(sum(hours.values()) + scorer_hours, 2)
+        print(f"paper preset on {result['device']}: up to {steps:,} steps per sampler at d {d} "
+              f"(early stopping may end sooner; validation not counted): "
+              + ", ".join(f"{n} {h:.2f} h" for n, h in hours.items())
+              + f"; the scorer {paper.scorer.steps:,} steps at {scorer_ms:.0f} ms, "
+              f"{scorer_hours:.2f} h; up to {out['hours_per_task']:.2f} h per task, one after "
+              "another")
+    return out
+
+
+def _scorer_step_ms(batch: LatticeBatch, vocab: int, symbols, repeat: int, seed: int) -> float:
+    """Median ms of the paper preset's scorer training step (its hidden size, dropout, label
+    smoothing, K and clipping) on ``batch``: log p̃ of each distinct path and the label-smoothed
+    IWAE loss (``nfst.train.scorer``), backward, clip, Adam."""
+    config = preset("paper").scorer
+    torch.manual_seed(seed)
+    scorer = LSTMScorer(vocab, config.hidden, config.layers, config.dropout).to(batch.device)
+    opt = torch.optim.Adam(scorer.parameters(), lr=config.lr)
+    proposal = make_sampler("nolookahead", vocab, SamplerConfig(d=64), symbols).to(batch.device)
+    with torch.no_grad():
+        paths = proposal.sample(batch, config.K, torch.Generator(batch.device).manual_seed(seed))
+    B, K, L = paths.marks.shape
+    marks, lengths, index = distinct_strings(paths.marks.reshape(B * K, L))
+    times = []
+    for _ in range(repeat + 1):
+        t0 = _clock(batch.device)
+        log_p, smoothed = scorer.log_prob_smoothed(marks, lengths, config.label_smoothing)
+        loss = iwae_loss(log_p[index].view(B, K).detach(), paths.log_q,
+                         surrogate=smoothed[index].view(B, K))
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(scorer.parameters(), config.grad_clip)
+        opt.step()
+        times.append(_clock(batch.device) - t0)
+    return 1000 * statistics.median(times[1:])
+
+
+def _clock(device: torch.device) -> float:
+    """Wall-clock on a GPU (synchronised), this process's CPU time on a CPU (one thread, so
+    the same on an idle machine, and not inflated by other processes on a shared one)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        return time.perf_counter()
+    return time.process_time()
+
+
 class _Stepper:
-    """Training steps of one sampler, timed: wall-clock on a GPU (synchronised), this
-    process's CPU time on a CPU (one thread, so the same on an idle machine, and not
-    inflated by other processes on a shared one)."""
+    """Training steps of one sampler, timed by ``_clock``; ``count`` takes one more step to
+    count its operators."""
 
     def __init__(self, sampler, scorer, batch: LatticeBatch, k: int, seed: int):
         torch.manual_seed(seed)
@@ -85,28 +158,33 @@ class _Stepper:
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.totals: list[float] = []
         self.scoring: list[float] = []
-
-    def clock(self) -> float:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-            return time.perf_counter()
-        return time.process_time()
+        self.ops = self.syncs = 0
 
     def step(self) -> None:
-        t0 = self.clock()
+        t0 = _clock(self.device)
+        t1, t2 = self.train_step()
+        self.totals.append(_clock(self.device) - t0)
+        self.scoring.append(t2 - t1)
+
+    def count(self) -> None:
+        with OpCounter() as counter:
+            self.train_step()
+        self.ops, self.syncs = counter.ops, counter.syncs
+
+    def train_step(self) -> tuple[float, float]:
+        """One training step; the clock before and after the scorer's forward pass."""
         with cpu_threads(self.device):
             paths = self.sampler.sample(self.batch, self.k, self.generator)
-            t1 = self.clock()
+            t1 = _clock(self.device)
             with torch.no_grad():
                 log_p = self.scorer.score_paths(paths)
-            t2 = self.clock()
+            t2 = _clock(self.device)
             loss = inclusive_kl_loss(log_p, paths.log_q)
             self.opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.sampler.parameters(), 5.0)
             self.opt.step()
-        self.totals.append(self.clock() - t0)
-        self.scoring.append(t2 - t1)
+        return t1, t2
 
 
 if __name__ == "__main__":
