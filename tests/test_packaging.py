@@ -43,8 +43,7 @@ def test_requires_python_is_what_the_code_needs():
 
 def test_citation_file_has_what_cff_requires_and_matches_pyproject():
     """CITATION.cff holds the keys that the Citation File Format 1.2.0 requires, every author
-    and reference author has a name, and the version, licence and repository are
-    pyproject.toml's."""
+    and reference author has a name, and the version and licence are pyproject.toml's."""
     yaml = pytest.importorskip("yaml", reason="PyYAML comes with the docs extra (mkdocs)")
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -58,4 +57,19 @@ def test_citation_file_has_what_cff_requires_and_matches_pyproject():
             assert "name" in author or "family-names" in author, f"{reference['title']}: {author}"
     assert str(cff["version"]) == project["version"]
     assert cff["license"] == project["license"]
-    assert cff["repository-code"] == project["urls"]["Repository"]
+
+
+def test_metadata_claims_no_release_and_no_address_that_do_not_exist():
+    """No release has been tagged (the changelog says so), so CITATION.cff gives no release
+    date; the project has no public address, so no metadata names one (an earlier version
+    pointed at a GitHub organisation that does not exist)."""
+    yaml = pytest.importorskip("yaml", reason="PyYAML comes with the docs extra (mkdocs)")
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    if "no tagged releases" in (ROOT / "CHANGELOG.md").read_text():
+        assert "date-released" not in cff, "CITATION.cff dates a release that was never tagged"
+    addresses = [cff.get(key) for key in ("repository-code", "repository", "url")]
+    addresses += list(project.get("urls", {}).values())
+    assert not [a for a in addresses if a], f"addresses that do not exist: {addresses}"
+    for path in ("README.md", "CITATION.cff", "pyproject.toml", *map(str, ROOT.glob("docs/*.md"))):
+        assert "nfst-project" not in (ROOT / path).read_text(encoding="utf-8"), path
