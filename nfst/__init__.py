@@ -1,13 +1,28 @@
-"""nfst: path inference in neural finite-state transducers."""
+"""nfst: path inference in neural finite-state transducers.
+
+``nfst.save_sampler``, ``nfst.load_sampler``, ``nfst.save_scorer`` and ``nfst.load_scorer``
+(``nfst.models.files``) are imported on first use, so that ``import nfst`` and the packages
+that need no PyTorch (``nfst.fst``, ``nfst.fsts``) do not load it.
+"""
 
 from .errors import (AmbiguousMFSTError, CorruptCacheError, CyclicLatticeError, InvalidMFSTError,
                      LatticeTooLargeError, NfstError, NoPathError, UnknownSymbolError)
 from .fst import (Arc, CompileOptions, Lattice, MarkedFST, OutputMarks, compile_lattice,
                   compose_openfst, from_pynini, to_pynini)
 
+_MODEL_FILES = ("load_sampler", "load_scorer", "save_sampler", "save_scorer")
+
+
+def __getattr__(name: str):
+    if name in _MODEL_FILES:
+        from .models import files
+        return getattr(files, name)
+    raise AttributeError(f"module 'nfst' has no attribute {name!r}")
+
+
 __all__ = [
     "AmbiguousMFSTError", "Arc", "CompileOptions", "CorruptCacheError", "CyclicLatticeError",
     "InvalidMFSTError", "Lattice", "LatticeTooLargeError", "MarkedFST", "NfstError",
     "NoPathError", "OutputMarks", "UnknownSymbolError", "compile_lattice", "compose_openfst",
-    "from_pynini", "to_pynini",
+    "from_pynini", "load_sampler", "load_scorer", "save_sampler", "save_scorer", "to_pynini",
 ]

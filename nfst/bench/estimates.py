@@ -34,7 +34,8 @@ import torch
 from ..evaluate.exact import add_exact
 from ..evaluate.log_z import add_exclusive_kl, estimate_log_z
 from ..evaluate.samplers import evaluate
-from ..models.samplers import SAMPLERS, SamplerConfig, make_sampler
+from ..models.samplers import SAMPLERS, SamplerConfig, Vocabulary, make_sampler
+from ..tasks import get_task
 from ..train.ngram import NgramConfig, fit_ngram
 from ..train.sampler import SamplerTrainConfig, train_sampler
 from .common import cipher_lattices
@@ -58,16 +59,15 @@ def bench_estimates(lattices: int = 32, train_pairs: int = 256, steps: int = 60,
     names = list(samplers or SAMPLERS)
     train = cipher_lattices(train_pairs, "train", cache_dir)
     test = cipher_lattices(lattices, "test", cache_dir)
-    vocab = len(train[0].mark_vocab)
     scorer = fit_ngram(train, NgramConfig(order=order), device=device, quiet=True).scorer
-    symbols = sorted({c for lat in train for c in (*lat.x, *lat.y)})
+    vocabulary = Vocabulary.of(get_task("cipher").mfst())
     config = SamplerTrainConfig(sampler=SamplerConfig(d=d, dropout=0.0), lr=3e-3, steps=steps,
                                 eval_every=max(1, steps), eval_k=8, patience=10**6)
     untrained, trained = {}, {}
     for i, name in enumerate(names):
         torch.manual_seed(seed + i)  # each sampler's initial weights, whatever ran before
-        untrained[name] = make_sampler(name, vocab, config.sampler, symbols).to(device)
-        trained[name] = make_sampler(name, vocab, config.sampler, symbols).to(device)
+        untrained[name] = make_sampler(name, vocabulary, config.sampler).to(device)
+        trained[name] = make_sampler(name, vocabulary, config.sampler).to(device)
         trained[name].load_state_dict(untrained[name].state_dict())
         train_sampler(trained[name], scorer, train, train[:16], config, seed=seed,
                       device=device, quiet=quiet)

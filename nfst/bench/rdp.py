@@ -27,7 +27,7 @@ from ..dp.passes import backward, forward, log_partition
 from ..dp.randomized import randomized_backward
 from ..dp.selection import RDPConfig
 from ..evaluate.samplers import draw, mean_and_se, partial_kl
-from ..models.samplers import SamplerConfig, make_sampler
+from ..models.samplers import SamplerConfig, Vocabulary, make_sampler
 from ..models.scorer import LSTMScorer
 from ..runtime.threads import cpu_threads
 from ..tasks import get_task
@@ -48,10 +48,10 @@ def _train_step(sampler, scorer, batch, opt, generator, k):
     opt.step()
 
 
-def _swp(vocab, symbols, d, budget, scorer, train, steps, k, seed):
+def _swp(vocabulary, d, budget, scorer, train, steps, k, seed):
     """An SWP trained ``steps`` steps (batches of 8 training lattices) against ``scorer``."""
     torch.manual_seed(seed)
-    sampler = make_sampler("swp", vocab, SamplerConfig(d=d, dropout=0.0, budget=budget), symbols)
+    sampler = make_sampler("swp", vocabulary, SamplerConfig(d=d, dropout=0.0, budget=budget))
     opt = torch.optim.Adam(sampler.parameters(), lr=1e-3)
     generator = torch.Generator().manual_seed(seed)
     for step in range(steps):
@@ -65,7 +65,6 @@ def bench_rdp(lattices: int = 100, runs: int = 10, d: int = 256, steps: int = 30
               seed: int = 0) -> dict:
     task = get_task("cipher")
     T = task.mfst()
-    symbols = T.input_alphabet + T.output_alphabet
     test = cipher_lattices(lattices, "test")
     train = cipher_lattices(8 * steps, "train")
     vocab = len(test[0].mark_vocab)
@@ -80,7 +79,7 @@ def bench_rdp(lattices: int = 100, runs: int = 10, d: int = 256, steps: int = 30
         step_batch = LatticeBatch(test[:16])
         kl, ms = {}, {}
         for name, budget in (("exact", 1.0), ("rdp", swp_budget)):
-            sampler, opt = _swp(vocab, symbols, d, budget, scorer, train, steps, 16, seed)
+            sampler, opt = _swp(Vocabulary.of(T), d, budget, scorer, train, steps, 16, seed)
             torch.manual_seed(seed)
             per_pair = [partial_kl(s) for s in draw(sampler, scorer, test[:eval_lattices], 16,
                                                     batch_size=16, seed=seed)]

@@ -17,7 +17,7 @@ import torch
 
 from ..dp.batch import LatticeBatch
 from ..smc.lookahead import LearnedLookahead
-from ..models.samplers import SamplerConfig, make_sampler
+from ..models.samplers import SamplerConfig, Vocabulary, make_sampler
 from ..models.scorer import LSTMScorer
 from ..smc.engine import SMCConfig, smc
 from ..tasks import get_task
@@ -34,8 +34,7 @@ def bench_smc(pairs: int = 16, particles: int = 64, sampler: str = "swp", d: int
     batch = LatticeBatch(lats, device)
     vocab = len(lats[0].mark_vocab)
     torch.manual_seed(seed)
-    proposal = make_sampler(sampler, vocab, SamplerConfig(d=d),
-                            T.input_alphabet + T.output_alphabet).to(device).eval()
+    proposal = make_sampler(sampler, Vocabulary.of(T), SamplerConfig(d=d)).to(device).eval()
     scorer = LSTMScorer(vocab, scorer_hidden).to(device).freeze()
     lookahead = LearnedLookahead(vocab).to(device).eval()
     config = SMCConfig(particles=particles, resample_threshold=0.5, resampling=resampling)

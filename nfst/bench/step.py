@@ -37,7 +37,7 @@ from ..experiment.config import DEFAULT_SAMPLERS
 from ..experiment.presets import preset
 from ..runtime.threads import cpu_threads
 from ..train.objectives import inclusive_kl_loss, iwae_loss
-from ..models.samplers import SamplerConfig, make_sampler
+from ..models.samplers import SamplerConfig, Vocabulary, make_sampler
 from ..models.scorer import LSTMScorer, distinct_strings
 from ..tasks import get_task
 from .common import OpCounter, cipher_lattices, emit
@@ -52,7 +52,6 @@ def bench_step(lattices: int = 16, k: int = 16, dims: Sequence[int] = (256, 64),
     hidden size in ``dims``; see the module docstring."""
     device = torch.device(device)
     T = get_task("cipher").mfst()
-    symbols = T.input_alphabet + T.output_alphabet
     lats = cipher_lattices(lattices, cache_dir=cache_dir)
     batch = LatticeBatch(lats, device)
     vocab = len(lats[0].mark_vocab)
@@ -62,7 +61,7 @@ def bench_step(lattices: int = 16, k: int = 16, dims: Sequence[int] = (256, 64),
               "scorer_hidden": scorer_hidden, "states": batch.num_states, "arcs": batch.num_arcs,
               "max_height": batch.max_height, "repeat": repeat}
     for d in dims:
-        steppers = {name: _Stepper(make_sampler(name, vocab, SamplerConfig(d=d), symbols),
+        steppers = {name: _Stepper(make_sampler(name, Vocabulary.of(T), SamplerConfig(d=d)),
                                    scorer, batch, k, seed) for name in samplers}
         for _ in range(repeat + 1):  # round robin: a busy machine slows every sampler alike
             for stepper in steppers.values():

@@ -38,8 +38,9 @@ import torch
 from ..errors import NfstError
 from ..fst.dataset import compile_dataset
 from ..fst.lattice import Lattice
+from ..models.files import save_sampler, save_scorer
 from ..models.ngram import NgramScorer
-from ..models.samplers import Sampler, make_sampler
+from ..models.samplers import Sampler, Vocabulary, make_sampler
 from ..models.scorer import LSTMScorer, Scorer
 from ..runtime import storage
 from ..tasks import DataError, Task, get_task, resolve_data_dir
@@ -76,7 +77,7 @@ class Run:
         self.run_dir = RunDir(self.dir, self.settings(), self.where())
         self.rank = self.run_dir.rank
         self.T = self.task.mfst(data_dir)
-        self.symbols = self.T.input_alphabet + self.T.output_alphabet
+        self.vocabulary = Vocabulary.of(self.T)  # saved with every sampler
         self._lattices: dict[str, list[Lattice]] = {}
         self._skipped: dict[str, int] = {}
         self._pairs_found: dict[str, bool] = {}
@@ -175,11 +176,12 @@ class Run:
                                quiet=self.quiet)
             self.run_dir.claim()
             if self.rank == 0:
-                storage.save(path, {"state": result.scorer.state_dict()}, durable=True)
+                save_scorer(result.scorer, path)
             self.run_dir.finish("ngram", {"seconds": time.time() - started, "order": cfg.order,
                                    "history": result.history})
-        scorer = NgramScorer(len(self.lattices("train")[0].mark_vocab), cfg.order)
-        scorer.load_state_dict(storage.load(path)["state"])
+        state = storage.load(path)["state"]  # files of every version hold it
+        scorer = NgramScorer(self.vocabulary.size, cfg.order, histories=state.get("histories"))
+        scorer.load_state_dict(state)
         return scorer.to(self.device).freeze()
 
     def scorer(self) -> Scorer:
@@ -188,18 +190,16 @@ class Run:
         cfg = self.preset.scorer
         if cfg.kind == "ngram":
             return self.ngram()
-        vocab = len(self.lattices("train")[0].mark_vocab)
         if not path.exists():
             ngram = None if cfg.proposal == "bootstrap" else self.ngram()
             self.run_dir.claim()  # before its first checkpoint
             started = time.time()
-            result = train_scorer(self.lattices("train"), cfg, symbols=self.symbols,
+            result = train_scorer(self.lattices("train"), cfg, vocabulary=self.vocabulary,
                                   seed=self.config.seed, device=self.device, ngram=ngram,
                                   checkpoint=self.dir / "checkpoints" / "scorer.ckpt",
                                   quiet=self.quiet)
             if self.rank == 0:
-                storage.save(path, {"state": result.scorer.state_dict(),
-                                    "history": result.history}, durable=True)
+                save_scorer(result.scorer, path)
             tail = result.history[-max(1, len(result.history) // 10):]
             self.run_dir.finish("scorer", {
                 "seconds": time.time() - started, "proposal": cfg.proposal,
@@ -207,13 +207,12 @@ class Run:
                 "train_iwae": sum(h["iwae"] for h in tail) / len(tail),
                 "curve": {"step": [h["step"] for h in result.history],
                           "iwae": [h["iwae"] for h in result.history]}})
-        scorer = LSTMScorer(vocab, cfg.hidden, cfg.layers, cfg.dropout)
+        scorer = LSTMScorer(self.vocabulary.size, cfg.hidden, cfg.layers, cfg.dropout)
         scorer.load_state_dict(storage.load(path)["state"])
         return scorer.to(self.device).freeze()
 
     def new_sampler(self, name: str) -> Sampler:
-        vocab = len(self.lattices("train")[0].mark_vocab)
-        return make_sampler(name, vocab, self.preset.sampler.sampler, self.symbols)
+        return make_sampler(name, self.vocabulary, self.preset.sampler.sampler)
 
     def training_seed(self, seed: int = 0) -> int:
         """The seed that initialises and trains a sampler's ``seed``-th training run (``--seeds``):
@@ -266,8 +265,7 @@ class Run:
                                    quiet=self.quiet, teacher=teacher, callback=callback,
                                    checkpoint=self.dir / "checkpoints" / f"{key}.ckpt")
             if self.rank == 0:
-                storage.save(self.dir / "samplers" / f"{key}.pt",
-                             {"state": result.sampler.state_dict()}, durable=True)
+                save_sampler(result.sampler, self.dir / "samplers" / f"{key}.pt")
             self.run_dir.finish(f"sampler-{key}", {
                 "seconds": time.time() - started, "best_step": result.best_step,
                 "best_dev_partial_kl": result.best_dev_partial_kl, "steps": result.steps,

@@ -3,9 +3,9 @@ arc-factored one; ``ngram``: a mark n-gram, an exact WFST; ``scorer_calls``: a c
 wrapper) and the proposal samplers q_φ (``samplers``)."""
 
 from .ngram import NgramScorer
-from .samplers import SAMPLERS, Sampler, SamplerConfig, make_sampler
+from .samplers import SAMPLERS, Sampler, SamplerConfig, Vocabulary, make_sampler
 from .scorer import ArcFactoredScorer, LSTMScorer, Scorer
 from .scorer_calls import CountingScorer
 
 __all__ = ["ArcFactoredScorer", "CountingScorer", "LSTMScorer", "NgramScorer", "SAMPLERS",
-           "Sampler", "SamplerConfig", "Scorer", "make_sampler"]
+           "Sampler", "SamplerConfig", "Scorer", "Vocabulary", "make_sampler"]

@@ -33,19 +33,57 @@ from .samplers.refined import RefinedLatticeSampler, Refinement
 from .scorer import Scorer
 
 
-class NgramScorer(Scorer):
-    """p_θ(ω_t | h_t) = softmax(θ[h_t]) with θ (H, V + 1) (module docstring). Its recurrent
-    state is the history id (n,) of ``nfst.fst.history``."""
+DENSE_LIMIT = 2 ** 27
+"""Most entries of a dense θ (1 GiB in float64, Adam's state twice that): above it the
+constructor refuses, and ``histories`` is needed."""
 
-    def __init__(self, vocab_size: int, order: int = 1, dtype: torch.dtype = torch.float64):
+
+class NgramScorer(Scorer):
+    """p_θ(ω_t | h_t) = softmax(θ[row(h_t)]) with θ (H, V + 1) (module docstring). Its
+    recurrent state is the history id (n,) of ``nfst.fst.history``.
+
+    ``histories``: the sorted ids (H,) of the histories θ has a row for; every other history
+    reads the uniform distribution. None: all (V + 1)^(n − 1) have one (dense; refused above
+    ``DENSE_LIMIT`` entries)."""
+
+    def __init__(self, vocab_size: int, order: int = 1, dtype: torch.dtype = torch.float64,
+                 histories: Optional[Tensor] = None):
         super().__init__()
         if order < 1:
             raise ValueError(f"an n-gram has order n ≥ 1, got {order}")
         self.vocab_size, self.order = vocab_size, order
-        self.logits = nn.Parameter(torch.zeros((vocab_size + 1) ** (order - 1), vocab_size + 1,
-                                               dtype=dtype))
+        if histories is None:
+            rows = (vocab_size + 1) ** (order - 1)
+            if rows * (vocab_size + 1) > DENSE_LIMIT:
+                raise ValueError(f"a dense {order}-gram over {vocab_size} marks has "
+                                 f"{rows * (vocab_size + 1):,} entries (more than "
+                                 f"{DENSE_LIMIT:,}): build it with NgramScorer.for_lattices")
+        else:
+            histories = torch.as_tensor(histories, dtype=torch.long)
+            rows = len(histories)
+        self.register_buffer("histories", histories)
+        self.logits = nn.Parameter(torch.zeros(rows, vocab_size + 1, dtype=dtype))
         self._expanded: dict[int, tuple[Lattice, HistoryLattice]] = {}
         self._last: tuple = (None,)  # the last batch refined, and its history lattices
+
+    @classmethod
+    def for_lattices(cls, lattices: Sequence[Lattice], order: int = 1,
+                     dtype: torch.dtype = torch.float64) -> "NgramScorer":
+        """An n-gram (θ = 0) with a row of θ for each history that occurs in ``lattices``
+        (their history lattices are built here, once, and kept)."""
+        built = [(lat, expand_history(lat, order - 1)) for lat in lattices]
+        histories = np.unique(np.concatenate([h.history for _, h in built]))
+        scorer = cls(len(lattices[0].mark_vocab), order, dtype, torch.from_numpy(histories))
+        scorer._expanded.update((id(lat), (lat, h)) for lat, h in built)
+        return scorer
+
+    def rows(self, history: Tensor) -> Tensor:
+        """The row of :meth:`log_table` (...) of each history id (...)."""
+        if self.histories is None:
+            return history
+        known = len(self.histories)
+        place = torch.searchsorted(self.histories, history).clamp(max=known - 1)
+        return torch.where(self.histories[place] == history, place, known)
 
     @property
     def depth(self) -> int:
@@ -53,8 +91,14 @@ class NgramScorer(Scorer):
         return self.order - 1
 
     def log_table(self) -> Tensor:
-        """(H, V + 1): log p_θ(m | h) for every history h and mark or EOS m."""
-        return torch.log_softmax(self.logits, dim=-1)
+        """(H, V + 1), or (H + 1, V + 1) with ``histories``: log p_θ(m | h) for the history
+        h of each row (:meth:`rows`) and every mark or EOS m; with ``histories`` the last
+        row is the uniform distribution, every other history's."""
+        table = torch.log_softmax(self.logits, dim=-1)
+        if self.histories is None:
+            return table
+        # log_softmax of zeros, as a dense θ's unfitted rows compute it (bitwise the same)
+        return torch.cat([table, torch.log_softmax(table.new_zeros(1, self.vocab_size + 1), -1)])
 
     # -- the Scorer interface ---------------------------------------------------------------
     def log_prob(self, marks: Tensor, lengths: Tensor) -> Tensor:
@@ -63,7 +107,8 @@ class NgramScorer(Scorer):
         h, total = self.start(N), table.new_zeros(N)
         for t in range(L + 1):
             nxt = torch.where(lengths == t, self.eos, marks[:, t])
-            total = total + torch.where(t <= lengths, table[h, nxt], table.new_zeros(()))
+            total = total + torch.where(t <= lengths, table[self.rows(h), nxt],
+                                        table.new_zeros(()))
             h = self.advance(h, marks[:, t])
         return total
 
@@ -72,7 +117,7 @@ class NgramScorer(Scorer):
                           device=self.logits.device)
 
     def next_log_probs(self, state: Tensor) -> Tensor:
-        return self.log_table()[state]
+        return self.log_table()[self.rows(state)]
 
     def advance(self, state: Tensor, marks: Tensor) -> Tensor:
         base = self.vocab_size + 1
@@ -99,11 +144,12 @@ class NgramScorer(Scorer):
             history = torch.as_tensor(np.concatenate([h.history for h in built]),
                                       device=batch.device)
             origin = torch.as_tensor(np.concatenate([h.arc for h in built]), device=batch.device)
-            self._last = (batch, split, history, origin + batch.arc_offsets[split.arc_lattice])
-        _, split, history, origin = self._last
+            self._last = (batch, split, self.rows(history),
+                          origin + batch.arc_offsets[split.arc_lattice])
+        _, split, row, origin = self._last
         table = self.log_table().to(batch.device)
-        arc_w = table[history[split.arc_src], split.arc_mark]
-        final_w = table[history, self.eos].masked_fill(~split.final, float("-inf"))
+        arc_w = table[row[split.arc_src], split.arc_mark]
+        final_w = table[row, self.eos].masked_fill(~split.final, float("-inf"))
         return Refinement(split, arc_w, final_w), origin
 
     def log_partition(self, batch: LatticeBatch) -> Tensor:

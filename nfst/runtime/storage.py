@@ -51,6 +51,9 @@ def load(path: str | os.PathLike) -> Any:
     """Read a file written by ``save``; raises CorruptCacheError if it fails its check."""
     data = Path(path).read_bytes()
     head, digest, payload = data[:len(MAGIC)], data[len(MAGIC):len(MAGIC) + 32], data[len(MAGIC) + 32:]
+    if head != MAGIC and not MAGIC.startswith(head):  # a short file is a truncated one
+        raise CorruptCacheError(f"{path}: not a file nfst wrote (no {MAGIC!r} header; a "
+                                f"torch.save file, say)")
     if head != MAGIC or hashlib.sha256(payload).digest() != digest:
         raise CorruptCacheError(f"{path}: failed its integrity check (truncated or overwritten)")
     try:

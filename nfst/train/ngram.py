@@ -88,13 +88,15 @@ def fit_ngram(train: Sequence[Lattice], config: NgramConfig = NgramConfig(), *,
               checkpoint: Optional[str | os.PathLike] = None,
               callback: Optional[Callable[[int, dict], None]] = None) -> NgramResult:
     """Fit an :class:`NgramScorer` to ``train`` by exact maximum likelihood (module docstring);
-    θ starts at 0 (uniform next-mark distributions). ``checkpoint``: a file to checkpoint to
-    and resume from; ``callback(step, record)`` is called after every step."""
+    θ starts at 0 (uniform next-mark distributions), with a row for each of the H histories
+    that occur in ``train`` (:meth:`NgramScorer.for_lattices`: H (V + 1) entries, not
+    (V + 1)^n). ``checkpoint``: a file to checkpoint to and resume from; ``callback(step,
+    record)`` is called after every step."""
     if not train:
         raise ValueError("fit_ngram needs training lattices")
     check_config(config)
     device = torch.device(device)
-    scorer = NgramScorer(len(train[0].mark_vocab), config.order).to(device)
+    scorer = NgramScorer.for_lattices(train, config.order).to(device)
     trainer = _NgramTrainer(train, config, scorer, device)
     history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet, callback=callback)
     return NgramResult(scorer.freeze(), history)

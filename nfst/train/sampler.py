@@ -250,13 +250,13 @@ class _SamplerTrainer(Trainer):
 
 
 def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
-                  dev: Sequence[Lattice], config: SamplerTrainConfig = SamplerTrainConfig(), *,
+                  dev: Sequence[Lattice], config: SamplerTrainConfig, *,
                   seed: int = 0, device: torch.device | str = "cpu",
                   checkpoint: Optional[str | os.PathLike] = None, quiet: bool = False,
                   callback: Optional[Callable[[int, dict], None]] = None,
                   teacher: Optional[Sampler] = None,
                   lookahead: Optional[Lookahead] = None) -> SamplerResult:
-    """Train ``sampler`` (made with ``make_sampler``) against the frozen ``scorer``.
+    """Train ``sampler`` (``make_sampler``) against the frozen ``scorer`` as ``config`` says.
 
     The history starts with the untrained sampler's validation (step 0), which also counts
     for early stopping. ``teacher``: a trained sampler for ``config.teacher`` (required when it

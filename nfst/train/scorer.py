@@ -34,7 +34,7 @@ import torch
 from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
 from ..models.ngram import NgramScorer
-from ..models.samplers import Sampler, SamplerConfig, make_sampler
+from ..models.samplers import Sampler, SamplerConfig, Vocabulary, make_sampler
 from ..models.samplers.mixture import mixture_draw
 from ..models.scorer import LSTMScorer, distinct_strings
 from .loop import LoopConfig, Trainer, check_config, train_loop
@@ -91,13 +91,14 @@ class ScorerResult:
 
 
 def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig(), *,
-                 symbols: Sequence[str] = (), seed: int = 0,
+                 vocabulary: Optional[Vocabulary] = None, seed: int = 0,
                  device: torch.device | str = "cpu", ngram: Optional[NgramScorer] = None,
                  checkpoint: Optional[str | os.PathLike] = None, quiet: bool = False,
                  callback: Optional[Callable[[int, dict], None]] = None) -> ScorerResult:
     """Fit an LSTM scorer to the training lattices (module docstring).
 
-    ``symbols``: the MFST's input and output alphabets, for a bootstrap sampler. ``ngram``:
+    ``vocabulary``: the task's (``Vocabulary.of(T)``), for a bootstrap sampler; None: the
+    lattices' marks alone, enough for a bootstrap sampler that reads neither x nor y. ``ngram``:
     the fitted n-gram whose posterior proposes (fitted here by ``config.ngram`` if the
     proposal needs one and none is given). ``checkpoint``: a file to checkpoint to and resume
     from. ``callback(step, record)`` is called after every step (e.g. to log or to stop)."""
@@ -111,7 +112,8 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
     vocab = len(train[0].mark_vocab)
     scorer = LSTMScorer(vocab, config.hidden, config.layers, config.dropout).to(device)
     boot = None if config.proposal == "ngram" else make_sampler(
-        config.bootstrap_sampler, vocab, config.bootstrap, symbols).to(device)
+        config.bootstrap_sampler, vocabulary or Vocabulary(train[0].mark_vocab),
+        config.bootstrap).to(device)
     trainer = _ScorerTrainer(train, config, scorer, boot, ngram, seed, device)
     history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet, callback=callback)
     return ScorerResult(scorer.freeze(), history)

@@ -171,11 +171,11 @@ def test_draw_runs_both_models_in_eval_mode_and_restores_their_modes():
     log q or log p̃ that no recomputation in eval mode reproduces."""
     from nfst.models.samplers import SamplerConfig, make_sampler
     from nfst.models.scorer import LSTMScorer
-    from tests.helpers.samplers import symbols_of
+    from tests.helpers.samplers import vocabulary_of
     lats = del_ins_lattices()
     torch.manual_seed(0)
     vocab = len(lats[0].mark_vocab)
-    sampler = make_sampler("swa", vocab, SamplerConfig(d=8, dropout=0.5), symbols_of(lats)).double()
+    sampler = make_sampler("swa", vocabulary_of(lats), SamplerConfig(d=8, dropout=0.5)).double()
     scorer = LSTMScorer(vocab, hidden=8, layers=2, dropout=0.5).double()
     for sampler_mode, scorer_mode in ((True, False), (False, True)):
         sampler.train(sampler_mode)

@@ -8,6 +8,7 @@ import torch
 from nfst import Lattice, compile_lattice
 from nfst.dp.batch import LatticeBatch
 from nfst.fsts import cipher_mfst, deletion_insertion, substitution_ciphers
+from nfst.models.samplers import Vocabulary
 
 CIPHER = cipher_mfst(substitution_ciphers(list("abc"), 2, seed=1))
 
@@ -46,5 +47,7 @@ def small_batch(device: torch.device | str = "cpu") -> LatticeBatch:
     return LatticeBatch([compile_lattice(CIPHER, x, y) for x, y in pairs], device)
 
 
-def symbols_of(lattices):
-    return sorted({s for lat in lattices for s in lat.x + lat.y})
+def vocabulary_of(lattices) -> Vocabulary:
+    """The lattices' marks, and the symbols of their x and y (sorted): a sampler's vocabulary
+    for lattices built without their MFST at hand (``Vocabulary.of(T)`` otherwise)."""
+    return Vocabulary(lattices[0].mark_vocab, sorted({s for lat in lattices for s in lat.x + lat.y}))

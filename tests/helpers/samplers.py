@@ -15,7 +15,7 @@ from nfst.models.samplers.base import Sampler
 from nfst.models.scorer import ArcFactoredScorer
 from nfst.train.objectives import inclusive_kl_loss
 from tests.helpers.brute import lattice_paths
-from tests.helpers.lattices import symbols_of
+from tests.helpers.lattices import vocabulary_of
 
 SAMPLER_NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix", "swp-sws")
 
@@ -81,16 +81,15 @@ def noisy_sampler(batch: LatticeBatch, seed: int, scale: float = 0.5) -> FreeWei
 def new_sampler(name, lattices, d=8, seed=0):
     """A small float64 sampler with dropout off, so recomputations agree to rounding."""
     torch.manual_seed(seed)
-    vocab = len(lattices[0].mark_vocab)
-    return make_sampler(name, vocab, SamplerConfig(d=d, dropout=0.0), symbols_of(lattices)).double()
+    return make_sampler(name, vocabulary_of(lattices), SamplerConfig(d=d, dropout=0.0)).double()
 
 
 def dropout_sampler(name, lattices, seed=0):
     """A small float64 sampler in training mode with dropout 0.5, its weights moved away from
     their initialisation (swp-prefix's prefix weights start at zero)."""
     torch.manual_seed(seed)
-    sampler = make_sampler(name, len(lattices[0].mark_vocab), SamplerConfig(d=8, dropout=0.5),
-                           symbols_of(lattices)).double().train()
+    sampler = make_sampler(name, vocabulary_of(lattices), SamplerConfig(d=8, dropout=0.5)
+                           ).double().train()
     with torch.no_grad():
         for p in sampler.parameters():
             p.add_(0.5 * torch.randn_like(p))

@@ -11,7 +11,7 @@ from nfst.dp.passes import log_partition
 from nfst.models.samplers import SamplerConfig
 from nfst.models.scorer import ArcFactoredScorer, LSTMScorer, distinct_strings
 from nfst.train.scorer import ScorerConfig, train_scorer
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices, small_batch, symbols_of
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, small_batch, vocabulary_of
 from tests.helpers.samplers import all_paths, exact_log_p, exact_sampler
 from tests.helpers.scorers import padded, random_scorer
 
@@ -117,7 +117,7 @@ def tiny_trained_scorer():
     lats = del_ins_lattices()
     config = ScorerConfig(hidden=8, layers=2, dropout=0.1, steps=6, batch_size=3, K=4,
                           bootstrap=SamplerConfig(d=8, dropout=0.0), checkpoint_every=100)
-    result = train_scorer(lats, config, symbols=symbols_of(lats), quiet=True)
+    result = train_scorer(lats, config, vocabulary=vocabulary_of(lats), quiet=True)
     return result.scorer.double()
 
 

@@ -127,10 +127,10 @@ def test_fitted_lookahead_approaches_the_true_log_prob_to_go(setup):
 
 
 def test_swp_beta_lookahead_is_swps_own_backward_value(setup):
-    from nfst.models.samplers import SamplerConfig, make_sampler
+    from nfst.models.samplers import SamplerConfig, Vocabulary, make_sampler
     batch, scorer = setup
     torch.manual_seed(0)
-    swp = make_sampler("swp", scorer.vocab_size, SamplerConfig(d=8, dropout=0.0)).eval()
+    swp = make_sampler("swp", Vocabulary(batch.mark_vocab), SamplerConfig(d=8, dropout=0.0)).eval()
     with torch.no_grad():
         c = BetaLookahead.from_sampler(swp, scale=0.5).prepare(batch)
         _, log_beta, _ = swp.arc_log_weights(batch)

@@ -14,7 +14,7 @@ import torch.distributed as dist
 from nfst import compile_lattice
 from nfst.errors import Interrupted
 from nfst.fsts import deletion_insertion
-from nfst.models.samplers import SamplerConfig, make_sampler
+from nfst.models.samplers import SamplerConfig, Vocabulary, make_sampler
 from nfst.models.scorer import ArcFactoredScorer
 from nfst.runtime.interrupt import graceful_interrupts
 from nfst.smc.engine import SMCConfig
@@ -34,7 +34,7 @@ cfg = SamplerTrainConfig(sampler=SamplerConfig(d=8, dropout=0.1), lr=1e-2, steps
 
 def train(steps, checkpoint=None, callback=None):
     torch.manual_seed(1)
-    s = make_sampler("swa", len(lats[0].mark_vocab), cfg.sampler, "abcd")
+    s = make_sampler("swa", Vocabulary(lats[0].mark_vocab, "abcd"), cfg.sampler)
     r = train_sampler(s, scorer, lats, lats, dataclasses.replace(cfg, steps=steps), quiet=True,
                       checkpoint=checkpoint, callback=callback)
     return r, torch.cat([p.detach().flatten() for p in r.sampler.parameters()])
@@ -76,7 +76,7 @@ scorer_cfg = ScorerConfig(hidden=8, layers=1, steps=4, batch_size=4, K=4,
 
 
 def train_p(steps, checkpoint=None):
-    r = train_scorer(lats, dataclasses.replace(scorer_cfg, steps=steps), symbols="abcd",
+    r = train_scorer(lats, dataclasses.replace(scorer_cfg, steps=steps), vocabulary=Vocabulary(lats[0].mark_vocab, "abcd"),
                      seed=1, checkpoint=checkpoint, quiet=True)
     return torch.cat([p.detach().flatten() for p in r.scorer.parameters()])
 
@@ -90,7 +90,7 @@ train_p(2, checkpoint)
 assert torch.equal(train_p(4, checkpoint), flat_p), "a resumed scorer run differs"
 # Training from particles: each rank runs SMC on its share of the minibatch, DDP averages.
 torch.manual_seed(2)
-particles = make_sampler("swa", len(lats[0].mark_vocab), SamplerConfig(d=8, dropout=0.0), "abcd")
+particles = make_sampler("swa", Vocabulary(lats[0].mark_vocab, "abcd"), SamplerConfig(d=8, dropout=0.0))
 adapt(particles, scorer, lats, AdaptConfig(steps=3, batch_size=4, smc=SMCConfig(particles=4)),
       BetaLookahead.exact(scorer), seed=1)
 flat_a = torch.cat([p.detach().flatten() for p in particles.parameters()])

@@ -16,7 +16,7 @@ from nfst.smc.engine import SMCConfig
 from nfst.smc.lookahead import BetaLookahead
 from nfst.train import AdaptConfig, NgramConfig, adapt, fit_ngram
 from nfst.models.samplers import SamplerConfig, make_sampler
-from tests.helpers.lattices import del_ins_lattices, symbols_of
+from tests.helpers.lattices import del_ins_lattices, vocabulary_of
 from tests.helpers.scorers import random_scorer
 
 CONFIG = AdaptConfig(objective="nasmc", steps=6, batch_size=2, lr=0.01, checkpoint_every=2,
@@ -27,8 +27,7 @@ def adapt_run(lats, scorer, checkpoint=None, callback=None, d=8):
     """``adapt`` of a fresh sampler with dropout (so the loop's global RNG state matters as
     well as its generator's): (losses, final parameters)."""
     torch.manual_seed(0)
-    sampler = make_sampler("swa", len(lats[0].mark_vocab), SamplerConfig(d=d, dropout=0.2),
-                           symbols_of(lats)).train()
+    sampler = make_sampler("swa", vocabulary_of(lats), SamplerConfig(d=d, dropout=0.2)).train()
     losses = adapt(sampler, scorer, lats, CONFIG, BetaLookahead.exact(scorer), seed=2,
                    checkpoint=checkpoint, callback=callback)
     return losses, sampler.state_dict()

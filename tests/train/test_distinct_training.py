@@ -8,7 +8,7 @@ from nfst import compile_lattice
 from nfst.experiment.config import apply_overrides
 from nfst.experiment.presets import preset
 from nfst.fsts import deletion_insertion
-from nfst.models.samplers import SamplerConfig, make_sampler
+from nfst.models.samplers import SamplerConfig, Vocabulary, make_sampler
 from nfst.models.scorer import ArcFactoredScorer
 from nfst.train.sampler import SamplerTrainConfig, train_sampler, validate
 
@@ -20,8 +20,8 @@ def test_the_option_reaches_the_trainer_and_training_improves():
     lats = [compile_lattice(T, x, y) for x, y in [("ab", "c"), ("ba", "dc"), ("a", "cd")]]
     torch.manual_seed(0)
     scorer = ArcFactoredScorer(torch.randn(len(lats[0].mark_vocab) + 1) * 2)
-    sampler = make_sampler("swa", len(lats[0].mark_vocab), SamplerConfig(d=16, dropout=0.0),
-                           "abcd")
+    sampler = make_sampler("swa", Vocabulary(lats[0].mark_vocab, "abcd"),
+                           SamplerConfig(d=16, dropout=0.0))
     before = validate(sampler, scorer, lats, 16, 4, 0, torch.device("cpu"))
     cfg = SamplerTrainConfig(sampler=SamplerConfig(d=16, dropout=0.0), lr=1e-2, steps=20,
                              batch_size=3, k=8, eval_every=10, patience=10,

@@ -14,7 +14,7 @@ from nfst.fst.dataset import minibatch
 from nfst.models.samplers import SamplerConfig
 from nfst.train.sampler import SamplerTrainConfig, train_sampler
 from nfst.train.scorer import ScorerConfig, train_scorer
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, vocabulary_of
 from tests.helpers.samplers import all_paths, exact_log_p, new_sampler
 from tests.helpers.scorers import random_scorer
 
@@ -141,7 +141,7 @@ def test_train_scorer_returns_a_frozen_scorer_and_resumes(tmp_path):
     lats = del_ins_lattices()
     config = ScorerConfig(hidden=8, layers=2, dropout=0.1, steps=4, batch_size=2, K=4,
                           bootstrap=SamplerConfig(d=8, dropout=0.1), checkpoint_every=2)
-    full = train_scorer(lats, config, symbols=symbols_of(lats), seed=1, quiet=True,
+    full = train_scorer(lats, config, vocabulary=vocabulary_of(lats), seed=1, quiet=True,
                         checkpoint=tmp_path / "full")
     scorer = full.scorer
     assert not scorer.training and not any(p.requires_grad for p in scorer.parameters())
@@ -152,9 +152,9 @@ def test_train_scorer_returns_a_frozen_scorer_and_resumes(tmp_path):
             raise Interrupt
 
     with pytest.raises(Interrupt):
-        train_scorer(lats, config, symbols=symbols_of(lats), seed=1, quiet=True,
+        train_scorer(lats, config, vocabulary=vocabulary_of(lats), seed=1, quiet=True,
                      checkpoint=tmp_path / "cut", callback=stop_at_3)
-    resumed = train_scorer(lats, config, symbols=symbols_of(lats), seed=1, quiet=True,
+    resumed = train_scorer(lats, config, vocabulary=vocabulary_of(lats), seed=1, quiet=True,
                            checkpoint=tmp_path / "cut")
     assert resumed.history == full.history
     for key, value in scorer.state_dict().items():
@@ -171,7 +171,7 @@ def test_the_scorer_is_trained_on_the_proposal_it_names(monkeypatch):
     for proposal in ("bootstrap", "mixture", "ngram"):  # 003's recipe, and with the n-gram
         config = ScorerConfig(hidden=8, steps=2, batch_size=2, K=4, bootstrap=SamplerConfig(d=8),
                               bootstrap_sampler="swp", proposal=proposal)
-        result = train_scorer(lats, config, symbols=symbols_of(lats), quiet=True)
+        result = train_scorer(lats, config, vocabulary=vocabulary_of(lats), quiet=True)
         assert all(math.isfinite(r["iwae"]) for r in result.history)
         assert all((r["sampler_loss"] is None) == (proposal == "ngram") for r in result.history)
     assert made == ["swp", "swp"]
@@ -183,15 +183,15 @@ def test_the_scorer_is_trained_on_the_proposal_it_names(monkeypatch):
 def particle_training_setup(sampler_name):
     from nfst import compile_lattice
     from nfst.fsts import deletion_insertion
-    from nfst.models.samplers import SamplerConfig, make_sampler
+    from nfst.models.samplers import SamplerConfig, Vocabulary, make_sampler
     from nfst.models.scorer import ArcFactoredScorer
 
     T = deletion_insertion("ab", "cd")
     lats = [compile_lattice(T, x, y) for x, y in [("ab", "c"), ("ba", "dc"), ("a", "cd")]]
     torch.manual_seed(0)
     scorer = ArcFactoredScorer(torch.randn(len(lats[0].mark_vocab) + 1) * 2)
-    sampler = make_sampler(sampler_name, len(lats[0].mark_vocab), SamplerConfig(d=16, dropout=0.0),
-                           "abcd")
+    sampler = make_sampler(sampler_name, Vocabulary(lats[0].mark_vocab, "abcd"),
+                           SamplerConfig(d=16, dropout=0.0))
     return lats, scorer, sampler
 
 

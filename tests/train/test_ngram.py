@@ -2,12 +2,16 @@
 scorer trained on its posterior's paths (nfst.train.scorer), on a tiny cipher task."""
 
 import pytest
+import torch
 
 from nfst import compile_lattice
 from nfst.dp.batch import LatticeBatch
 from nfst.evaluate.log_z import estimate_log_z
+from nfst.fst.history import expand_history
+from nfst.models.ngram import NgramScorer
 from nfst.tasks import get_task
-from nfst.train.ngram import NgramConfig, fit_ngram
+from nfst.train.loop import train_loop
+from nfst.train.ngram import NgramConfig, _NgramTrainer, fit_ngram
 from nfst.train.scorer import ScorerConfig, train_scorer
 from tests.helpers.lattices import del_ins_lattices
 
@@ -57,9 +61,38 @@ def test_the_lstm_trained_on_ngram_paths_learns_the_ciphers(tiny_cipher):
     ngram = fit_ngram(train, NgramConfig(order=3, steps=40), quiet=True).scorer
     config = ScorerConfig(hidden=32, layers=1, dropout=0.0, steps=150, batch_size=16, K=8,
                           lr=1e-2, label_smoothing=0.0, proposal="ngram")
-    result = train_scorer(train, config, symbols="abcd", ngram=ngram, quiet=True)
+    result = train_scorer(train, config, ngram=ngram, quiet=True)
     assert result.history[-1]["iwae"] > result.history[0]["iwae"] + 5
     log_z = estimate_log_z({"n-gram": ngram.posterior()}, result.scorer, test, 64,
                            structure=structure)
     # 0.92 with the n-gram's paths; the trigram's own posterior has 0.85
     assert log_z["generating_cipher"] > 0.75, log_z["generating_cipher"]
+
+
+def test_the_fitted_ngram_stores_observed_histories_and_scores_as_the_dense_one():
+    """fit_ngram keeps a row of θ only for the histories of the training lattices; a dense θ
+    (every (V + 1)^(n − 1) history) fitted by the same steps gives the same values on the test
+    pairs (whose histories include unseen ones, uniform in both) and the same scores."""
+    lats, order = del_ins_lattices(), 3
+    train, test = lats[1:], lats  # the test pairs reach histories the training pairs do not
+    config = NgramConfig(order=order, steps=15)
+    sparse = fit_ngram(train, config, quiet=True).scorer
+    dense = NgramScorer(sparse.vocab_size, order)
+    train_loop(_NgramTrainer(train, config, dense, torch.device("cpu")), quiet=True)
+    V = sparse.vocab_size
+    assert len(sparse.histories) < (V + 1) ** (order - 1)
+    assert sparse.logits.numel() == len(sparse.histories) * (V + 1)
+    assert torch.equal(sparse.logits, dense.logits[sparse.histories])
+    batch = LatticeBatch(test)
+    seen = set(sparse.histories.tolist())
+    unseen = {int(h) for lat in test for h in expand_history(lat, order - 1).history} - seen
+    assert unseen, "the test pairs should reach histories the training pairs do not"
+    assert torch.allclose(sparse.log_partition(batch), dense.log_partition(batch),
+                          rtol=0, atol=1e-12)
+    paths = dense.posterior().sample(batch, 8, torch.Generator().manual_seed(0))
+    assert torch.allclose(sparse.score_paths(paths), dense.score_paths(paths), rtol=0, atol=1e-12)
+
+
+def test_a_dense_table_too_large_is_refused():
+    with pytest.raises(ValueError, match="for_lattices"):
+        NgramScorer(1000, 3)

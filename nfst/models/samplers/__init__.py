@@ -7,15 +7,17 @@
 - ``swp-prefix``: SWP's transition probabilities re-weighted by the mark prefix (003 §3.3)
 - ``swp-sws``: SWP's transition probabilities times SWS's local evidence (ours)
 
-``make_sampler(name, vocab_size, config, symbols)`` builds one; ``symbols`` (the MFST's input
-and output alphabets) is needed by the samplers that read x and y. A new sampler subclasses
-:class:`Sampler` (its interface is in ``base``) and registers with :func:`register_sampler`;
-the names exported here are what one needs.
+``make_sampler(name, Vocabulary.of(T), config)`` builds one for the lattices of an MFST T: the
+vocabulary (``symbols``) holds T's marks and the symbols of x and y, which the samplers that
+read x and y (``reads_symbols``) embed; ``nfst.models.files`` saves a sampler with its name,
+vocabulary and config, and loads it back. A new sampler subclasses :class:`Sampler` (its
+interface is in ``base``) and registers with :func:`register_sampler`; the names exported here
+are what one needs.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
 from .base import Sampler, SamplerConfig
 from .choices import choosing, forced_log_probs, legal_log_softmax, with_forced
@@ -28,7 +30,7 @@ from .route import Route, Rows, route_of_arcs
 from .swa import SWA
 from .swp import SWP
 from .sws import SWS
-from .symbols import SymbolTable
+from .symbols import Vocabulary
 from .walk import Paths, Walk
 
 SAMPLERS: dict[str, type[Sampler]] = {}
@@ -42,18 +44,23 @@ def register_sampler(cls: type[Sampler]) -> type[Sampler]:
     return cls
 
 
-def make_sampler(name: str, vocab_size: int, config: Optional[SamplerConfig] = None,
-                 symbols: Sequence[str] = ()) -> Sampler:
-    """A new sampler ``name`` over a mark vocabulary of ``vocab_size`` marks."""
+def make_sampler(name: str, vocabulary: Vocabulary, config: Optional[SamplerConfig] = None
+                 ) -> Sampler:
+    """A new sampler ``name`` over ``vocabulary`` (``Vocabulary.of(T)``: T's marks, and the
+    symbols of x and y that ``swa``, ``sws`` and ``swp-sws`` read; building one of those from
+    a vocabulary without symbols raises ValueError)."""
     if name not in SAMPLERS:
         raise KeyError(f"no sampler named {name!r}; known samplers: {', '.join(SAMPLERS)}")
-    return SAMPLERS[name](vocab_size, config, symbols)
+    if not isinstance(vocabulary, Vocabulary):
+        raise TypeError(f"make_sampler takes a Vocabulary (Vocabulary.of(T) for the MFST T), "
+                        f"not {type(vocabulary).__name__}")
+    return SAMPLERS[name](vocabulary, config)
 
 
 for _cls in (NoLookahead, SWA, SWS, SWP, SWPPrefix, SWPSWS):
     register_sampler(_cls)
 
 __all__ = ["NoLookahead", "Paths", "PrefixGRU", "Route", "Rows", "SAMPLERS", "SWA", "SWP",
-           "SWPPrefix", "SWPSWS", "SWS", "Sampler", "SamplerConfig", "SymbolTable", "Walk",
+           "SWPPrefix", "SWPSWS", "SWS", "Sampler", "SamplerConfig", "Vocabulary", "Walk",
            "WalkDropout", "WalkRecord", "choosing", "forced_log_probs", "legal_log_softmax",
            "make_sampler", "register_sampler", "route_of_arcs", "with_forced"]

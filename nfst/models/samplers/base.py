@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, ClassVar, Optional
 
 import torch
 from torch import Tensor
@@ -56,7 +56,7 @@ from .choices import choose
 from .graph import static_walk
 from .record import WalkRecord
 from .route import Route, route_of_arcs
-from .symbols import SymbolTable
+from .symbols import Vocabulary
 from .walk import Paths, Walk
 
 
@@ -82,19 +82,25 @@ class SamplerConfig:
 
 
 class Sampler(torch.nn.Module):
-    """Base class: see the module docstring. ``symbols`` is the input ∪ output alphabet, for
-    samplers that read x and y (their ids: ``symbol_table``)."""
+    """Base class: see the module docstring. ``vocabulary``: the task's marks and the symbols
+    of x and y (``symbols.Vocabulary``; saved with the sampler); internal proposals that are
+    never saved by name may give the number of marks V instead (``vocabulary`` is then None)."""
 
     name: ClassVar[str] = ""
     requires_acyclic: ClassVar[bool] = False
     """True for samplers built on the backward algorithm (SWP); they raise CyclicLatticeError."""
+    reads_symbols: ClassVar[bool] = False
+    """True for samplers that embed the symbols of x and y: their vocabulary must list them."""
 
-    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
-                 symbols: Sequence[str] = ()):
+    def __init__(self, vocabulary: Vocabulary | int, config: Optional[SamplerConfig] = None):
         super().__init__()
-        self.vocab_size = vocab_size
+        self.vocabulary = vocabulary if isinstance(vocabulary, Vocabulary) else None
+        self.vocab_size = vocabulary.size if self.vocabulary else int(vocabulary)
         self.config = config if config is not None else SamplerConfig()
-        self.symbol_table = SymbolTable(symbols)
+        if self.reads_symbols and not (self.vocabulary and self.vocabulary.symbols):
+            # Without them every x and y symbol would read as unknown: a sampler blind to x, y.
+            raise ValueError(f"the {self.name} sampler reads x and y, but its vocabulary lists "
+                             f"no symbols: build it with Vocabulary.of(T) for the task's MFST T")
 
     @property
     def bos(self) -> int:
@@ -168,14 +174,16 @@ class Sampler(torch.nn.Module):
         return type(self).path_log_probs is not Sampler.path_log_probs
 
     def check_batch(self, batch: LatticeBatch) -> None:
-        """Raise if the batch's mark vocabulary has another size, or if this sampler needs
+        """Raise if the batch's mark vocabulary is not the sampler's, or if this sampler needs
         acyclic lattices and one is cyclic."""
         if self.requires_acyclic:
             for lattice in batch.lattices:
                 lattice.require_acyclic(f"the {self.name} sampler")
-        if len(batch.mark_vocab) != self.vocab_size and self.vocab_size:
-            raise ValueError(f"the {self.name} sampler has {self.vocab_size} marks, the batch's "
-                             f"mark vocabulary {len(batch.mark_vocab)}: it belongs to another task")
+        known = self.vocabulary.marks if self.vocabulary else batch.mark_vocab
+        if (len(batch.mark_vocab) != self.vocab_size and self.vocab_size) or \
+                (known is not batch.mark_vocab and known != batch.mark_vocab):
+            raise ValueError(f"the {self.name} sampler's {self.vocab_size} marks are not the "
+                             f"batch's {len(batch.mark_vocab)}: it belongs to another task")
 
     # -- generic sampling and scoring ---------------------------------------------------
     def _cap(self, batch: LatticeBatch, max_length: Optional[int]) -> int:

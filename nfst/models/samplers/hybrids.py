@@ -23,13 +23,14 @@ suffixes x_{≥i}, y_{≥j}; α → 0 recovers SWS where the lattice view does n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
 from .base import SamplerConfig
+from .symbols import Vocabulary
 from .choices import choosing, forced_log_probs, with_forced
 from .dropout import WalkDropout
 from .prefix import PrefixGRU
@@ -44,11 +45,10 @@ class SWPPrefix(SWP):
     name = "swp-prefix"
     reads_arc_embed = True
 
-    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
-                 symbols: Sequence[str] = ()):
-        super().__init__(vocab_size, config, symbols)
+    def __init__(self, vocabulary: Vocabulary, config: Optional[SamplerConfig] = None):
+        super().__init__(vocabulary, config)
         d = self.config.d
-        self.prefix = PrefixGRU(vocab_size, d, self.config.dropout)
+        self.prefix = PrefixGRU(self.vocab_size, d, self.config.dropout)
         self.g = nn.Linear(d, d + 1)  # g(h) for arcs, then g_stop(h)
         nn.init.zeros_(self.g.weight)
         nn.init.zeros_(self.g.bias)
@@ -116,11 +116,11 @@ class HybridContext:
 
 class SWPSWS(SWP):
     name = "swp-sws"
+    reads_symbols = True
 
-    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
-                 symbols: Sequence[str] = ()):
-        super().__init__(vocab_size, config, symbols)
-        self.sws = SWS(vocab_size, config, symbols)
+    def __init__(self, vocabulary: Vocabulary, config: Optional[SamplerConfig] = None):
+        super().__init__(vocabulary, config)
+        self.sws = SWS(vocabulary, config)
         self.alpha = nn.Parameter(torch.ones(()))
 
     def prepare(self, batch: LatticeBatch) -> HybridContext:

@@ -7,7 +7,7 @@ renormalised over the marks the lattice allows at the current state (and STOP if
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
 import torch
 from torch import Tensor, nn
@@ -19,19 +19,19 @@ from .dropout import WalkDropout
 from .prefix import PrefixGRU
 from .record import WalkRecord
 from .route import Route
+from .symbols import Vocabulary
 from .walk import Walk
 
 
 class NoLookahead(Sampler):
     name = "nolookahead"
 
-    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
-                 symbols: Sequence[str] = ()):
-        super().__init__(vocab_size, config, symbols)
+    def __init__(self, vocabulary: Vocabulary, config: Optional[SamplerConfig] = None):
+        super().__init__(vocabulary, config)
         d = self.config.d
-        self.prefix = PrefixGRU(vocab_size, d, self.config.dropout)
+        self.prefix = PrefixGRU(self.vocab_size, d, self.config.dropout)
         self.drop = WalkDropout(self.config.dropout)
-        self.out = nn.Linear(d, vocab_size + 1)  # marks, then STOP
+        self.out = nn.Linear(d, self.vocab_size + 1)  # marks, then STOP
 
     def start(self, batch: LatticeBatch, context, lattice: Tensor,
               record: Optional[WalkRecord] = None) -> Walk:

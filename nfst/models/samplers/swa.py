@@ -12,7 +12,7 @@ the lattice allows next (and STOP at final states).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import torch
 from torch import Tensor, nn
@@ -25,7 +25,7 @@ from .dropout import WalkDropout
 from .prefix import PrefixGRU
 from .record import WalkRecord
 from .route import Route
-from .symbols import SEPARATOR
+from .symbols import SEPARATOR, Vocabulary
 from .walk import Walk
 
 
@@ -39,24 +39,24 @@ class Encoded:
 
 class SWA(Sampler):
     name = "swa"
+    reads_symbols = True
 
-    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
-                 symbols: Sequence[str] = ()):
-        super().__init__(vocab_size, config, symbols)
+    def __init__(self, vocabulary: Vocabulary, config: Optional[SamplerConfig] = None):
+        super().__init__(vocabulary, config)
         d = self.config.d
         if d % 2:
             raise ValueError(f"SWA needs an even hidden size d (d/2 per direction), got {d}")
-        self.prefix = PrefixGRU(vocab_size, d, self.config.dropout)
-        self.symbol_embed = nn.Embedding(self.symbol_table.size, d, padding_idx=0)
+        self.prefix = PrefixGRU(self.vocab_size, d, self.config.dropout)
+        self.symbol_embed = nn.Embedding(self.vocabulary.num_symbol_ids, d, padding_idx=0)
         self.encoder = nn.GRU(d, d // 2, batch_first=True, bidirectional=True)
         self.drop = nn.Dropout(self.config.dropout)
         self.drop_h, self.drop_att = (WalkDropout(self.config.dropout),
                                       WalkDropout(self.config.dropout))
-        self.out = nn.Linear(2 * d, vocab_size + 1)  # W = [W_h W_a]; marks, then STOP
+        self.out = nn.Linear(2 * d, self.vocab_size + 1)  # W = [W_h W_a]; marks, then STOP
 
     def prepare(self, batch: LatticeBatch) -> Encoded:
         strings = [tuple(lat.x) + (SEPARATOR,) + tuple(reversed(lat.y)) for lat in batch.lattices]
-        ids, lengths = self.symbol_table.ids(strings, batch.device)
+        ids, lengths = self.vocabulary.symbol_ids(strings, batch.device)
         packed = pack_padded_sequence(self.drop(self.symbol_embed(ids)), torch.tensor(lengths),
                                       batch_first=True, enforce_sorted=False)
         enc, _ = pad_packed_sequence(self.encoder(packed)[0], batch_first=True,

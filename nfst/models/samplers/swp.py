@@ -18,7 +18,7 @@ The variants that also see the prefix are in ``nfst.models.samplers.hybrids``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import torch
 from torch import Tensor, nn
@@ -31,6 +31,7 @@ from ...runtime.threads import cpu_threads
 from .base import Sampler, SamplerConfig
 from .record import WalkRecord
 from .route import Route
+from .symbols import Vocabulary
 from .swp_randomized import defensive_table, randomized_weights
 from .walk import Walk
 
@@ -165,11 +166,10 @@ class SWP(WFSTSampler):
     reads_arc_embed = False
     """Whether ``log_probs`` reads the arc embeddings (the randomized path builds them only then)."""
 
-    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
-                 symbols: Sequence[str] = ()):
-        super().__init__(vocab_size, config, symbols)
+    def __init__(self, vocabulary: Vocabulary, config: Optional[SamplerConfig] = None):
+        super().__init__(vocabulary, config)
         d = self.config.d
-        self.mark_embed = nn.Embedding(vocab_size, d)
+        self.mark_embed = nn.Embedding(self.vocab_size, d)
         self.U_mark = nn.Linear(d, d)  # U = [U_1 | U_mark | U_state]; U_1 is this bias
         self.U_state = nn.Linear(d, d, bias=False)
         self.w = nn.Linear(d, 1, bias=False)

@@ -13,7 +13,7 @@ each step reads the walkers' rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import torch
 from torch import Tensor, nn
@@ -25,6 +25,7 @@ from .dropout import WalkDropout
 from .prefix import PrefixGRU
 from .record import WalkRecord
 from .route import Route, Rows
+from .symbols import Vocabulary
 from .walk import Walk
 
 
@@ -62,22 +63,22 @@ class SuffixEncoder(nn.Module):
 
 class SWS(Sampler):
     name = "sws"
+    reads_symbols = True
 
-    def __init__(self, vocab_size: int, config: Optional[SamplerConfig] = None,
-                 symbols: Sequence[str] = ()):
-        super().__init__(vocab_size, config, symbols)
+    def __init__(self, vocabulary: Vocabulary, config: Optional[SamplerConfig] = None):
+        super().__init__(vocabulary, config)
         d, p = self.config.d, self.config.dropout
-        self.prefix = PrefixGRU(vocab_size, d, p)
-        self.symbol_embed = nn.Embedding(self.symbol_table.size, d, padding_idx=0)
+        self.prefix = PrefixGRU(self.vocab_size, d, p)
+        self.symbol_embed = nn.Embedding(self.vocabulary.num_symbol_ids, d, padding_idx=0)
         self.enc_x = SuffixEncoder(self.symbol_embed, d, p)
         self.enc_y = SuffixEncoder(self.symbol_embed, d, p)
         self.drop_h, self.drop_x, self.drop_y = WalkDropout(p), WalkDropout(p), WalkDropout(p)
-        self.out_h = nn.Linear(d, vocab_size + 1)  # W's blocks; marks, then STOP
-        self.out_suffix = nn.Linear(2 * d, vocab_size + 1, bias=False)
+        self.out_h = nn.Linear(d, self.vocab_size + 1)  # W's blocks; marks, then STOP
+        self.out_suffix = nn.Linear(2 * d, self.vocab_size + 1, bias=False)
 
     def prepare(self, batch: LatticeBatch) -> Suffixes:
-        xs, lx = self.symbol_table.ids([lat.x for lat in batch.lattices], batch.device)
-        ys, ly = self.symbol_table.ids([lat.y for lat in batch.lattices], batch.device)
+        xs, lx = self.vocabulary.symbol_ids([lat.x for lat in batch.lattices], batch.device)
+        ys, ly = self.vocabulary.symbol_ids([lat.y for lat in batch.lattices], batch.device)
         return Suffixes(self.enc_x.encode(xs, lx), self.enc_y.encode(ys, ly))
 
     def start(self, batch: LatticeBatch, context: Suffixes, lattice: Tensor,

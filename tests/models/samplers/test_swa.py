@@ -8,7 +8,7 @@ from nfst.models.samplers.choices import legal_log_softmax
 from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.samplers.record import WalkRecord
 from nfst.models.samplers.symbols import SEPARATOR
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, vocabulary_of
 from tests.helpers.samplers import assert_same_parameter_gradients, new_sampler
 
 
@@ -18,7 +18,7 @@ def test_encoding_reads_x_separator_reversed_y_and_ignores_padding():
     batch = LatticeBatch(lats)
     enc = swa.prepare(batch)
     for b, lat in enumerate(lats):
-        ids, _ = swa.symbol_table.ids([tuple(lat.x) + (SEPARATOR,) + tuple(reversed(lat.y))],
+        ids, _ = swa.vocabulary.symbol_ids([tuple(lat.x) + (SEPARATOR,) + tuple(reversed(lat.y))],
                                 batch.device)
         alone, _ = swa.encoder(swa.symbol_embed(ids).double())
         n = ids.shape[1]
@@ -28,7 +28,7 @@ def test_encoding_reads_x_separator_reversed_y_and_ignores_padding():
 
 def test_unknown_symbols_share_one_embedding():
     swa = new_sampler("swa", del_ins_lattices())  # knows a, b, c, d only
-    ids, lengths = swa.symbol_table.ids([("a", "zz", "yy", SEPARATOR)], torch.device("cpu"))
+    ids, lengths = swa.vocabulary.symbol_ids([("a", "zz", "yy", SEPARATOR)], torch.device("cpu"))
     assert lengths == [4] and ids[0, 1] == ids[0, 2] != ids[0, 0]
     lat = del_ins_lattices()[0]
     lat.x = ("a", "zz")  # as if the pair had an unseen letter
@@ -52,8 +52,8 @@ def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
     lats = del_ins_lattices()
     batch = LatticeBatch(lats)
     torch.manual_seed(0)
-    swa = make_sampler("swa", len(lats[0].mark_vocab), SamplerConfig(d=8, dropout=0.5),
-                       symbols_of(lats)).double().train(train)
+    swa = make_sampler("swa", vocabulary_of(lats), SamplerConfig(d=8, dropout=0.5)
+                       ).double().train(train)
     lattice = torch.arange(len(lats)).repeat_interleave(3)
     if not lattice_major:
         lattice = lattice.flip(0)

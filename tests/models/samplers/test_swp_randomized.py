@@ -15,7 +15,7 @@ from nfst.experiment.presets import preset
 from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.samplers.swp import Algorithm1
 from nfst.models.samplers.swp_randomized import RandomizedAlgorithm1, randomized_weights
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, vocabulary_of
 from tests.helpers.samplers import all_paths, exact_log_p, new_sampler
 from tests.helpers.scorers import random_scorer
 
@@ -124,8 +124,7 @@ def test_paths_are_scored_with_the_selection_they_were_sampled_with(name):
 def test_budget_option_reaches_swp():
     lats = del_ins_lattices()
     config = apply_overrides(preset("small"), ["sampler.sampler.budget=0.1"]).sampler.sampler
-    swp = make_sampler("swp", len(lats[0].mark_vocab), config, symbols_of(lats))
+    swp = make_sampler("swp", vocabulary_of(lats), config)
     assert swp.config.budget == 0.1
     with pytest.raises(ValueError, match="budget"):
-        make_sampler("swp", len(lats[0].mark_vocab), SamplerConfig(d=4, budget=0.0),
-                     symbols_of(lats)).prepare(LatticeBatch(lats))
+        make_sampler("swp", vocabulary_of(lats), SamplerConfig(d=4, budget=0.0)).prepare(LatticeBatch(lats))

@@ -6,7 +6,7 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.samplers.record import WalkRecord
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices, symbols_of
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices, vocabulary_of
 from tests.helpers.samplers import assert_same_parameter_gradients, new_sampler
 
 
@@ -14,7 +14,7 @@ def test_suffix_encoder_encodes_each_suffix_right_to_left():
     lats = del_ins_lattices() + [del_ins_lattices()[1]]
     sws = new_sampler("sws", lats)
     strings = [lat.x for lat in lats]  # lengths 2, 1, 0, 1: padding and an empty string
-    ids, lengths = sws.symbol_table.ids(strings, torch.device("cpu"))
+    ids, lengths = sws.vocabulary.symbol_ids(strings, torch.device("cpu"))
     enc = sws.enc_x.encode(ids, lengths)
     assert enc.shape == (4, ids.shape[1] + 1, sws.config.d)
     for b, s in enumerate(strings):
@@ -36,8 +36,8 @@ def test_sws_logits_read_the_suffixes_at_the_state_positions(train):
     lat = cipher_lattice()
     batch = LatticeBatch([lat])
     torch.manual_seed(0)
-    sws = make_sampler("sws", len(lat.mark_vocab), SamplerConfig(d=8, dropout=0.5),
-                       symbols_of([lat])).double().train(train)
+    sws = make_sampler("sws", vocabulary_of([lat]), SamplerConfig(d=8, dropout=0.5)
+                       ).double().train(train)
     states = torch.arange(lat.num_states)
     record = WalkRecord(len(states))
     context = sws.prepare(batch)
