@@ -74,9 +74,10 @@ COMMANDS: dict[str, Command] = {
                       commands.report, "nfst report runs/cipher-small-0\n"
                       "nfst report runs/tr-small-0 runs/scan-small-0 runs/cipher-small-0 "
                       "--out report"),
-    "sample": Command("sample alignments of one pair; draw its lattice", arguments.sample,
-                      commands.sample, "nfst sample --run-dir runs/c --sampler swa "
-                      "--x 'n l c i u' --y 'h o s' --png lattice.png"),
+    "sample": Command("sample alignments of one pair (and draw its lattice) or of a split",
+                      arguments.sample, commands.sample, "nfst sample --run-dir runs/c "
+                      "--sampler swa --x 'n l c i u' --y 'h o s' --png lattice.png\n"
+                      "nfst sample --run-dir runs/c --sampler swp --split test --out test.jsonl"),
 }
 
 

@@ -118,8 +118,9 @@ def sampler_list(text: str) -> tuple[str, ...]:
     return check_samplers([n.strip() for n in text.split(",") if n.strip()])
 
 
-def run(p, samplers: bool = True, new: bool = False) -> None:
-    """The options of a command on a run; ``new``: a stage command that may start the run."""
+def run(p, samplers: bool = True, new: bool = False, old_out: bool = True) -> None:
+    """The options of a command on a run; ``new``: a stage command that may start the run;
+    ``old_out``: --out still names the run directory (nfst sample's --out is its file)."""
     task(p, on_run=True)
     add(p, "--preset", default="small", choices=list(PRESETS), action=Setting,
         help="training sizes and hyperparameters (paper: 003 Table 3's, with the "
@@ -130,7 +131,8 @@ def run(p, samplers: bool = True, new: bool = False) -> None:
     add(p, "--run-dir", metavar="DIR", help="run directory (default: runs/TASK-PRESET-SEED); a "
         "command on a run recorded there takes the task, settings, samplers and data directory "
         "from it, and refuses a setting given that differs")
-    p.add_argument("--out", dest="run_dir", action=Renamed)
+    if old_out:
+        p.add_argument("--out", dest="run_dir", action=Renamed)
     if new:
         add(p, "--new", action="store_true", help="start the run if the run directory "
             "records none (without it, a stage command continues a recorded run only)")
@@ -186,8 +188,8 @@ def reproduce(p) -> None:
     jobs(p)
 
 
-def sampler(p, new: bool = False, **kw) -> None:
-    run(p, samplers=False, new=new)
+def sampler(p, new: bool = False, old_out: bool = True, **kw) -> None:
+    run(p, samplers=False, new=new, old_out=old_out)
     add(p, "--sampler", choices=list(SAMPLERS), metavar="NAME",
         help=f"which sampler: {', '.join(SAMPLERS)}", **kw)
 
@@ -218,10 +220,13 @@ def report(p) -> None:
 
 
 def sample(p) -> None:
-    sampler(p, default="swp-prefix")
-    add(p, "--x", required=True, help="input string, symbols separated by spaces")
-    add(p, "--y", required=True, help="output string, symbols separated by spaces")
-    add(p, "-k", type=COUNT, default=8, help="number of samples")
+    sampler(p, default="swp-prefix", old_out=False)
+    add(p, "--x", help="input string, symbols separated by spaces")
+    add(p, "--y", help="output string, symbols separated by spaces")
+    add(p, "--split", choices=("train", "dev", "test"), help="instead of --x and --y: every "
+        "pair of this split, written to --out as JSON lines (marks, log q, log p̃ of each)")
+    add(p, "--out", metavar="FILE", help="the JSON-lines file of --split")
+    add(p, "-k", type=COUNT, default=8, help="number of samples (per pair)")
     add(p, "--dot", metavar="FILE", help="write the lattice as Graphviz DOT to this file")
     add(p, "--png", metavar="FILE", help="also render it to PNG (Graphviz's `dot` if "
                                           "installed, else networkx and matplotlib)")

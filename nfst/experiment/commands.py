@@ -258,8 +258,19 @@ def report(o) -> None:
 
 
 def sample(o) -> None:
-    from .sample import sample_pair
+    from .sample import export_samples, sample_pair
+    if (o.split is None) != (o.out is None):
+        raise NfstError("--split and --out go together", "give both, e.g. --split test "
+                        "--out samples.jsonl, or neither and one pair with --x and --y")
+    if o.split is not None:
+        run = open_run(o)
+        pairs = export_samples(run, o.sampler, o.split, o.out, o.k, seed=run.config.seed)
+        _say(run, f"{pairs} {o.split} pairs, {o.k} proposals each", f"written: {o.out}")
+        return
     for flag, text in (("--x", o.x), ("--y", o.y)):
+        if text is None:
+            raise NfstError(f"{flag} is missing", "give one pair with --x and --y, or a "
+                            "whole split with --split SPLIT --out FILE.jsonl")
         if not text.split():
             raise NfstError(f"{flag} is empty", f"give the string as symbols separated by "
                                                 f"spaces, e.g. {flag} 'a b c'")

@@ -1,21 +1,62 @@
 """``nfst sample``: sampled alignments of one pair under a run's trained sampler, with their
-importance weights, and the pair's lattice as a picture."""
+importance weights, and the pair's lattice as a picture; or (:func:`export_samples`) every
+pair of a split's k proposals, as JSON lines."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Optional, Sequence
 
 import torch
 
 from ..dp.batch import LatticeBatch
 from ..errors import NfstError, UnknownSymbolError
-from ..evaluate.samplers import render_marks
+from ..evaluate.samplers import draw, render_marks
+from ..runtime.storage import write_atomically
 from ..fst.compile import compile_lattice
 from .picture import write_lattice_picture
 
 
 def _listed(symbols: Sequence[str], most: int = 40) -> str:
     return " ".join(symbols[:most]) + (" ..." if len(symbols) > most else "")
+
+
+def _trained(run, sampler_name: str):
+    """The run's trained sampler, or a clear error if it has none (rather than training it)."""
+    if not (run.dir / "samplers" / f"{sampler_name}.pt").exists():
+        raise NfstError(f"{run.dir} has no trained {sampler_name} sampler",
+                        f"train it first (it joins the run's samplers): nfst train-sampler "
+                        f"--run-dir {run.dir} --sampler {sampler_name}")
+    return run.sampler(sampler_name)
+
+
+def export_samples(run, sampler_name: str, split: str, out: str | Path, k: int = 8,
+                   seed: int = 0) -> int:
+    """Write k proposals of the sampler ``sampler_name`` for every pair of ``split`` (the
+    run's compiled pairs, in order) to ``out``, one JSON object per pair::
+
+        {"pair": i, "x": [...], "y": [...],
+         "proposals": [{"marks": [...], "log_q": float, "log_p": float}, ...]}
+
+    ``log_q``: log q(ω) of the proposal under the sampler, STOP included; ``log_p``: log
+    p̃_θ(ω) under the run's scorer (unnormalised), so p̃/q are the importance weights. The
+    draws are those of the evaluation (``nfst.evaluate.samplers.draw``, seeded by ``seed``).
+    Returns the number of pairs written."""
+    sampler, scorer = _trained(run, sampler_name), run.scorer()
+    lattices = run.lattices(split)
+    samples = draw(sampler, scorer, lattices, k, seed=seed, device=run.device,
+                   progress=not run.quiet, desc=f"sample {split}")
+    lines = []
+    for i, (lattice, pair) in enumerate(zip(lattices, samples)):
+        proposals = [{"marks": list(lattice.marks_of([a for a in arcs if a >= 0])),
+                      "log_q": log_q, "log_p": log_p}
+                     for arcs, log_q, log_p in zip(pair.arcs.tolist(), pair.log_q.tolist(),
+                                                   pair.log_p.tolist())]
+        lines.append(json.dumps({"pair": i, "x": list(lattice.x), "y": list(lattice.y),
+                                 "proposals": proposals}, ensure_ascii=False))
+    write_atomically(out, ("\n".join(lines) + "\n").encode())
+    return len(lines)
 
 
 def sample_pair(run, sampler_name: str, x: Sequence[str], y: Sequence[str], k: int = 8,
@@ -31,11 +72,7 @@ def sample_pair(run, sampler_name: str, x: Sequence[str], y: Sequence[str], k: i
     lines = [f"lattice: {lattice.num_states} states, {lattice.num_arcs} arcs, "
              f"{lattice.num_paths()} paths"]
     lines += [f"wrote {f}" for f in write_lattice_picture(lattice, dot, png)]
-    if not (run.dir / "samplers" / f"{sampler_name}.pt").exists():
-        raise NfstError(f"{run.dir} has no trained {sampler_name} sampler",
-                        f"train it first (it joins the run's samplers): nfst train-sampler "
-                        f"--run-dir {run.dir} --sampler {sampler_name}")
-    sampler, scorer = run.sampler(sampler_name), run.scorer()
+    sampler, scorer = _trained(run, sampler_name), run.scorer()
     batch = LatticeBatch([lattice], run.device)
     with torch.no_grad():
         paths = sampler.sample(batch, k, torch.Generator(device=run.device).manual_seed(0))

@@ -201,8 +201,10 @@ CASES = {
                 "nfst smc --help"),
     "task twice": (["stats", "cipher", "--task", "scan"], 2,
                    "stats: the task is given twice (cipher and --task scan)", "give it once"),
-    "missing --x": (["sample", "cipher", "--y", "a"], 2,
-                    "sample: the following arguments are required: --x", "nfst sample --help"),
+    "missing --x": (["sample", "cipher", "--y", "a"], 2, "--x is missing",
+                    "or a whole split with --split SPLIT --out FILE.jsonl"),
+    "--split without --out": (["sample", "cipher", "--split", "test"], 2,
+                              "--split and --out go together", "--out samples.jsonl"),
     "empty --x": (["sample", "cipher", "--run-dir", "{t}/RUN", "--x", "", "--y", "a b"], 2,
                   "--x is empty", "--x 'a b c'"),
     "blank --y": (["sample", "cipher", "--run-dir", "{t}/RUN", "--x", "a b", "--y", " "], 2,
@@ -374,16 +376,17 @@ def test_options_lists_every_key_with_its_value_and_meaning(capsys):
 
 
 def test_old_spellings_work_with_a_warning(folder, capsys):
-    """`--task` (compile, stats) and `--out` (the run commands) until the next release."""
+    """`--task` (compile, stats) and `--out` (the run commands but `sample`, whose --out is
+    its file) until the next release."""
     status, _, err = _main(["stats", "--task", "nope"], capsys)
     assert status == 2 and err[0] == ("nfst: warning: --task is deprecated (until the next "
                                       "release); use the task as the first argument")
     assert err[1].startswith("nfst: error: no task named 'nope'")
-    status, _, err = _main(["sample", "cipher", "--out", str(folder / "RUN"), "--sampler", "swa",
-                            "--x", "a b", "--y", "c d", "--quiet"], capsys)
+    status, _, err = _main(["evaluate", "cipher", "--out", str(folder / "RUN"), "--preset",
+                            "large", "--quiet"], capsys)
     assert status == 2 and err[:2] == [
         "nfst: warning: --out is deprecated (until the next release); use --run-dir",
-        f"nfst: error: {folder / 'RUN'} has no trained swa sampler"]
+        f"nfst: error: {folder / 'RUN'} records a run with --preset small, not --preset large"]
 
 
 def test_a_stage_takes_the_recorded_settings_given_again(folder, capsys, monkeypatch):
