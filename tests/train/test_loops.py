@@ -309,3 +309,10 @@ def test_improvements_smaller_than_min_delta_do_not_count():
             early.update(step, 10.0 - 0.02 * step, module)
         assert (step if early.stopped else None) == stops_at
         assert early.best_step == (7 if min_delta == 0 else 0)
+
+
+def test_train_sampler_has_no_default_config():
+    """Without a config it would train 003's 20,000 steps at lr 1e-5: the caller must say."""
+    import inspect
+    config = inspect.signature(train_sampler).parameters["config"]
+    assert config.default is inspect.Parameter.empty

@@ -30,7 +30,6 @@ from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
 from .base import SamplerConfig
-from .symbols import Vocabulary
 from .choices import choosing, forced_log_probs, with_forced
 from .dropout import WalkDropout
 from .prefix import PrefixGRU
@@ -38,6 +37,7 @@ from .record import ReplayedLinear, WalkRecord
 from .route import Route
 from .swp import SWP, WeightedLattice
 from .sws import SWS, Suffixes
+from .symbols import Vocabulary
 from .walk import Walk
 
 

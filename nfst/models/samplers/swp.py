@@ -31,8 +31,8 @@ from ...runtime.threads import cpu_threads
 from .base import Sampler, SamplerConfig
 from .record import WalkRecord
 from .route import Route
-from .symbols import Vocabulary
 from .swp_randomized import defensive_table, randomized_weights
+from .symbols import Vocabulary
 from .walk import Walk
 
 
