@@ -24,7 +24,8 @@ import torch
 
 from nfst.bench.common import cipher_lattices
 from nfst.dp.batch import LatticeBatch
-from nfst.models.samplers import SAMPLERS, SamplerConfig, WalkRecord, graph, make_sampler
+from nfst.models.samplers import (SAMPLERS, SamplerConfig, Vocabulary, WalkRecord, graph,
+                                  make_sampler)
 from nfst.models.scorer import LSTMScorer
 from nfst.tasks import get_task
 from nfst.train.sampler import SamplerTrainConfig, train_sampler
@@ -80,8 +81,7 @@ def time_training(steps: int, names: list[str]) -> None:
     torch.manual_seed(0)
     scorer = LSTMScorer(vocab, 256).freeze()
     for name in names:
-        sampler = make_sampler(name, vocab, SamplerConfig(d=256),
-                               T.input_alphabet + T.output_alphabet)
+        sampler = make_sampler(name, Vocabulary.of(T), SamplerConfig(d=256))
         config = SamplerTrainConfig(steps=steps, sampler=sampler.config, eval_every=10 ** 6)
         clock: list[float] = []
         start = time.perf_counter()

@@ -21,7 +21,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from nfst.bench.common import cipher_lattices
 from nfst.bench.step import SAMPLER_NAMES
 from nfst.dp.batch import LatticeBatch
-from nfst.models.samplers import SamplerConfig, WalkRecord, make_sampler
+from nfst.models.samplers import SamplerConfig, Vocabulary, WalkRecord, make_sampler
 from nfst.tasks import get_task
 
 VIEWS = {"unsqueeze", "slice", "select", "t", "permute", "view", "expand", "alias",
@@ -52,8 +52,7 @@ def main(static: bool) -> dict:
     out = {"walk": "static" if static else "eager", "max_height": batch.max_height}
     for name in SAMPLER_NAMES:
         torch.manual_seed(0)
-        sampler = make_sampler(name, len(lats[0].mark_vocab), SamplerConfig(d=256),
-                               T.input_alphabet + T.output_alphabet).train()
+        sampler = make_sampler(name, Vocabulary.of(T), SamplerConfig(d=256)).train()
         with torch.no_grad():
             context = sampler.prepare(batch)
             with Count() as count:
