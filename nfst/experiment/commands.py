@@ -264,7 +264,7 @@ def sample(o) -> None:
                         "--out samples.jsonl, or neither and one pair with --x and --y")
     if o.split is not None:
         run = open_run(o)
-        pairs = export_samples(run, o.sampler, o.split, o.out, o.k, seed=run.config.seed)
+        pairs = export_samples(run, o.sampler, o.split, o.out, o.k)
         _say(run, f"{pairs} {o.split} pairs, {o.k} proposals each", f"written: {o.out}")
         return
     for flag, text in (("--x", o.x), ("--y", o.y)):

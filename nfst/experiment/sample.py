@@ -13,9 +13,14 @@ import torch
 from ..dp.batch import LatticeBatch
 from ..errors import NfstError, UnknownSymbolError
 from ..evaluate.samplers import draw, render_marks
+from ..runtime.distributed import stream_seed
 from ..runtime.storage import write_atomically
 from ..fst.compile import compile_lattice
 from .picture import write_lattice_picture
+
+
+EVALUATION_STREAMS = {"test": "test", "dev": "validation"}
+"""The random stream of the evaluation's draws on each split it samples."""
 
 
 def _listed(symbols: Sequence[str], most: int = 40) -> str:
@@ -31,8 +36,7 @@ def _trained(run, sampler_name: str):
     return run.sampler(sampler_name)
 
 
-def export_samples(run, sampler_name: str, split: str, out: str | Path, k: int = 8,
-                   seed: int = 0) -> int:
+def export_samples(run, sampler_name: str, split: str, out: str | Path, k: int = 8) -> int:
     """Write k proposals of the sampler ``sampler_name`` for every pair of ``split`` (the
     run's compiled pairs, in order) to ``out``, one JSON object per pair::
 
@@ -40,11 +44,14 @@ def export_samples(run, sampler_name: str, split: str, out: str | Path, k: int =
          "proposals": [{"marks": [...], "log_q": float, "log_p": float}, ...]}
 
     ``log_q``: log q(ω) of the proposal under the sampler, STOP included; ``log_p``: log
-    p̃_θ(ω) under the run's scorer (unnormalised), so p̃/q are the importance weights. The
-    draws are those of the evaluation (``nfst.evaluate.samplers.draw``, seeded by ``seed``).
-    Returns the number of pairs written."""
+    p̃_θ(ω) under the run's scorer (unnormalised), so p̃/q are the importance weights. On
+    test and dev the draws are from the random streams of the evaluation's test and
+    validation draws (``nfst.experiment.evaluation``): with k = ``eval_k``, the very paths it
+    scored. Returns the number of pairs written."""
     sampler, scorer = _trained(run, sampler_name), run.scorer()
-    lattices = run.lattices(split)
+    lattices, seed = run.lattices(split), run.training_seed(0)
+    if split in EVALUATION_STREAMS:
+        seed = stream_seed(seed, EVALUATION_STREAMS[split])
     samples = draw(sampler, scorer, lattices, k, seed=seed, device=run.device,
                    progress=not run.quiet, desc=f"sample {split}")
     lines = []

@@ -286,9 +286,9 @@ CASES = {
                                      "symbols ['7'] are not in the MFST's input alphabet",
                                      "cipher reads x over a b c"),
     "corrupt sampler": (["sample", "cipher", "--run-dir", "{t}/BAD", "--sampler", "swa", "--x",
-                         "a b", "--y", "c d", "--quiet"], 2, "{t}/BAD/samplers/swa.pt: not a file nfst "
-                        "wrote (no NFST header: written by something else, torch.save say, or "
-                        "overwritten)", "delete the file"),
+                         "a b", "--y", "c d", "--quiet"], 2,
+                        "{t}/BAD/samplers/swa.pt: not a file nfst wrote (no NFST header: written "
+                        "by something else, torch.save say, or overwritten)", "delete the file"),
     "corrupt scorer": (["train-scorer", "cipher", "--run-dir", "{t}/BAD", "--quiet"], 2,
                        "{t}/BAD/scorer.pt: not a file nfst wrote (no NFST header: written by "
                        "something else, torch.save say, or overwritten)",

@@ -49,7 +49,8 @@ def test_a_file_of_the_older_layout_opens_through_its_run(finished_run, tmp_path
         nfst.load_sampler(path)
     old = Run.open(copy, cache_dir=run.cache_dir, quiet=True).sampler("swp")
     batch = LatticeBatch(run.lattices("test"))
-    drawn = [q.sample(batch, 4, torch.Generator().manual_seed(1)) for q in (old, run.sampler("swp"))]
+    drawn = [q.sample(batch, 4, torch.Generator().manual_seed(1))
+             for q in (old, run.sampler("swp"))]
     assert torch.equal(drawn[0].arcs, drawn[1].arcs)
 
 

@@ -50,4 +50,5 @@ def small_batch(device: torch.device | str = "cpu") -> LatticeBatch:
 def vocabulary_of(lattices) -> Vocabulary:
     """The lattices' marks, and the symbols of their x and y (sorted): a sampler's vocabulary
     for lattices built without their MFST at hand (``Vocabulary.of(T)`` otherwise)."""
-    return Vocabulary(lattices[0].mark_vocab, sorted({s for lat in lattices for s in lat.x + lat.y}))
+    symbols = sorted({s for lat in lattices for s in lat.x + lat.y})
+    return Vocabulary(lattices[0].mark_vocab, symbols)

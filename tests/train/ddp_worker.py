@@ -76,7 +76,8 @@ scorer_cfg = ScorerConfig(hidden=8, layers=1, steps=4, batch_size=4, K=4,
 
 
 def train_p(steps, checkpoint=None):
-    r = train_scorer(lats, dataclasses.replace(scorer_cfg, steps=steps), vocabulary=Vocabulary(lats[0].mark_vocab, "abcd"),
+    r = train_scorer(lats, dataclasses.replace(scorer_cfg, steps=steps),
+                     vocabulary=Vocabulary(lats[0].mark_vocab, "abcd"),
                      seed=1, checkpoint=checkpoint, quiet=True)
     return torch.cat([p.detach().flatten() for p in r.scorer.parameters()])
 
@@ -90,7 +91,8 @@ train_p(2, checkpoint)
 assert torch.equal(train_p(4, checkpoint), flat_p), "a resumed scorer run differs"
 # Training from particles: each rank runs SMC on its share of the minibatch, DDP averages.
 torch.manual_seed(2)
-particles = make_sampler("swa", Vocabulary(lats[0].mark_vocab, "abcd"), SamplerConfig(d=8, dropout=0.0))
+particles = make_sampler("swa", Vocabulary(lats[0].mark_vocab, "abcd"),
+                         SamplerConfig(d=8, dropout=0.0))
 adapt(particles, scorer, lats, AdaptConfig(steps=3, batch_size=4, smc=SMCConfig(particles=4)),
       BetaLookahead.exact(scorer), seed=1)
 flat_a = torch.cat([p.detach().flatten() for p in particles.parameters()])

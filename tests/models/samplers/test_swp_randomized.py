@@ -127,4 +127,5 @@ def test_budget_option_reaches_swp():
     swp = make_sampler("swp", vocabulary_of(lats), config)
     assert swp.config.budget == 0.1
     with pytest.raises(ValueError, match="budget"):
-        make_sampler("swp", vocabulary_of(lats), SamplerConfig(d=4, budget=0.0)).prepare(LatticeBatch(lats))
+        make_sampler("swp", vocabulary_of(lats), SamplerConfig(d=4, budget=0.0)).prepare(
+            LatticeBatch(lats))
