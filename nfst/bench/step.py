@@ -81,7 +81,7 @@ def bench_step(lattices: int = 16, k: int = 16, dims: Sequence[int] = (256, 64),
             if "swa" in per_step:
                 at_d["swp_over_swa"] = round(per_step["swp"] / per_step["swa"], 3)
         result[f"d{d}"] = at_d
-    result["paper_preset"] = paper_preset_hours(result, _scorer_step_ms(batch, vocab, symbols,
+    result["paper_preset"] = paper_preset_hours(result, _scorer_step_ms(batch, Vocabulary.of(T),
                                                                          repeat, seed))
     return result
 
@@ -108,15 +108,17 @@ def paper_preset_hours(result: dict, scorer_ms: float) -> dict:
     return out
 
 
-def _scorer_step_ms(batch: LatticeBatch, vocab: int, symbols, repeat: int, seed: int) -> float:
+def _scorer_step_ms(batch: LatticeBatch, vocabulary: Vocabulary, repeat: int, seed: int
+                    ) -> float:
     """Median ms of the paper preset's scorer training step (its hidden size, dropout, label
     smoothing, K and clipping) on ``batch``: log p̃ of each distinct path and the label-smoothed
     IWAE loss (``nfst.train.scorer``), backward, clip, Adam."""
     config = preset("paper").scorer
     torch.manual_seed(seed)
-    scorer = LSTMScorer(vocab, config.hidden, config.layers, config.dropout).to(batch.device)
+    scorer = LSTMScorer(vocabulary.size, config.hidden, config.layers, config.dropout).to(
+        batch.device)
     opt = torch.optim.Adam(scorer.parameters(), lr=config.lr)
-    proposal = make_sampler("nolookahead", vocab, SamplerConfig(d=64), symbols).to(batch.device)
+    proposal = make_sampler("nolookahead", vocabulary, SamplerConfig(d=64)).to(batch.device)
     with torch.no_grad():
         paths = proposal.sample(batch, config.K, torch.Generator(batch.device).manual_seed(seed))
     B, K, L = paths.marks.shape
