@@ -46,7 +46,7 @@ def export_samples(run, sampler_name: str, split: str, out: str | Path, k: int =
     ``log_q``: log q(ω) of the proposal under the sampler, STOP included; ``log_p``: log
     p̃_θ(ω) under the run's scorer (unnormalised), so p̃/q are the importance weights. On
     test and dev the draws are from the random streams of the evaluation's test and
-    validation draws (``nfst.experiment.evaluation``): with k = ``eval_k``, the very paths it
+    validation draws (``nfst.experiment.evaluation``): with k = ``evaluate.k``, the very paths it
     scored. Returns the number of pairs written."""
     sampler, scorer = _trained(run, sampler_name), run.scorer()
     lattices, seed = run.lattices(split), run.training_seed(0)

@@ -56,12 +56,12 @@ def test_a_file_of_the_older_layout_opens_through_its_run(finished_run, tmp_path
 
 def test_sample_writes_every_pair_of_a_split_with_log_q_and_log_p(finished_run, tmp_path,
                                                                    capsys):
-    """With k = eval_k the proposals are the evaluation's own draws: their mean log q − log p̃
+    """With k = evaluate.k the proposals are the evaluation's own draws: their mean log q − log p̃
     is the partial KL that the run reports."""
     run, _ = finished_run
     out = tmp_path / "test.jsonl"
     assert main(["sample", "cipher", "--run-dir", str(run.dir), "--sampler", "swp", "--split",
-                 "test", "--out", str(out), "-k", str(run.config.eval_k), "--cache-dir",
+                 "test", "--out", str(out), "-k", str(run.preset.evaluate.k), "--cache-dir",
                  str(run.cache_dir), "--quiet"]) == 0
     assert f"written: {out}" in capsys.readouterr().out
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -71,7 +71,7 @@ def test_sample_writes_every_pair_of_a_split_with_log_q_and_log_p(finished_run, 
     kl = []
     for row, lattice in zip(rows, test):
         assert (row["x"], row["y"]) == (list(lattice.x), list(lattice.y))
-        assert len(row["proposals"]) == run.config.eval_k
+        assert len(row["proposals"]) == run.preset.evaluate.k
         for proposal in row["proposals"]:
             ids = torch.tensor([[lattice.mark_vocab.index(m) for m in proposal["marks"]]])
             assert lattice_accepts(lattice, ids[0].tolist())
