@@ -4,6 +4,7 @@ install as nfst.tasks and nfst.fsts, never as top-level `tasks` and `fsts`; the 
 agrees with pyproject.toml."""
 
 import ast
+import re
 import tomllib
 from pathlib import Path
 
@@ -72,4 +73,5 @@ def test_metadata_claims_no_release_and_no_address_that_do_not_exist():
     addresses += list(project.get("urls", {}).values())
     assert not [a for a in addresses if a], f"addresses that do not exist: {addresses}"
     for path in ("README.md", "CITATION.cff", "pyproject.toml", *map(str, ROOT.glob("docs/*.md"))):
-        assert "nfst-project" not in (ROOT / path).read_text(encoding="utf-8"), path
+        text = (ROOT / path).read_text(encoding="utf-8")
+        assert not re.search(r"github\.com/nfst\b", text), f"{path} names a repository"
