@@ -37,6 +37,7 @@ from nfst.dp.batch import LatticeBatch
 from nfst.evaluate.samplers import draw
 from nfst.experiment.run import Run
 from nfst.models.samplers import route_of_arcs
+from nfst.runtime.distributed import stream_seed
 
 
 def is_cipher(mark: str) -> bool:
@@ -68,13 +69,14 @@ def generating_paths(run: Run, split: str) -> list:
 def picks(run_dir: str, samplers: str = "") -> None:
     run = open_run(run_dir)
     test, scorer = run.lattices("test"), run.scorer()
+    seed = stream_seed(run.training_seed(0), "test")  # the evaluation's test draws
     truth = [next(m for m in lat.marks_of(arcs) if is_cipher(m))
              for lat, arcs in generating_paths(run, "test")]
     for name in (samplers.split(",") if samplers else run.config.samplers):
         for state, sampler in (("untrained", run.untrained_sampler(name)),
                                ("trained", run.sampler(name))):
             right, wrong = [], []
-            samples = draw(sampler, scorer, test, run.preset.evaluate.k, seed=run.config.seed,
+            samples = draw(sampler, scorer, test, run.preset.evaluate.k, seed=seed,
                            device=run.device)
             for lat, pair, cipher in zip(test, samples, truth):
                 for arcs, log_q, log_p in zip(pair.arcs.tolist(), pair.log_q.tolist(),

@@ -35,6 +35,7 @@ def test_cipher_choice_splits_partial_kl_by_the_picked_cipher(tmp_path, capsys, 
 
     run = Run(tiny_config(samplers=("swp",)), tmp_path / "run", cache_dir=tmp_path / "cache",
               quiet=True, processes=1)
+    run.train_samplers()
     evaluated = run.evaluation()["samplers"]["swp"]
     path = Path(__file__).parent.parent / "examples" / "cipher_choice.py"
     spec = importlib.util.spec_from_file_location("cipher_choice", path)
