@@ -45,7 +45,8 @@ def is_cipher(mark: str) -> bool:
 
 
 def open_run(run_dir: str) -> Run:
-    run = Run.open(run_dir, cache_dir=os.environ.get("NFST_CACHE_DIR", ".nfst-cache"))
+    run = Run.open(run_dir, cache_dir=os.environ.get("NFST_CACHE_DIR", ".nfst-cache"),
+                   quiet=True)
     if run.config.task != "cipher":
         sys.exit(f"{run_dir} is a {run.config.task} run; this diagnosis needs cipher")
     return run
@@ -56,12 +57,14 @@ def generating_paths(run: Run, split: str) -> list:
     marks = dict(zip(run.task.pairs(split), run.task.true_marks(split)))
     out = []
     for lat in run.lattices(split):
+        index = {mark: i for i, mark in enumerate(lat.mark_vocab)}
+        offsets, arc_mark = lat.arc_offsets.tolist(), lat.arc_mark.tolist()
         state, arcs = 0, []
         for mark in marks[(tuple(lat.x), tuple(lat.y))]:  # lattices are deterministic
-            out_arcs = range(lat.arc_offsets[state], lat.arc_offsets[state + 1])
-            arc = next(a for a in out_arcs if lat.mark_vocab[lat.arc_mark[a]] == mark)
+            arc = next(a for a in range(offsets[state], offsets[state + 1])
+                       if arc_mark[a] == index[mark])
             arcs.append(arc)
-            state = lat.arc_dst[arc]
+            state = int(lat.arc_dst[arc])
         out.append((lat, arcs))
     return out
 
