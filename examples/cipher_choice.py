@@ -17,7 +17,7 @@ initialisation, maximise log q of the generating paths of RUN's training pairs (
 the run's data size, e.g. 20,000 for a run made with ``--set train_size=20000 --option
 train_pairs=20000``; batch 16, Adam, clip 5), and print, at step 0 and every STEPS / 8 steps,
 for training (the first 500), validation and test pairs: the mean q of the generating cipher
-at its choice, the share of pairs whose most probable choice there is the generating cipher,
+at its choice, the share of pairs where it is the most probable of the five ciphers there,
 and the mean log q of the generating path. If q of the cipher stays at 1/5 on validation and
 test pairs, the sampler cannot learn the choice from these pairs even when told the answer;
 if it rises on training pairs only, it memorises them.
@@ -108,8 +108,8 @@ def as_batch(items: list) -> tuple[LatticeBatch, torch.Tensor]:
 @torch.no_grad()
 def generating_fit(sampler, items: list) -> dict:
     """Over (lattice, generating path) items: the mean q of the generating cipher at its
-    choice, the share of items where it is q's most probable choice there, and the mean
-    log q of the generating path (teacher forcing, one pass)."""
+    choice, the share of items where it is the most probable of the ciphers there (chance:
+    1/5), and the mean log q of the generating path (teacher forcing, one pass)."""
     sampler.eval()
     q_cipher, argmax, log_q = [], [], []
     for lo in range(0, len(items), 64):
@@ -122,7 +122,11 @@ def generating_fit(sampler, items: list) -> dict:
         for b, (lat, path) in enumerate(chunk):
             t = next(t for t, m in enumerate(lat.marks_of(path)) if is_cipher(m))
             q_cipher.append(float(steps[b, t].exp()))
-            argmax.append(int(lp[b, t].argmax()) == int(route.choice[b, t]))
+            arcs = batch.out_arcs[route.states[b, t]].tolist()  # the choice's columns
+            ciphers = [c for c, a in enumerate(arcs)
+                       if a >= 0 and is_cipher(lat.mark_vocab[int(batch.arc_mark[a])])]
+            best = max(ciphers, key=lambda c: float(lp[b, t, c]))
+            argmax.append(best == int(route.choice[b, t]))
             log_q.append(float(steps[b].sum()))
     sampler.train()
     return {"q_generating_cipher": round(sum(q_cipher) / len(q_cipher), 3),
