@@ -98,9 +98,9 @@ def scorer(run_dir: str, *others: str) -> None:
 
 
 def measure(run: Run, sampler, lattices: list, seed: int, split: str) -> dict:
-    """The share of ``eval_k`` samples per pair naming the generating cipher, the partial KL
+    """The share of ``evaluate.k`` samples per pair naming the generating cipher, the partial KL
     (mean, SE over pairs, per pair) and the generating paths' fit, on ``lattices``."""
-    samples = draw(sampler, run.scorer(), lattices, run.config.eval_k, seed=seed)
+    samples = draw(sampler, run.scorer(), lattices, run.preset.evaluate.k, seed=seed)
     structure = run.task.structure(split)
     share = [structure.share(lat, s.arcs, torch.full((len(s.arcs),), 1 / len(s.arcs),
                                                      dtype=torch.float64))
@@ -128,7 +128,7 @@ def usual(run_dir: str, name: str, out_json: str) -> None:
               "curve": [[h["step"], h["dev_partial_kl"]] for h in trained["history"]
                         if "dev_partial_kl" in h]}
     test = run.lattices("test")
-    untrained = draw(run.untrained_sampler(name), run.scorer(), test, run.config.eval_k,
+    untrained = draw(run.untrained_sampler(name), run.scorer(), test, run.preset.evaluate.k,
                      seed=stream_seed(seed, "test"))
     result["untrained_test_partial_kl"] = sum(map(partial_kl, untrained)) / len(untrained)
     for split, lattices in (("test", test), ("dev", run.lattices("dev")),
