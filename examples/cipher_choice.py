@@ -13,10 +13,14 @@ evaluation: same k per test pair, seed and device), the share of samples that pi
 generating cipher, and the partial KL (003:7) of the samples that do and of those that do not.
 
 ``supervised``: the easiest training signal there is. Starting from SAMPLER's untrained
-initialisation, maximise log q of the generating paths of RUN's training pairs (batch 16,
-Adam, clip 5), and print, every STEPS / 8 steps, the test pairs' mean q of the generating
-cipher at its choice and mean log q of the generating path. If q of the cipher stays at 1/5,
-the sampler cannot learn the choice from these pairs even when told the answer.
+initialisation, maximise log q of the generating paths of RUN's training pairs (all of them:
+the run's data size, e.g. 20,000 for a run made with ``--set train_size=20000 --option
+train_pairs=20000``; batch 16, Adam, clip 5), and print, at step 0 and every STEPS / 8 steps,
+for training (the first 500), validation and test pairs: the mean q of the generating cipher
+at its choice, the share of pairs where it is the most probable of the five ciphers there,
+and the mean log q of the generating path. If q of the cipher stays at 1/5 on validation and
+test pairs, the sampler cannot learn the choice from these pairs even when told the answer;
+if it rises on training pairs only, it memorises them.
 
 Reads NFST_CACHE_DIR like the command line. Prints one JSON object per line.
 """
@@ -25,12 +29,15 @@ import json
 import os
 import random
 import sys
+import time
 
 import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.evaluate.samplers import draw
 from nfst.experiment.run import Run
+from nfst.models.samplers import route_of_arcs
+from nfst.runtime.distributed import stream_seed
 
 
 def is_cipher(mark: str) -> bool:
@@ -38,7 +45,8 @@ def is_cipher(mark: str) -> bool:
 
 
 def open_run(run_dir: str) -> Run:
-    run = Run.open(run_dir, cache_dir=os.environ.get("NFST_CACHE_DIR", ".nfst-cache"))
+    run = Run.open(run_dir, cache_dir=os.environ.get("NFST_CACHE_DIR", ".nfst-cache"),
+                   quiet=True)
     if run.config.task != "cipher":
         sys.exit(f"{run_dir} is a {run.config.task} run; this diagnosis needs cipher")
     return run
@@ -49,12 +57,14 @@ def generating_paths(run: Run, split: str) -> list:
     marks = dict(zip(run.task.pairs(split), run.task.true_marks(split)))
     out = []
     for lat in run.lattices(split):
+        index = {mark: i for i, mark in enumerate(lat.mark_vocab)}
+        offsets, arc_mark = lat.arc_offsets.tolist(), lat.arc_mark.tolist()
         state, arcs = 0, []
         for mark in marks[(tuple(lat.x), tuple(lat.y))]:  # lattices are deterministic
-            out_arcs = range(lat.arc_offsets[state], lat.arc_offsets[state + 1])
-            arc = next(a for a in out_arcs if lat.mark_vocab[lat.arc_mark[a]] == mark)
+            arc = next(a for a in range(offsets[state], offsets[state + 1])
+                       if arc_mark[a] == index[mark])
             arcs.append(arc)
-            state = lat.arc_dst[arc]
+            state = int(lat.arc_dst[arc])
         out.append((lat, arcs))
     return out
 
@@ -62,13 +72,14 @@ def generating_paths(run: Run, split: str) -> list:
 def picks(run_dir: str, samplers: str = "") -> None:
     run = open_run(run_dir)
     test, scorer = run.lattices("test"), run.scorer()
+    seed = stream_seed(run.training_seed(0), "test")  # the evaluation's test draws
     truth = [next(m for m in lat.marks_of(arcs) if is_cipher(m))
              for lat, arcs in generating_paths(run, "test")]
     for name in (samplers.split(",") if samplers else run.config.samplers):
         for state, sampler in (("untrained", run.untrained_sampler(name)),
                                ("trained", run.sampler(name))):
             right, wrong = [], []
-            samples = draw(sampler, scorer, test, run.preset.evaluate.k, seed=run.config.seed,
+            samples = draw(sampler, scorer, test, run.preset.evaluate.k, seed=seed,
                            device=run.device)
             for lat, pair, cipher in zip(test, samples, truth):
                 for arcs, log_q, log_p in zip(pair.arcs.tolist(), pair.log_q.tolist(),
@@ -86,50 +97,68 @@ def picks(run_dir: str, samplers: str = "") -> None:
 
 
 def as_batch(items: list) -> tuple[LatticeBatch, torch.Tensor]:
-    """A batch of the items' lattices and their paths as (B, 1, L) batch-global arcs."""
+    """A batch of the items' lattices and their paths as (B, L) batch-global arcs."""
     batch = LatticeBatch([lat for lat, _ in items], "cpu")
-    arcs = torch.full((len(items), 1, max(len(p) for _, p in items)), -1, dtype=torch.long)
+    arcs = torch.full((len(items), max(len(p) for _, p in items)), -1, dtype=torch.long)
     for b, (_, path) in enumerate(items):
-        arcs[b, 0, :len(path)] = torch.tensor(path) + int(batch.arc_offsets[b])
+        arcs[b, :len(path)] = torch.tensor(path) + int(batch.arc_offsets[b])
     return batch, arcs
 
 
 @torch.no_grad()
-def generating_fit(sampler, test: list) -> dict:
+def generating_fit(sampler, items: list) -> dict:
+    """Over (lattice, generating path) items: the mean q of the generating cipher at its
+    choice, the share of items where it is the most probable of the ciphers there (chance:
+    1/5), and the mean log q of the generating path (teacher forcing, one pass)."""
     sampler.eval()
-    q_cipher, log_q = [], []
-    for lo in range(0, len(test), 16):
-        items = test[lo:lo + 16]
-        batch, arcs = as_batch(items)
-        steps = sampler.score_steps(batch, arcs)[:, 0]  # (B, L + 1)
-        for b, (lat, path) in enumerate(items):
+    q_cipher, argmax, log_q = [], [], []
+    for lo in range(0, len(items), 64):
+        chunk = items[lo:lo + 64]
+        batch, arcs = as_batch(chunk)
+        route = route_of_arcs(batch, torch.arange(len(chunk)), arcs, per_lattice=1)
+        lp = sampler.path_log_probs(batch, sampler.prepare(batch), route)  # (B, L + 1, D + 1)
+        steps = lp.gather(2, route.choice[..., None])[..., 0]
+        steps = torch.where(route.valid, steps, torch.zeros_like(steps))
+        for b, (lat, path) in enumerate(chunk):
             t = next(t for t, m in enumerate(lat.marks_of(path)) if is_cipher(m))
             q_cipher.append(float(steps[b, t].exp()))
+            arcs = batch.out_arcs[route.states[b, t]].tolist()  # the choice's columns
+            ciphers = [c for c, a in enumerate(arcs)
+                       if a >= 0 and is_cipher(lat.mark_vocab[int(batch.arc_mark[a])])]
+            best = max(ciphers, key=lambda c: float(lp[b, t, c]))
+            argmax.append(best == int(route.choice[b, t]))
             log_q.append(float(steps[b].sum()))
     sampler.train()
     return {"q_generating_cipher": round(sum(q_cipher) / len(q_cipher), 3),
+            "argmax_generating_cipher": round(sum(argmax) / len(argmax), 3),
             "log_q_generating_path": round(sum(log_q) / len(log_q), 2)}
 
 
 def supervised(run_dir: str, name: str, steps: str = "400", lr: str = "3e-3") -> None:
     run = open_run(run_dir)
-    steps = int(steps)
-    train, test = generating_paths(run, "train"), generating_paths(run, "test")
+    steps, started = int(steps), time.time()
+    train = generating_paths(run, "train")
+    measured = {"train": train[:500], "dev": generating_paths(run, "dev"),
+                "test": generating_paths(run, "test")}
     torch.manual_seed(run.config.seed)
     sampler = run.untrained_sampler(name).train()
     opt = torch.optim.Adam(sampler.parameters(), lr=float(lr))
     rng = random.Random(run.config.seed)
-    print(json.dumps({"sampler": name, "step": 0} | generating_fit(sampler, test)), flush=True)
+
+    def report(step: int) -> None:
+        fits = {split: generating_fit(sampler, items) for split, items in measured.items()}
+        print(json.dumps({"sampler": name, "train_pairs": len(train), "step": step} | fits
+                         | {"seconds": round(time.time() - started, 1)}), flush=True)
+    report(0)
     for step in range(1, steps + 1):
         batch, arcs = as_batch(rng.sample(train, 16))
-        loss = -sampler.score(batch, arcs).mean()
+        loss = -sampler.score(batch, arcs[:, None]).mean()
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(sampler.parameters(), 5.0)
         opt.step()
         if step % max(1, steps // 8) == 0:
-            print(json.dumps({"sampler": name, "step": step} | generating_fit(sampler, test)),
-                  flush=True)
+            report(step)
 
 
 if __name__ == "__main__":

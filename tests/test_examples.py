@@ -28,12 +28,14 @@ def test_cipher_choice_splits_partial_kl_by_the_picked_cipher(tmp_path, capsys, 
     of its two parts."""
     import importlib.util
     import json
+    import math
 
     from nfst.experiment.run import Run
     from tests.experiment.test_run import tiny_config
 
     run = Run(tiny_config(samplers=("swp",)), tmp_path / "run", cache_dir=tmp_path / "cache",
               quiet=True, processes=1)
+    run.train_samplers()
     evaluated = run.evaluation()["samplers"]["swp"]
     path = Path(__file__).parent.parent / "examples" / "cipher_choice.py"
     spec = importlib.util.spec_from_file_location("cipher_choice", path)
@@ -53,4 +55,12 @@ def test_cipher_choice_splits_partial_kl_by_the_picked_cipher(tmp_path, capsys, 
     module.supervised(str(tmp_path / "run"), "swp", "16", "1e-2")
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["step"] for r in rows] == [0, 2, 4, 6, 8, 10, 12, 14, 16]
-    assert rows[-1]["log_q_generating_path"] > rows[0]["log_q_generating_path"]  # it fits
+    run = Run.open(tmp_path / "run", cache_dir=tmp_path / "cache")
+    assert rows[0]["train_pairs"] == len(run.lattices("train"))
+    for split in ("train", "dev", "test"):
+        assert rows[-1][split]["log_q_generating_path"] > rows[0][split]["log_q_generating_path"]
+        assert 0 < rows[-1][split]["q_generating_cipher"] <= 1
+        assert 0 <= rows[-1][split]["argmax_generating_cipher"] <= 1
+    # q of the cipher at its choice is one factor of q of the path
+    assert all(math.log(r["train"]["q_generating_cipher"]) >= r["train"]["log_q_generating_path"]
+               for r in rows)

@@ -17,7 +17,7 @@ from nfst.train.objectives import inclusive_kl_loss
 from tests.helpers.brute import lattice_paths
 from tests.helpers.lattices import vocabulary_of
 
-SAMPLER_NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix", "swp-sws")
+SAMPLER_NAMES = ("nolookahead", "swa", "sws", "sws-mlp", "swp", "swp-prefix", "swp-sws")
 
 
 class FreeWeightSampler(Sampler):

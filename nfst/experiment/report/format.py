@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Optional
 
-SAMPLER_ORDER = ("swa", "sws", "swp", "swp-prefix", "nolookahead")
+SAMPLER_ORDER = ("swa", "sws", "sws-mlp", "swp", "swp-prefix", "nolookahead")
 TASK_ORDER = ("tr", "scan", "cipher")
 
 

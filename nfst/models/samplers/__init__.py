@@ -3,6 +3,7 @@
 - ``nolookahead``: the mark prefix only (003:16)
 - ``swa``: prefix GRU attending over a BiGRU encoding of x # y^R (003:2–3)
 - ``sws``: prefix GRU plus right-to-left GRUs over the unaligned suffixes of x and y (003:4)
+- ``sws-mlp``: SWS plus an MLP over [h; enc_x; enc_y], so x and y interact (ours)
 - ``swp``: a WFST on the lattice, weights from Algorithm 1 (003:5)
 - ``swp-prefix``: SWP's transition probabilities re-weighted by the mark prefix (003 §3.3)
 - ``swp-sws``: SWP's transition probabilities times SWS's local evidence (ours)
@@ -30,6 +31,7 @@ from .route import Route, Rows, route_of_arcs
 from .swa import SWA
 from .swp import SWP
 from .sws import SWS
+from .sws_mlp import SWSMLP
 from .symbols import Vocabulary
 from .walk import Paths, Walk
 
@@ -57,10 +59,10 @@ def make_sampler(name: str, vocabulary: Vocabulary, config: Optional[SamplerConf
     return SAMPLERS[name](vocabulary, config)
 
 
-for _cls in (NoLookahead, SWA, SWS, SWP, SWPPrefix, SWPSWS):
+for _cls in (NoLookahead, SWA, SWS, SWSMLP, SWP, SWPPrefix, SWPSWS):
     register_sampler(_cls)
 
 __all__ = ["NoLookahead", "Paths", "PrefixGRU", "Route", "Rows", "SAMPLERS", "SWA", "SWP",
-           "SWPPrefix", "SWPSWS", "SWS", "Sampler", "SamplerConfig", "Vocabulary", "Walk",
-           "WalkDropout", "WalkRecord", "choosing", "forced_log_probs", "legal_log_softmax",
-           "make_sampler", "register_sampler", "route_of_arcs", "with_forced"]
+           "SWPPrefix", "SWPSWS", "SWS", "SWSMLP", "Sampler", "SamplerConfig", "Vocabulary",
+           "Walk", "WalkDropout", "WalkRecord", "choosing", "forced_log_probs",
+           "legal_log_softmax", "make_sampler", "register_sampler", "route_of_arcs", "with_forced"]

@@ -76,7 +76,7 @@ def test_the_fused_gpu_recurrence_matches_the_hand_written_one():
         torch.testing.assert_close(a, b)
 
 
-@pytest.mark.parametrize("name", ["nolookahead", "swa", "sws", "swp-prefix", "swp-sws"])
+@pytest.mark.parametrize("name", ["nolookahead", "swa", "sws", "sws-mlp", "swp-prefix", "swp-sws"])
 def test_scoring_a_recorded_walk_reuses_its_states_with_the_same_values_and_gradients(name):
     """A walk without gradients records the prefix GRU's states in its WalkRecord and the
     one-pass scoring of its paths reuses them: log q and every parameter's gradient equal

@@ -44,7 +44,7 @@ def test_replayed_linear_has_a_linear_layers_gradients():
         torch.testing.assert_close(a, b)
 
 
-@pytest.mark.parametrize("name", ["nolookahead", "swa", "sws", "swp-prefix", "swp-sws"])
+@pytest.mark.parametrize("name", ["nolookahead", "swa", "sws", "sws-mlp", "swp-prefix", "swp-sws"])
 def test_two_walks_in_turn_keep_their_own_records(name):
     """Two walks without gradients stepped in turn, over the paths of the lattices in two
     orders, each with its own record; then each record's one-pass scoring (which replays what

@@ -38,6 +38,9 @@ SAMPLES_6C86E50 = {
     "swp/plain": ("7c640b4b6d96bfea", "84f77d07977b4252"),
     "sws/dropout": ("fd8f67d0b9b9b339", "23710b488bf6c48e"),
     "sws/plain": ("32208a37bdb284eb", "e2e1187ee37a3ef6"),
+    # sws-mlp came later: recorded the same way with it added to 140a396, before the static walk
+    "sws-mlp/dropout": ("ac394dfcbd924f36", "7a5367332a3a2f7f"),
+    "sws-mlp/plain": ("e33b99b9572478f7", "665055faf497de5a"),
 }
 
 
