@@ -3,6 +3,8 @@ nfst.fsts), imports at the top of a module and inside a function alike: imports 
 upward (docs/design.md §1), and no module imports itself through others."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import networkx as nx
@@ -90,3 +92,13 @@ def test_every_package_has_a_layer():
                 if p.is_dir() and (p / "__init__.py").exists()}
     packages |= {p.stem for p in (ROOT / "nfst").glob("*.py") if p.stem != "__init__"}
     assert packages <= set(RANK) | {"fsts", "tasks"}, packages - set(RANK)
+
+
+def test_tasks_leave_the_evaluation_layer_unimported():
+    """A task names its generating structure (``nfst.fst.structure``) without importing the
+    evaluation layer, nor SMC beneath it."""
+    code = ("import sys, nfst.tasks; "
+            "print(sorted(m for m in sys.modules if m.startswith(('nfst.evaluate', 'nfst.smc'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -7,7 +7,8 @@ from .exact import add_exact, exact_log_z, inclusive_kl, is_exact
 from .log_z import add_exclusive_kl, estimate_log_z
 from .metrics import mean_and_se
 from .pareto import pareto_k, pareto_threshold
-from .samplers import PairSamples, Structure, draw, evaluate, paired_difference
+from ..fst.structure import Structure
+from .samplers import PairSamples, draw, evaluate, paired_difference
 from .smc import SMCEvalConfig, evaluate_smc
 
 __all__ = ["PairSamples", "SMCEvalConfig", "Structure", "add_exact",

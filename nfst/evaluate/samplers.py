@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 
 from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
+from ..fst.structure import Structure
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
 from ..runtime.threads import cpu_threads
@@ -39,24 +40,6 @@ from . import metrics
 from .metrics import mean_and_se
 from .pareto import nonzero_weights, pareto_k, pareto_summary
 from .tables import text_table
-
-
-@dataclass
-class Structure:
-    """What a task knows of how its pairs were generated, as a test of a path: e.g. cipher's
-    ``generating_cipher``, whether a path names the cipher that generated its pair."""
-
-    name: str
-    """The key its share is reported under."""
-    agrees: Callable[[Lattice, Sequence[str]], bool]
-    """Whether a path (its marks) of a lattice agrees with the pair's generating structure."""
-
-    def share(self, lattice: Lattice, arcs: Tensor, weights: Tensor) -> float:
-        """Σ_j weights_j · [path j agrees] for paths ``arcs`` (k, L), lattice-local, -1 padded,
-        and weights (k,) summing to 1."""
-        hits = [self.agrees(lattice, lattice.marks_of([a for a in row if a >= 0]))
-                for row in arcs.tolist()]
-        return float((weights * torch.tensor(hits, dtype=weights.dtype)).sum())
 
 
 @dataclass

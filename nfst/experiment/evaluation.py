@@ -60,7 +60,8 @@ def evaluate_run(run) -> dict:
             "untrained_partial_kl_se": untrained["samplers"][name]["partial_kl_se"],
             "untrained_per_pair_partial_kl":
                 untrained["samplers"][name]["per_pair_partial_kl"]})
-    result |= {"seeds": list(seeds), "reference": reference, "validation_pairs": len(dev)}
+    result |= {"seeds": list(seeds), "reference": reference, "validation_pairs": len(dev),
+               "structure": None if structure is None else structure.name}
     ngram = scorer if run.preset.scorer.kind == "ngram" else run.ngram()
     order = run.preset.scorer.ngram.order
     proposals = {f"the {order}-gram's posterior": ngram.posterior(),

@@ -87,7 +87,16 @@ def _scorer(run_dir: RunDir, evaluation: dict, kind: str) -> dict:
         "test_log_z_exact": evaluation.get("exact_log_z", {}).get("mean"),
         "ngram_order": evaluation.get("ngram", {}).get("order"),
         "ngram_test_log_likelihood": evaluation.get("ngram", {}).get("test_log_likelihood"),
-        **{k: v for k, v in log_z.items() if k.startswith("generating")}}
+        **_share(evaluation["structure"], log_z)}
+
+
+def _share(structure, metrics: dict) -> dict:
+    """``structure`` (the name of the task's generating structure, None without one) and,
+    with one, its share ± SE in ``metrics``, under its own name."""
+    if structure is None:
+        return {"structure": None}
+    return {"structure": structure, structure: metrics[structure],
+            f"{structure}_se": metrics[f"{structure}_se"]}
 
 
 def build_results(run_dir: RunDir) -> dict:

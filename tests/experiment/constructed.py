@@ -50,7 +50,7 @@ def constructed_results(samplers: dict, task: str = "tr", overrides=(), task_set
                        "test_log_z_estimator": "importance sampling",
                        "test_log_z_pareto_k": None, "test_log_z_spread": 0.5,
                        "test_log_z_exact": None, "ngram_order": 3,
-                       "ngram_test_log_likelihood": -28.0},
+                       "ngram_test_log_likelihood": -28.0, "structure": None},
             "samplers": entries, "log_z": {}, "smc": None, "wall_seconds": {},
             "config": {"run": {"task": task, "preset": "small", "seed": seed,
                                "seeds": seeds, "overrides": list(overrides),

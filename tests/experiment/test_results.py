@@ -16,7 +16,8 @@ def test_the_scorers_test_log_z_is_the_mean_over_pairs(tmp_path):
     log_z = {"method": "importance sampling", "samples": 8, "per_pair": [-1.0, -2.0, -6.0],
              "per_pair_se": [0.1, 0.2, 0.3]}
     run_dir.finish("evaluate", {"samplers": {}, "log_z": log_z, "seeds": [0],
-                                "reference": "swa", "pairs": 3, "validation_pairs": 3})
+                                "reference": "swa", "pairs": 3, "validation_pairs": 3,
+                                "structure": None})
     scorer = build_results(run_dir)["scorer"]
     assert scorer["test_log_z"] == pytest.approx(-3.0)
     assert scorer["test_log_z_se"] == pytest.approx(math.sqrt(7 / 3))  # sd √7 over √3 pairs
@@ -34,6 +35,7 @@ def test_what_stopped_a_samplers_training_old_stage_files_included(stage, stoppe
     run_dir.finish("sampler-swa", {"seconds": 1.0, "best_step": 4, "history": history, **stage})
     run_dir.finish("evaluate", {"samplers": {"swa": {"partial_kl": 1.0}}, "seeds": [0],
                                 "reference": "swa", "pairs": 1, "validation_pairs": 1,
+                                "structure": None,
                                 "log_z": {"method": "importance sampling", "per_pair": [-1.0]}})
     swa = build_results(run_dir)["samplers"]["swa"]
     assert (swa["stopped_by"], swa["steps"], swa["best_step"]) == (stopped_by, 4, 4)
@@ -47,7 +49,7 @@ def test_the_scorers_training_curve_is_carried(tmp_path):
     curve = {"step": [1, 2], "iwae": [-50.0, -40.0]}
     run_dir.finish("scorer", {"train_iwae": -40.0, "curve": curve})
     run_dir.finish("evaluate", {"samplers": {}, "seeds": [0], "reference": "swa", "pairs": 1,
-                                "validation_pairs": 1,
+                                "validation_pairs": 1, "structure": None,
                                 "log_z": {"method": "is", "per_pair": [-1.0]}})
     results = build_results(run_dir)
     assert results["scorer"]["curve"] == curve

@@ -28,6 +28,8 @@ def load_results(run_dir: str | Path) -> dict:
             results = json.loads((path / "results.json").read_text())
             if "validation_pairs" not in results:  # written before validation references
                 raise KeyError("validation_pairs")
+            if "structure" not in results["scorer"]:  # before structures were named
+                raise KeyError("scorer.structure")
             return results
         if (path / "config.json").exists() and (path / "stages" / "evaluate.json").exists():
             return build_results(RunDir(path, json.loads((path / "config.json").read_text())))

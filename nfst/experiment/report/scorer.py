@@ -10,9 +10,9 @@ from .format import SAMPLER_ORDER, fmt, ordered, pyplot, reliability, save_figur
 
 
 def _structures(rows: list[dict]) -> list[str]:
-    """The ``generating_*`` shares of posterior samples that some run records."""
-    return sorted({k for r in rows for k in r["scorer"]
-                   if k.startswith("generating") and not k.endswith("_se")})
+    """The structures (``scorer.structure``) whose shares of posterior samples some run
+    records."""
+    return sorted({r["scorer"]["structure"] for r in rows} - {None})
 
 
 def _table(rows: list[dict]) -> list[str]:
