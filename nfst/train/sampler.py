@@ -15,7 +15,8 @@ import torch
 
 from ..dp.batch import LatticeBatch
 from ..errors import NfstError
-from ..evaluate.samplers import draw, partial_kl
+from ..evaluate.metrics import partial_kl
+from ..evaluate.samplers import draw
 from ..fst.lattice import Lattice
 from ..models.samplers import Sampler, SamplerConfig
 from ..models.scorer import Scorer
@@ -104,7 +105,7 @@ def validate(sampler: Sampler, scorer: Scorer, dev: Sequence[Lattice], k: int, b
              seed: int, device: torch.device) -> float:
     """Mean partial KL (003:7) on the validation lattices, with a fixed sampling seed."""
     samples = draw(sampler, scorer, dev, k, batch_size=batch_size, seed=seed, device=device)
-    return sum(partial_kl(s) for s in samples) / len(samples)
+    return sum(float(partial_kl(s.log_q, s.log_p)) for s in samples) / len(samples)
 
 
 def weight_ess(log_w: torch.Tensor) -> float:
