@@ -15,7 +15,7 @@ def scorer_run(ks: list[float]) -> dict:
         "kind": "lstm", "proposal": "bootstrap", "test_log_z": -90.0, "test_log_z_se": 1.0,
         "test_log_z_estimator": "importance sampling",
         "test_log_z_pareto_k": pareto_summary(ks, [256] * len(ks)),
-        "curve": None}}
+        "curve": None, "structure": None}}
 
 
 def test_warning_counts_the_unreliable_pairs_among_all_of_them():
