@@ -65,10 +65,10 @@ def summarize(results: dict, command: str, commit: str, machine: str) -> dict:
         "reference": results["reference"], "pairs": results["pairs"], "structure": structure,
         "validation_pairs": results["validation_pairs"],
         "ordering": ordering({s: m["per_pair_partial_kl_by_seed"] for s, m in samplers.items()}),
-        "scorer": {k: results["scorer"].get(k) for k in (
+        "scorer": {k: results["scorer"][k] for k in (
             "kind", "test_log_z", "test_log_z_se", "test_log_z_exact",
             "ngram_test_log_likelihood", *share)},
-        "samplers": {s: {k: samplers[s].get(k) for k in (*SAMPLER_KEYS, *share)}
+        "samplers": {s: {k: samplers[s][k] for k in (*SAMPLER_KEYS, *share)}
                      for s in names},
         "proposals": {"pair": 0, "x": first["x"], "y": first["y"],
                       "samplers": {s: {k: samplers[s]["most_probable"][k]

@@ -180,8 +180,9 @@ class Run(RunData, RunSamplers):
                                                     "seconds": time.time() - started})
 
     def results(self) -> dict:
-        """``results.json`` (``nfst.experiment.results``); the evaluate stage must be done."""
-        return build_results(self.run_dir)
+        """``results.json``'s content (``nfst.experiment.schema``); the evaluate stage must be
+        done."""
+        return build_results(self.run_dir).to_json()
 
     def run(self) -> Path:
         """Run (or finish) every stage; returns the report's path. Running it again after an
