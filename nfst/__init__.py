@@ -1,8 +1,9 @@
 """nfst: path inference in neural finite-state transducers.
 
-``nfst.save_sampler``, ``nfst.load_sampler``, ``nfst.save_scorer`` and ``nfst.load_scorer``
-(``nfst.models.files``) are imported on first use, so that ``import nfst`` and the packages
-that need no PyTorch (``nfst.fst``, ``nfst.fsts``) do not load it.
+``nfst.evaluate_all`` (``nfst.evaluate``) and ``nfst.save_sampler``, ``nfst.load_sampler``,
+``nfst.save_scorer`` and ``nfst.load_scorer`` (``nfst.models.files``) are imported on first use,
+so that ``import nfst`` and the packages beneath evaluation (``nfst.fst``, ``nfst.fsts``,
+``nfst.tasks``) do not load them.
 """
 
 from .errors import (AmbiguousMFSTError, CorruptCacheError, CyclicLatticeError, InvalidMFSTError,
@@ -17,6 +18,9 @@ def __getattr__(name: str):
     if name in _MODEL_FILES:
         from .models import files
         return getattr(files, name)
+    if name == "evaluate_all":
+        from .evaluate import evaluate_all
+        return evaluate_all
     raise AttributeError(f"module 'nfst' has no attribute {name!r}")
 
 
@@ -24,5 +28,6 @@ __all__ = [
     "AmbiguousMFSTError", "Arc", "CompileOptions", "CorruptCacheError", "CyclicLatticeError",
     "InvalidMFSTError", "Lattice", "LatticeTooLargeError", "MarkedFST", "NfstError",
     "NoPathError", "OutputMarks", "UnknownSymbolError", "compile_lattice", "compose_openfst",
-    "from_pynini", "load_sampler", "load_scorer", "save_sampler", "save_scorer", "to_pynini",
+    "evaluate_all", "from_pynini", "load_sampler", "load_scorer", "save_sampler", "save_scorer",
+    "to_pynini",
 ]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable, ClassVar, Iterable, Optional, Sequence, TypeVar
 
 from nfst.errors import DataError, TaskError
-from nfst.evaluate.samplers import Structure
+from nfst.fst.structure import Structure
 from nfst.fst.dataset import Pair
 from nfst.fst.mfst import MarkedFST
 from nfst.runtime.settings import nearest, setting_value

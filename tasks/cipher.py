@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from nfst.errors import TaskError
-from nfst.evaluate.samplers import Structure
+from nfst.fst.structure import Structure
 from nfst.fst.mfst import MarkedFST
 from nfst.fsts import cipher_mfst, substitution_ciphers
 from .base import Pair, PaperStats, Task, TaskSettings

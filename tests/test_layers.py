@@ -3,6 +3,8 @@ nfst.fsts), imports at the top of a module and inside a function alike: imports 
 upward (docs/design.md §1), and no module imports itself through others."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import networkx as nx
@@ -90,3 +92,47 @@ def test_every_package_has_a_layer():
                 if p.is_dir() and (p / "__init__.py").exists()}
     packages |= {p.stem for p in (ROOT / "nfst").glob("*.py") if p.stem != "__init__"}
     assert packages <= set(RANK) | {"fsts", "tasks"}, packages - set(RANK)
+
+
+def test_tasks_leave_the_evaluation_layer_unimported():
+    """A task names its generating structure (``nfst.fst.structure``) without importing the
+    evaluation layer, nor SMC beneath it."""
+    code = ("import sys, nfst.tasks; "
+            "print(sorted(m for m in sys.modules if m.startswith(('nfst.evaluate', 'nfst.smc'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 80
+SIZED = [ROOT / "nfst", ROOT / "tasks", ROOT / "fsts", ROOT / "tools"]
+
+
+def too_long(path: Path, root: Path = ROOT) -> list[str]:
+    """The module if over MAX_MODULE_LINES lines, and each function (decorators included)
+    over MAX_FUNCTION_LINES."""
+    text = path.read_text(encoding="utf-8")
+    name = path.relative_to(root)
+    found = [f"{name}: {n} lines" for n in [len(text.splitlines())] if n > MAX_MODULE_LINES]
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if node.end_lineno - first + 1 > MAX_FUNCTION_LINES:
+                found.append(f"{name}:{first} {node.name}: {node.end_lineno - first + 1} lines")
+    return found
+
+
+def test_no_module_over_300_lines_nor_function_over_80():
+    found = [f for folder in SIZED for path in sorted(folder.rglob("*.py")) for f in too_long(path)]
+    assert not found, "split these by concept (docs/design.md):\n" + "\n".join(found)
+
+
+def test_the_size_check_sees_long_functions_and_modules(tmp_path):
+    path = tmp_path / "probe.py"
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES - 1))
+    path.write_text(f"@staticmethod\ndef f():\n{body}\n" + "\n" * MAX_MODULE_LINES)
+    lines = len(path.read_text().splitlines())
+    assert too_long(path, tmp_path) == [f"probe.py: {lines} lines",
+                                        f"probe.py:1 f: {MAX_FUNCTION_LINES + 1} lines"]
+    path.write_text(f"def f():\n{body}\n")
+    assert too_long(path, tmp_path) == []  # 80 lines: within the limit

@@ -101,7 +101,7 @@ def render(summary: dict | list) -> str:
     if isinstance(summary, dict) and "series" in summary:
         return render_series(summary)
     runs = summary if isinstance(summary, list) else [summary]
-    share = next((k for r in runs for k in r["scorer"] if k.startswith("generating")), None)
+    share = next((r["structure"] for r in runs if r["structure"] is not None), None)
     single = len(runs) == 1  # one run: the paper's column; several: a column naming each
     head = _head(runs, single, share)
     rows = [tuple(head)]

@@ -52,8 +52,8 @@ SAMPLER_KEYS = ("partial_kl", "partial_kl_se", "partial_kl_by_seed", "validation
 def summarize(results: dict, command: str, commit: str, machine: str) -> dict:
     """The summary of one run's results (module docstring)."""
     samplers = results["samplers"]
-    share = [k for k in results["scorer"] if k.startswith("generating") and
-             not k.endswith("_se")]
+    structure = results["scorer"]["structure"]
+    share = [] if structure is None else [structure]
     names = ordered(samplers, SAMPLER_ORDER)
     first = samplers[names[0]]["most_probable"]
     return {
@@ -62,13 +62,13 @@ def summarize(results: dict, command: str, commit: str, machine: str) -> dict:
         "overrides": results["config"]["run"]["overrides"],
         "task_settings": results["config"]["run"]["task_settings"],
         "seeds": [results["seed"] + s for s in results["seeds"]],
-        "reference": results["reference"], "pairs": results["pairs"],
+        "reference": results["reference"], "pairs": results["pairs"], "structure": structure,
         "validation_pairs": results["validation_pairs"],
         "ordering": ordering({s: m["per_pair_partial_kl_by_seed"] for s, m in samplers.items()}),
-        "scorer": {k: results["scorer"].get(k) for k in (
+        "scorer": {k: results["scorer"][k] for k in (
             "kind", "test_log_z", "test_log_z_se", "test_log_z_exact",
             "ngram_test_log_likelihood", *share)},
-        "samplers": {s: {k: samplers[s].get(k) for k in (*SAMPLER_KEYS, *share)}
+        "samplers": {s: {k: samplers[s][k] for k in (*SAMPLER_KEYS, *share)}
                      for s in names},
         "proposals": {"pair": 0, "x": first["x"], "y": first["y"],
                       "samplers": {s: {k: samplers[s]["most_probable"][k]

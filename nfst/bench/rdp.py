@@ -26,7 +26,8 @@ from ..dp.batch import LatticeBatch
 from ..dp.passes import backward, forward, log_partition
 from ..dp.randomized import randomized_backward
 from ..dp.selection import RDPConfig
-from ..evaluate.samplers import draw, mean_and_se, partial_kl
+from ..evaluate.metrics import mean_and_se, partial_kl
+from ..evaluate.samplers import draw
 from ..models.samplers import SamplerConfig, Vocabulary, make_sampler
 from ..models.scorer import LSTMScorer
 from ..runtime.threads import cpu_threads
@@ -81,8 +82,8 @@ def bench_rdp(lattices: int = 100, runs: int = 10, d: int = 256, steps: int = 30
         for name, budget in (("exact", 1.0), ("rdp", swp_budget)):
             sampler, opt = _swp(Vocabulary.of(T), d, budget, scorer, train, steps, 16, seed)
             torch.manual_seed(seed)
-            per_pair = [partial_kl(s) for s in draw(sampler, scorer, test[:eval_lattices], 16,
-                                                    batch_size=16, seed=seed)]
+            samples = draw(sampler, scorer, test[:eval_lattices], 16, batch_size=16, seed=seed)
+            per_pair = [float(partial_kl(s.log_q, s.log_p)) for s in samples]
             kl[name] = mean_and_se(per_pair)
             generator = torch.Generator().manual_seed(seed)
             times = []

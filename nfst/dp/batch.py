@@ -33,6 +33,28 @@ class Level:
     """(n_arcs,) level-order index of the arc's other end (destination / source)."""
 
 
+def _schedule(key_state: np.ndarray, other_state: np.ndarray, *, height: np.ndarray,
+              level_of: np.ndarray, bounds: np.ndarray,
+              device: torch.device | str) -> tuple[np.ndarray, list[Level]]:
+    """The arcs (A,) ordered by the height, then the level-order slot, of their ``key_state``
+    (source for a backward pass, destination for a forward one), and one :class:`Level` per
+    height: its states (``bounds[h]:bounds[h + 1]`` of the level order) and its block of arcs.
+    ``height`` (S,), ``level_of`` (S,) each state's level-order slot."""
+    max_height = len(bounds) - 2
+    arc_order = np.lexsort((level_of[key_state], height[key_state]))
+    arc_bounds = np.searchsorted(height[key_state][arc_order], np.arange(max_height + 2))
+    levels = []
+    for h in range(max_height + 1):
+        a0, a1 = int(arc_bounds[h]), int(arc_bounds[h + 1])
+        arcs = arc_order[a0:a1]
+        lo = bounds[h]
+        levels.append(Level(
+            states=slice(int(lo), int(bounds[h + 1])), arcs=slice(a0, a1),
+            segment=torch.as_tensor(level_of[key_state[arcs]] - lo, device=device),
+            other=torch.as_tensor(level_of[other_state[arcs]], device=device)))
+    return arc_order, levels
+
+
 class LatticeBatch:
     """Disjoint union of lattices, on any torch device.
 
@@ -86,22 +108,9 @@ class LatticeBatch:
         bounds = np.searchsorted(height[order], np.arange(height.max() + 2))
         self.max_height = int(height.max())
 
-        def schedule(key_state: np.ndarray, other_state: np.ndarray) -> tuple[np.ndarray, list[Level]]:
-            arc_order = np.lexsort((level_of[key_state], height[key_state]))
-            arc_bounds = np.searchsorted(height[key_state][arc_order], np.arange(self.max_height + 2))
-            levels = []
-            for h in range(self.max_height + 1):
-                a0, a1 = int(arc_bounds[h]), int(arc_bounds[h + 1])
-                arcs = arc_order[a0:a1]
-                lo = bounds[h]
-                levels.append(Level(
-                    states=slice(int(lo), int(bounds[h + 1])), arcs=slice(a0, a1),
-                    segment=torch.as_tensor(level_of[key_state[arcs]] - lo, device=device),
-                    other=torch.as_tensor(level_of[other_state[arcs]], device=device)))
-            return arc_order, levels
-
-        backward_arc_order, self.backward_levels = schedule(src, dst)
-        forward_arc_order, forward_levels = schedule(dst, src)
+        levels = dict(height=height, level_of=level_of, bounds=bounds, device=device)
+        backward_arc_order, self.backward_levels = _schedule(src, dst, **levels)
+        forward_arc_order, forward_levels = _schedule(dst, src, **levels)
         self.forward_levels = forward_levels[::-1]
 
         t = lambda a: torch.as_tensor(a, device=device)  # noqa: E731

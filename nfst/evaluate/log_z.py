@@ -31,7 +31,8 @@ from ..runtime.threads import cpu_threads
 from . import metrics
 from .metrics import mean_and_se
 from .pareto import nonzero_weights, pareto_k, pareto_summary, pareto_threshold
-from .samplers import Structure, eval_mode
+from ..fst.structure import Structure
+from .samplers import eval_mode
 
 
 @torch.no_grad()

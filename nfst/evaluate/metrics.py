@@ -19,7 +19,7 @@ Over pairs, :func:`mean_and_se` gives the mean and its standard error (std / √
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -27,29 +27,42 @@ from torch import Tensor
 from ..smc.resampling import ess
 
 
-def partial_kl(log_q: Tensor, log_p: Tensor) -> float:
-    """(1/k) Σ_k log q(z_k) − log p̃(z_k) over (k,) log probabilities."""
-    return float((log_q - log_p).mean())
+def partial_kl(log_q: Tensor, log_p: Tensor, log_inclusion: Optional[Tensor] = None) -> Tensor:
+    """(…,) per pair, over the last dimension's k samples of (…, k) log q and log p̃:
+    (1/k) Σ_k log q(z_k) − log p̃(z_k) for draws with replacement; with ``log_inclusion``
+    (log π_i of k *distinct* paths by priority sampling, ``nfst.smc.without_replacement``;
+    an empty slot has log q = −inf and counts 0), Σ_i q_i (log q_i − log p̃_i) / π_i,
+    unbiased for E_q[log q − log p̃]."""
+    log_q, log_p = log_q.double(), log_p.double()
+    if log_inclusion is None:
+        return (log_q - log_p).mean(-1)
+    term = torch.exp(log_q - log_inclusion) * (log_q - log_p)
+    return torch.where(torch.isfinite(log_q), term, 0.0).sum(-1)
 
 
-def merge_paths(paths: Iterable[tuple], log_w: Tensor) -> tuple[list[tuple], Tensor]:
-    """Distinct paths (in first-seen order) and the log of their summed weights (n,)."""
-    merged: dict[tuple, list[float]] = {}
-    for path, lw in zip(paths, log_w.tolist()):
-        merged.setdefault(path, []).append(lw)
-    return list(merged), torch.tensor(
-        [torch.logsumexp(torch.tensor(v, dtype=torch.float64), 0).item() for v in merged.values()],
-        dtype=torch.float64)
+def dedup_ess(log_w: Tensor, arcs: Optional[Tensor] = None) -> Tensor:
+    """(…,) (Σ_j W_j)² / Σ_j W_j² per pair of (…, k) log weights, over the distinct paths j,
+    W_j the summed weight of its copies; copies are the samples whose rows of ``arcs``
+    (…, k, L) are equal. Without ``arcs`` the k paths are distinct already (weights of −inf
+    are empty slots). In float64."""
+    log_w = log_w.double()
+    if arcs is None:
+        return ess(log_w)
+    flat_w, flat_arcs = log_w.reshape(-1, log_w.shape[-1]), arcs.reshape(-1, *arcs.shape[-2:])
+    out = []
+    for w, a in zip(flat_w, flat_arcs):
+        _, copy_of = torch.unique(a, dim=0, return_inverse=True)  # (k,) the distinct path
+        top = w.max()
+        summed = torch.zeros(int(copy_of.max()) + 1, dtype=w.dtype).index_add_(
+            0, copy_of, torch.exp(w - top))  # Σ of each path's copies, scaled by e^{−top}
+        out.append(ess(summed.log() + top))
+    return torch.stack(out).reshape(log_w.shape[:-1])
 
 
-def dedup_ess(paths: Iterable[tuple], log_w: Tensor) -> float:
-    """(Σ_j W_j)² / Σ_j W_j² over the distinct ``paths`` j, W_j the summed weight of its copies."""
-    return float(ess(merge_paths(paths, log_w)[1]))
-
-
-def expected_length(log_w: Tensor, lengths: Tensor) -> float:
-    """Σ_k w̄_k |z_k|: self-normalised IS estimate of E_{z~p}[|z|]."""
-    return float((torch.softmax(log_w, 0) * lengths.double()).sum())
+def expected_length(log_w: Tensor, lengths: Tensor) -> Tensor:
+    """(…,) Σ_k w̄_k |z_k| per pair of (…, k) log weights and lengths, w̄ = softmax(log w):
+    the self-normalised IS estimate of E_{z~p}[|z|]. In float64."""
+    return (torch.softmax(log_w.double(), -1) * lengths.double()).sum(-1)
 
 
 def log_z_is(log_w: Tensor) -> tuple[float, float]:

@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 
 from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
+from ..fst.structure import Structure
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
 from ..runtime.threads import cpu_threads
@@ -39,24 +40,6 @@ from . import metrics
 from .metrics import mean_and_se
 from .pareto import nonzero_weights, pareto_k, pareto_summary
 from .tables import text_table
-
-
-@dataclass
-class Structure:
-    """What a task knows of how its pairs were generated, as a test of a path: e.g. cipher's
-    ``generating_cipher``, whether a path names the cipher that generated its pair."""
-
-    name: str
-    """The key its share is reported under."""
-    agrees: Callable[[Lattice, Sequence[str]], bool]
-    """Whether a path (its marks) of a lattice agrees with the pair's generating structure."""
-
-    def share(self, lattice: Lattice, arcs: Tensor, weights: Tensor) -> float:
-        """Σ_j weights_j · [path j agrees] for paths ``arcs`` (k, L), lattice-local, -1 padded,
-        and weights (k,) summing to 1."""
-        hits = [self.agrees(lattice, lattice.marks_of([a for a in row if a >= 0]))
-                for row in arcs.tolist()]
-        return float((weights * torch.tensor(hits, dtype=weights.dtype)).sum())
 
 
 @dataclass
@@ -123,20 +106,6 @@ def draw(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], k: int, 
         bar.close()
 
 
-def partial_kl(samples: PairSamples) -> float:
-    """One pair's term of 003:7."""
-    return metrics.partial_kl(samples.log_q, samples.log_p)
-
-
-def dedup_ess(samples: PairSamples) -> float:
-    paths = (tuple(a for a in path if a >= 0) for path in samples.arcs.tolist())
-    return metrics.dedup_ess(paths, samples.log_p - samples.log_q)
-
-
-def expected_length(samples: PairSamples) -> float:
-    return metrics.expected_length(samples.log_p - samples.log_q, samples.lengths)
-
-
 def render_marks(lattice: Lattice, arcs: Sequence[int]) -> str:
     """A path's marks, space-separated (the default rendering of proposals)."""
     return " ".join(lattice.marks_of([a for a in arcs if a >= 0]))
@@ -158,11 +127,13 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
     mean ± SE over pairs). ``examples``: the highest-weight sample of each of the first
     ``examples`` pairs; with any, also ``most_probable``: the sample of highest log q among the
     k of the first pair (003 Tables 4–6 set samplers' proposals for one pair side by side)."""
-    per_pair = [partial_kl(s) for s in samples]
-    kl, kl_se = mean_and_se(per_pair)
-    ess, ess_se = mean_and_se([dedup_ess(s) for s in samples])
-    length, length_se = mean_and_se([expected_length(s) for s in samples])
+    per_pair = [float(metrics.partial_kl(s.log_q, s.log_p)) for s in samples]
     log_w = [s.log_p - s.log_q for s in samples]
+    kl, kl_se = mean_and_se(per_pair)
+    ess, ess_se = mean_and_se([float(metrics.dedup_ess(w, s.arcs))
+                               for w, s in zip(log_w, samples)])
+    length, length_se = mean_and_se([float(metrics.expected_length(w, s.lengths))
+                                     for w, s in zip(log_w, samples)])
     reliability = pareto_summary([pareto_k(w) for w in log_w], [nonzero_weights(w) for w in log_w])
     shown = [_shown(s, lat, int(torch.argmax(s.log_p - s.log_q)), render)
              for s, lat in list(zip(samples, lattices))[:examples]]
@@ -197,8 +168,8 @@ def summarize_distinct(sampler: Sampler, scorer: Scorer, lattices: Sequence[Latt
         batch = LatticeBatch(lattices[starts[i]:starts[i] + batch_size], device)
         generator = torch.Generator(device=device).manual_seed(item_seed(seed, i))
         p = wor.distinct_particles(sampler, scorer, batch, k, generator)
-        return (wor.dedup_ess(p.sample, p.log_p).tolist(),
-                wor.partial_kl(p.sample, p.log_p).tolist())
+        return (metrics.dedup_ess(p.log_weights).tolist(),
+                metrics.partial_kl(p.sample.log_q, p.log_p, p.sample.log_inclusion).tolist())
 
     with eval_mode(sampler, scorer):
         done = shared_map(one_batch, range(len(starts)))

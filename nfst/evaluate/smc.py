@@ -66,7 +66,7 @@ from ..smc.lookahead import LearnedLookahead, Lookahead, LookaheadProposal, Zero
 from ..smc.resampling import ess
 from ..smc.without_replacement import distinct_particles
 from ..runtime.distributed import item_seed, shared_map
-from .metrics import mean_and_se
+from .metrics import dedup_ess, mean_and_se
 from .pareto import pareto_k
 from .tables import text_table
 
@@ -234,7 +234,8 @@ def _pair_stats(p: Particles) -> tuple[list[tuple], list[dict]]:
         found.append(dict(zip(keys, log_p.tolist())))
         partial = float((w * (w.log() - log_p)).sum())
         k_hat = math.nan if beam else pareto_k(p.log_weights[b])
-        rows.append((partial, float(full_ess[b]), float(ess(w.log())), float(log_z[b]), k_hat))
+        rows.append((partial, float(full_ess[b]), float(dedup_ess(w.log())), float(log_z[b]),
+                     k_hat))
     return rows, found
 
 

@@ -5,8 +5,10 @@ statistics, `nfst sample` and lattice pictures.
 - ``config``   – :class:`RunConfig` and the ``--set``/``--option`` settings, described by
   :func:`describe_options`;
 - ``rundir``   – a run directory's bookkeeping: recorded settings, stage files, barriers;
-- ``run``      – :class:`Run`: the pipeline's stages;
-- ``results``  – the schema of ``results.json``, built from the stage files;
+- ``run``      – :class:`Run`: the pipeline's stages, with its data (``data_stage``), its
+  samplers (``sampler_stage``) and its evaluation (``evaluation``);
+- ``schema``   – ``results.json``'s typed, versioned schema (:class:`Results`);
+- ``results``  – ``results.json`` built from the stage files;
 - ``report``   – ``report.md`` with tables and plots from one or more runs;
 - ``stats``, ``sample``, ``picture`` – ``nfst stats``, ``nfst sample`` and lattice drawings;
 - ``commands`` – what each ``nfst`` command does (``nfst.cli`` parses, then calls it).
@@ -19,8 +21,10 @@ from .results import build_results
 from .run import Run
 from .rundir import RunDir
 from .sample import sample_pair
+from .schema import SCHEMA_VERSION, Results, SamplerResults, ScorerResults
 from .stats import format_stats_table, task_stats
 
-__all__ = ["PRESETS", "Preset", "Run", "RunConfig", "RunDir", "apply_overrides",
-           "build_results", "describe_options", "format_stats_table", "parse_settings",
-           "plot_offset_kl", "preset", "sample_pair", "task_stats", "write_report"]
+__all__ = ["PRESETS", "Preset", "Results", "Run", "RunConfig", "RunDir", "SCHEMA_VERSION",
+           "SamplerResults", "ScorerResults", "apply_overrides", "build_results",
+           "describe_options", "format_stats_table", "parse_settings", "plot_offset_kl",
+           "preset", "sample_pair", "task_stats", "write_report"]

@@ -1,5 +1,5 @@
-"""The schema of a run's ``results.json``: what the report reads, built from the run's stage
-files (``stages/*.json``) and its settings (``config.json``).
+"""A run's ``results.json`` (its schema: ``nfst.experiment.schema``), what the report reads,
+built from the run's stage files (``stages/*.json``) and its settings (``config.json``).
 
 ``nfst run`` writes it at the end; ``nfst report`` builds the same from the stage files of a
 run that has finished its evaluate stage but not the rest.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..evaluate.metrics import mean_and_se
 from .rundir import RunDir
+from .schema import Results, SamplerResults, ScorerResults
 
 
 def training_summary(history: list[dict]) -> dict:
@@ -21,22 +22,25 @@ def training_summary(history: list[dict]) -> dict:
             "mean_grad_norm": mean("grad_norm")}
 
 
-def _samplers(run_dir: RunDir, evaluation: dict) -> dict:
+def _samplers(run_dir: RunDir, evaluation: dict) -> dict[str, SamplerResults]:
     """Per sampler: its test metrics (``stages/evaluate.json``), its validation curve and a
     summary of its training (``stages/sampler-NAME.json``), its qualitative proposals."""
     samplers = {}
+    structure = evaluation["structure"]
     for name, metrics in evaluation["samplers"].items():
         trained = run_dir.done(f"sampler-{name}") or {}
         history = [h for h in trained.get("history", []) if "dev_partial_kl" in h]
-        samplers[name] = {
-            **{k: v for k, v in metrics.items() if k != "examples"},
-            "train_seconds": trained.get("seconds"),
-            **_stopping(trained),
-            "curve": {"step": [h["step"] for h in history],
-                      "val_partial_kl": [h["dev_partial_kl"] for h in history]},
-            "training": training_summary(trained.get("history", [])),
-            "proposals": metrics.get("examples", []),
-        }
+        share = {} if structure is None else {
+            "structure_share": metrics[structure], "structure_share_se": metrics[f"{structure}_se"]}
+        measured = {k: v for k, v in metrics.items()
+                    if k not in ("examples", structure, f"{structure}_se")}
+        samplers[name] = SamplerResults(
+            **measured, **share, **_stopping(trained),
+            train_seconds=trained.get("seconds"),
+            curve={"step": [h["step"] for h in history],
+                   "val_partial_kl": [h["dev_partial_kl"] for h in history]},
+            training=training_summary(trained.get("history", [])),
+            proposals=metrics["examples"])
     return samplers
 
 
@@ -67,42 +71,41 @@ def wall_seconds(run_dir: RunDir) -> dict:
             "smc": seconds("smc")}
 
 
-def _scorer(run_dir: RunDir, evaluation: dict, kind: str) -> dict:
+def _scorer(run_dir: RunDir, evaluation: dict, kind: str) -> ScorerResults:
     """How the scorer was trained (``stages/scorer.json``: its IWAE bound, and ``curve``, the
     bound at each logged step; None for the n-gram, fitted exactly) and its test log Z: the IS
     lower bound, and the exact value under a WFST scorer."""
-    log_z = evaluation["log_z"]
-    trained = run_dir.done("scorer") or {}
-    return {
-        "kind": kind,
-        "proposal": trained.get("proposal", "bootstrap") if kind == "lstm" else None,
-        "train_iwae": trained.get("train_iwae"),
-        "curve": trained.get("curve"),
-        "test_log_z": sum(log_z["per_pair"]) / len(log_z["per_pair"]),
-        "test_log_z_se": mean_and_se(log_z["per_pair"])[1],
-        "test_log_z_estimator": log_z["method"],
-        "test_log_z_is_lower_bound": True,
-        "test_log_z_pareto_k": log_z.get("pareto_k"),
-        "test_log_z_spread": log_z.get("spread"),
-        "test_log_z_exact": evaluation.get("exact_log_z", {}).get("mean"),
-        "ngram_order": evaluation.get("ngram", {}).get("order"),
-        "ngram_test_log_likelihood": evaluation.get("ngram", {}).get("test_log_likelihood"),
-        **{k: v for k, v in log_z.items() if k.startswith("generating")}}
+    log_z, structure = evaluation["log_z"], evaluation["structure"]
+    trained = run_dir.done("scorer") or {}  # none for the n-gram
+    exact = evaluation["exact_log_z"]["mean"] if "exact_log_z" in evaluation else None
+    return ScorerResults(
+        kind=kind,
+        # scorer stage files written before the proposal was recorded used the bootstrap
+        proposal=trained.get("proposal", "bootstrap") if kind == "lstm" else None,
+        train_iwae=trained.get("train_iwae"), curve=trained.get("curve"),
+        test_log_z=sum(log_z["per_pair"]) / len(log_z["per_pair"]),
+        test_log_z_se=mean_and_se(log_z["per_pair"])[1],
+        test_log_z_estimator=log_z["method"], test_log_z_is_lower_bound=True,
+        test_log_z_pareto_k=log_z["pareto_k"], test_log_z_spread=log_z["spread"],
+        test_log_z_exact=exact, ngram_order=evaluation["ngram"]["order"],
+        ngram_test_log_likelihood=evaluation["ngram"]["test_log_likelihood"],
+        structure=structure,
+        **({} if structure is None else {"structure_share": log_z[structure],
+                                         "structure_share_se": log_z[f"{structure}_se"]}))
 
 
-def build_results(run_dir: RunDir) -> dict:
+def build_results(run_dir: RunDir) -> Results:
     """``results.json`` of a run that has finished its evaluate stage: from the stage files
-    and ``run_dir.settings`` (``smc`` and ``lattices`` are None until those stages ran)."""
+    and ``run_dir.settings`` (``smc`` and ``lattices`` are None until those stages ran). A
+    KeyError names what an evaluate stage file of an older nfst lacks."""
     settings = run_dir.settings
     evaluation = run_dir.done("evaluate")
     run = settings["run"]
-    return {"task": run["task"], "preset": run["preset"], "seed": run["seed"],
-            "seeds": evaluation["seeds"], "reference": evaluation["reference"],
-            "pairs": evaluation["pairs"], "validation_pairs": evaluation["validation_pairs"],
-            "lattices": run_dir.done("compile"),
-            "scorer": _scorer(run_dir, evaluation, settings["preset"]["scorer"].get("kind", "lstm")),
-            "samplers": _samplers(run_dir, evaluation),
-            "log_z": {k: v for k, v in evaluation.get("log_z", {}).items()
-                      if not k.startswith("per_pair")},
-            "smc": run_dir.done("smc"), "wall_seconds": wall_seconds(run_dir),
-            "config": settings}
+    return Results(
+        task=run["task"], preset=run["preset"], seed=run["seed"], seeds=evaluation["seeds"],
+        reference=evaluation["reference"], pairs=evaluation["pairs"],
+        validation_pairs=evaluation["validation_pairs"], lattices=run_dir.done("compile"),
+        scorer=_scorer(run_dir, evaluation, settings["preset"]["scorer"]["kind"]),
+        samplers=_samplers(run_dir, evaluation),
+        log_z={k: v for k, v in evaluation["log_z"].items() if not k.startswith("per_pair")},
+        smc=run_dir.done("smc"), wall_seconds=wall_seconds(run_dir), config=settings)

@@ -23,6 +23,9 @@ and Σ_{i ≤ k} f(ω_i) / π_i is unbiased for Σ_ω f(ω). When a lattice has 
     partial KL = Σ_i q_i (log q_i − log p̃_i) / π_i    unbiased for E_q[log q − log p̃] (003:7)
     E_p|z| ≈ Σ_i W_i |ω_i| / Σ_i W_i                  ratio of two unbiased sums (consistent)
 
+Here :func:`log_z` and the weights (:func:`priority_log_weights`); the partial KL, E_p|z| and
+the deduplicated ESS from them are ``nfst.evaluate.metrics``'s, as for draws with replacement.
+
 Shapes: B lattices, k paths each, L the longest path.
 """
 
@@ -41,7 +44,6 @@ from ..models.scorer import Scorer
 from ..runtime.threads import cpu_threads
 from .beam import backtrack
 from .engine import Particles
-from .resampling import ess
 
 
 @dataclass
@@ -163,23 +165,6 @@ def priority_log_weights(paths: DistinctPaths, log_p: Tensor) -> Tensor:
 def log_z(paths: DistinctPaths, log_p: Tensor) -> Tensor:
     """(B,) log Ẑ, Ẑ = Σ_i p̃(ω_i) / π_i (unbiased for Z)."""
     return torch.logsumexp(priority_log_weights(paths, log_p), 1)
-
-
-def partial_kl(paths: DistinctPaths, log_p: Tensor) -> Tensor:
-    """(B,) Σ_i q_i (log q_i − log p̃_i) / π_i, unbiased for E_q[log q − log p̃] (003:7)."""
-    term = torch.exp(paths.log_q - paths.log_inclusion) * (paths.log_q - log_p.to(torch.float64))
-    return torch.where(paths.valid, term, 0.0).sum(1)
-
-
-def expected_length(paths: DistinctPaths, log_p: Tensor) -> Tensor:
-    """(B,) Σ_i W_i |ω_i| / Σ_i W_i, the priority-sampling estimate of E_p|z|."""
-    w = torch.softmax(priority_log_weights(paths, log_p), 1)
-    return (w * paths.lengths.to(w.dtype)).sum(1)
-
-
-def dedup_ess(paths: DistinctPaths, log_p: Tensor) -> Tensor:
-    """(B,) (Σ W)² / Σ W²: the paths are distinct already, so this is the deduplicated ESS."""
-    return ess(priority_log_weights(paths, log_p))
 
 
 @dataclass

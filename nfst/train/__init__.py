@@ -1,5 +1,6 @@
 """Training: objectives, the scorer and sampler trainers, training from particles, the n-gram
-fit, the teacher's defensive mixture, and the one loop they share with its checkpoints."""
+fit, the teacher's defensive mixture, early stopping, and the one loop they share with its
+checkpoints."""
 
 from .defensive import defensive_loss
 from .loop import LoopConfig, Trainer, train_loop

@@ -6,7 +6,6 @@ validation set. The loop, its checkpoints and its ranks: ``nfst.train.loop``.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Optional, Sequence
@@ -15,7 +14,8 @@ import torch
 
 from ..dp.batch import LatticeBatch
 from ..errors import NfstError
-from ..evaluate.samplers import draw, partial_kl
+from ..evaluate.metrics import partial_kl
+from ..evaluate.samplers import draw
 from ..fst.lattice import Lattice
 from ..models.samplers import Sampler, SamplerConfig
 from ..models.scorer import Scorer
@@ -24,6 +24,7 @@ from ..smc.resampling import ess
 from ..smc.lookahead import Lookahead
 from ..smc.without_replacement import inclusive_kl_loss as distinct_inclusive_kl_loss
 from .defensive import defensive_loss
+from .early_stopping import EarlyStopping, copy_params
 from .loop import LoopConfig, Trainer, check_config, train_loop
 from .nasmc import nasmc_lookahead, particle_loss
 from .objectives import EMABaseline, sampler_loss
@@ -104,7 +105,7 @@ def validate(sampler: Sampler, scorer: Scorer, dev: Sequence[Lattice], k: int, b
              seed: int, device: torch.device) -> float:
     """Mean partial KL (003:7) on the validation lattices, with a fixed sampling seed."""
     samples = draw(sampler, scorer, dev, k, batch_size=batch_size, seed=seed, device=device)
-    return sum(partial_kl(s) for s in samples) / len(samples)
+    return sum(float(partial_kl(s.log_q, s.log_p)) for s in samples) / len(samples)
 
 
 def weight_ess(log_w: torch.Tensor) -> float:
@@ -158,41 +159,6 @@ class _StepLoss(torch.nn.Module):
                               config.objective, config.lam, generator),), None
 
 
-@dataclass
-class EarlyStopping:
-    """Stop after ``patience`` validations without an improvement larger than ``min_delta``,
-    keeping the parameters of the last such improvement (lower validation values are
-    better)."""
-
-    patience: int
-    best_params: dict
-    min_delta: float = 0.0
-    best: float = math.inf
-    best_step: int = 0
-    since_best: int = 0
-    stopped: bool = False
-
-    def update(self, step: int, value: float, module: torch.nn.Module) -> None:
-        if value < self.best - self.min_delta:
-            self.best, self.best_step, self.since_best = value, step, 0
-            self.best_params = _copy_params(module)
-        else:
-            self.since_best += 1
-            self.stopped = self.since_best >= self.patience
-
-    def state(self) -> dict:
-        return {"best": self.best, "best_step": self.best_step, "since_best": self.since_best,
-                "stopped": self.stopped, "best_params": self.best_params}
-
-    def restore(self, state: dict) -> None:
-        self.best, self.best_step, self.since_best, self.stopped, self.best_params = (
-            state[key] for key in ("best", "best_step", "since_best", "stopped", "best_params"))
-
-
-def _copy_params(module: torch.nn.Module) -> dict:
-    return {key: v.detach().clone() for key, v in module.state_dict().items()}
-
-
 class _SamplerTrainer(Trainer):
     """``train_sampler``'s part of the loop: its loss, validation and early stopping."""
 
@@ -212,7 +178,7 @@ class _SamplerTrainer(Trainer):
         self.optimizers = {f"the {sampler.name} sampler": opt}
         self.saved = {"sampler": sampler, "opt": opt}
         self.train_modules = (sampler,)
-        self.early = EarlyStopping(config.patience, _copy_params(sampler), config.min_delta)
+        self.early = EarlyStopping(config.patience, copy_params(sampler), config.min_delta)
 
     @property
     def stopped(self) -> bool:

@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from nfst.dp.batch import LatticeBatch
-from nfst.evaluate.samplers import (PairSamples, dedup_ess, draw, evaluate, expected_length,
-                                    format_table, mean_and_se, paired_difference,
-                                    partial_kl, render_marks, summarize, summarize_distinct)
+from nfst.evaluate.metrics import dedup_ess, expected_length, partial_kl
+from nfst.evaluate.samplers import (PairSamples, draw, evaluate, format_table, mean_and_se,
+                                    paired_difference, render_marks, summarize,
+                                    summarize_distinct)
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import FreeWeightSampler, all_paths, exact_log_p, new_sampler
 from tests.helpers.scorers import random_scorer
@@ -36,7 +37,7 @@ def test_partial_kl_matches_enumeration():
     (samples,) = draw(q, scorer, [lat], k=20000, seed=1)
     d = samples.log_q - samples.log_p
     se = d.std().item() / math.sqrt(len(d))
-    assert abs(partial_kl(samples) - exact) < 4 * se
+    assert abs(float(partial_kl(samples.log_q, samples.log_p)) - exact) < 4 * se
 
 
 def test_expected_length_matches_enumeration():
@@ -45,24 +46,33 @@ def test_expected_length_matches_enumeration():
     exact = (p * lengths).sum().item()
     assert len(set(lengths.tolist())) > 1
     (big,) = draw(q, scorer, [lat], k=40 * 500, seed=2)
-    estimates = [expected_length(PairSamples(big.log_q[sl], big.log_p[sl], big.lengths[sl],
-                                             big.arcs[sl]))
+    estimates = [float(expected_length(big.log_p[sl] - big.log_q[sl], big.lengths[sl]))
                  for sl in (slice(500 * r, 500 * (r + 1)) for r in range(40))]
     mean, se = sum(estimates) / 40, torch.tensor(estimates).std().item() / math.sqrt(40)
     assert abs(mean - exact) < 4 * se + 0.01  # SNIS bias is O(1/k)
+
+
+def dedup(samples: PairSamples) -> float:
+    return float(dedup_ess(samples.log_p - samples.log_q, samples.arcs))
 
 
 def test_dedup_ess_merges_identical_samples():
     arcs = torch.tensor([[0, 1], [0, 1], [2, -1], [0, 1]])
     same = PairSamples(torch.zeros(4), torch.zeros(4), torch.tensor([2, 2, 1, 2]), arcs)
     # weights 1: the merged weights are 3 and 1, so ESS = 16 / 10
-    assert abs(dedup_ess(same) - 1.6) < 1e-12
+    assert abs(dedup(same) - 1.6) < 1e-12
     one = PairSamples(torch.tensor([-1.0] * 3), torch.tensor([-5.0] * 3), torch.ones(3),
                       torch.tensor([[4], [4], [4]]))
-    assert abs(dedup_ess(one) - 1.0) < 1e-12
+    assert abs(dedup(one) - 1.0) < 1e-12
     distinct = PairSamples(torch.zeros(3), torch.zeros(3), torch.ones(3),
                            torch.tensor([[1], [2], [3]]))
-    assert abs(dedup_ess(distinct) - 3.0) < 1e-12
+    assert abs(dedup(distinct) - 3.0) < 1e-12
+    # batched over pairs: each row merged on its own; without arcs the paths are distinct
+    log_w = torch.tensor([[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, float("-inf")]])
+    other = torch.tensor([[0, 1], [2, -1], [1, 1], [0, 1]])
+    batched = dedup_ess(log_w, torch.stack([arcs, other]))
+    assert torch.allclose(batched, torch.tensor([1.6, 3.0], dtype=torch.float64))
+    assert torch.allclose(dedup_ess(log_w), torch.tensor([4.0, 3.0], dtype=torch.float64))
 
 
 def exact_expected_dedup_ess(log_p, log_q, k):
@@ -102,7 +112,7 @@ def test_dedup_ess_matches_its_exact_expectation():
     for r in range(reps):
         sl = slice(r * k, (r + 1) * k)
         ids = path_id[sl]  # reweight with the shifted log p so weights differ by path
-        values.append(dedup_ess(PairSamples(log_q[ids], log_p[ids], big.lengths[sl], big.arcs[sl])))
+        values.append(dedup(PairSamples(log_q[ids], log_p[ids], big.lengths[sl], big.arcs[sl])))
     v = torch.tensor(values)
     assert abs(v.mean().item() - expected) < 4 * v.std().item() / math.sqrt(reps)
 

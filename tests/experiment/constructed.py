@@ -1,8 +1,10 @@
-"""A results dict built by hand, as the evaluate stage writes it, for the report's tests: the
+"""A results.json built by hand (``nfst.experiment.schema``), for the report's tests: the
 samplers' per-pair partial KLs are given, every figure derived from them is computed the way
 the evaluation computes it (``nfst.evaluate.comparison``)."""
 
 from nfst.evaluate.comparison import choose_reference, gap, mean_over_seeds_and_pairs
+from nfst.evaluate.pareto import pareto_summary
+from nfst.experiment.schema import Results, SamplerResults, ScorerResults
 
 # swp is best on the test pairs, sws on validation: sws is the reference; swp and sws differ
 # by less than 2 SE (≈), swa is worse than both by far more (<).
@@ -18,6 +20,11 @@ def sampler_entry(test: list[list[float]], validation: list[float], proposal: st
     over = mean_over_seeds_and_pairs(test)
     shown = {"x": "a b", "y": "c d", "proposal": proposal, "log_q": -1.5, "log_p": -7.25}
     return {"partial_kl": over["mean"], "partial_kl_se": over["se"],
+            "untrained_per_pair_partial_kl": [90.0] * len(test[0]),
+            "exclusive_kl_lower_bound": over["mean"] - 25.0, "exclusive_kl_lower_bound_se": 1.0,
+            "untrained_exclusive_kl_lower_bound": 65.0,
+            "untrained_exclusive_kl_lower_bound_se": 1.0,
+            "pareto_k_summary": pareto_summary([], []), "train_seconds": 10.0,
             "partial_kl_by_seed": [sum(r) / len(r) for r in test],
             "per_pair_partial_kl_by_seed": test, "per_pair_partial_kl": test[0],
             "validation_partial_kl": sum(validation) / len(validation),
@@ -42,16 +49,18 @@ def constructed_results(samplers: dict, task: str = "tr", overrides=(), task_set
                        entries[reference]["per_pair_partial_kl_by_seed"])
     seeds = len(next(iter(samplers.values()))[0])
     pairs = len(next(iter(samplers.values()))[0][0])
-    return {"task": task, "preset": "small", "seed": seed, "seeds": list(range(seeds)),
-            "reference": reference, "pairs": pairs, "validation_pairs": 4, "lattices": None,
-            "scorer": {"kind": "lstm", "proposal": "ngram", "train_iwae": -30.0,
-                       "curve": {"step": [1, 2, 3], "iwae": [-60.0, -40.0, -30.0]},
-                       "test_log_z": -25.0, "test_log_z_se": 1.0,
-                       "test_log_z_estimator": "importance sampling",
-                       "test_log_z_pareto_k": None, "test_log_z_spread": 0.5,
-                       "test_log_z_exact": None, "ngram_order": 3,
-                       "ngram_test_log_likelihood": -28.0},
-            "samplers": entries, "log_z": {}, "smc": None, "wall_seconds": {},
-            "config": {"run": {"task": task, "preset": "small", "seed": seed,
-                               "seeds": seeds, "overrides": list(overrides),
-                               "task_settings": task_settings or {}}}}
+    scorer = ScorerResults(
+        kind="lstm", proposal="ngram", train_iwae=-30.0,
+        curve={"step": [1, 2, 3], "iwae": [-60.0, -40.0, -30.0]}, test_log_z=-25.0,
+        test_log_z_se=1.0, test_log_z_estimator="importance sampling",
+        test_log_z_is_lower_bound=True, test_log_z_pareto_k=pareto_summary([], []),
+        test_log_z_spread=0.5, test_log_z_exact=None, ngram_order=3,
+        ngram_test_log_likelihood=-28.0, structure=None)
+    return Results(
+        task=task, preset="small", seed=seed, seeds=list(range(seeds)), reference=reference,
+        pairs=pairs, validation_pairs=4, lattices=None, scorer=scorer,
+        samplers={name: SamplerResults(**e) for name, e in entries.items()}, log_z={},
+        smc=None, wall_seconds={},
+        config={"run": {"task": task, "preset": "small", "seed": seed, "seeds": seeds,
+                        "overrides": list(overrides), "task_settings": task_settings or {}}}
+    ).to_json()

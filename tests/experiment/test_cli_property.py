@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import nfst.bench
+import nfst.experiment.data_stage
 import nfst.experiment.picture
-import nfst.experiment.run
 import nfst.experiment.stats
 import nfst.fst.dataset
 from nfst.cli import build_parser, main
@@ -134,7 +134,7 @@ def no_work(folder, monkeypatch):
     for name in task_names():
         monkeypatch.setattr(type(get_task(name)), "load",
                             lambda *args: [(("a",), ("b",)), (("b", "a"), ("a",))])
-    for module in (nfst.fst.dataset, nfst.experiment.stats, nfst.experiment.run):
+    for module in (nfst.fst.dataset, nfst.experiment.stats, nfst.experiment.data_stage):
         monkeypatch.setattr(module, "compile_dataset", _reach)
     monkeypatch.setattr(nfst.bench, "run_benchmark", _reach)
     monkeypatch.setattr(nfst.experiment.picture, "draw_lattice", _reach)

@@ -83,8 +83,24 @@ def test_results_of_an_older_nfst_are_refused_with_a_hint(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     old = constructed_results(SAMPLERS)
-    del old["validation_pairs"], old["reference"]
+    del old["validation_pairs"], old["reference"], old["schema_version"]
     (run / "results.json").write_text(json.dumps(old))
-    with pytest.raises(ReportError, match="evaluated by an older nfst") as info:
+    with pytest.raises(ReportError, match="schema version 1; this nfst reads") as info:
         write_report([run], tmp_path / "out")
     assert "stages/evaluate.json" in info.value.hint
+
+
+def test_a_structure_of_any_name_reaches_the_report(tmp_path):
+    """The structure's share is found by the name the results carry, not by a prefix."""
+    results = constructed_results(SAMPLERS)
+    results["scorer"] |= {"structure": "source_script", "source_script": 0.75,
+                          "source_script_se": 0.05}
+    for i, entry in enumerate(results["samplers"].values()):
+        entry |= {"source_script": 0.25 * i, "source_script_se": 0.01}
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.json").write_text(json.dumps(results))
+    text = write_report([run], tmp_path / "out").read_text()
+    assert "| posterior source_script |" in text and "| 0.75 ± 0.05 |" in text
+    assert ("Share of each sampler's test samples with the source script (tr): "
+            "swa 0.50, sws 0.25, swp 0.00") in text

@@ -5,17 +5,17 @@ path), and a mean over a subset of pairs said to be one."""
 from nfst.evaluate.pareto import pareto_summary
 from nfst.experiment.report.format import reliability
 from nfst.experiment.report.scorer import scorer_section
+from tests.experiment.constructed import SAMPLERS, constructed_results
 from nfst.experiment.report.smc import _run_tables
 
 NAN = float("nan")
 
 
 def scorer_run(ks: list[float]) -> dict:
-    return {"task": "cipher", "scorer": {
-        "kind": "lstm", "proposal": "bootstrap", "test_log_z": -90.0, "test_log_z_se": 1.0,
-        "test_log_z_estimator": "importance sampling",
-        "test_log_z_pareto_k": pareto_summary(ks, [256] * len(ks)),
-        "curve": None}}
+    results = constructed_results(SAMPLERS, task="cipher")
+    results["scorer"] |= {"proposal": "bootstrap", "test_log_z": -90.0, "curve": None,
+                          "test_log_z_pareto_k": pareto_summary(ks, [256] * len(ks))}
+    return results
 
 
 def test_warning_counts_the_unreliable_pairs_among_all_of_them():

@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from nfst.dp.batch import LatticeBatch
-from nfst.smc.without_replacement import (distinct_particles, expected_length, log_z, partial_kl,
-                                      priority_log_weights, sample_without_replacement)
+from nfst.evaluate.metrics import expected_length, partial_kl
+from nfst.smc.without_replacement import (distinct_particles, log_z, priority_log_weights,
+                                          sample_without_replacement)
 from tests.helpers.brute import chi_square_critical, lattice_paths
 from tests.helpers.lattices import small_batch
 from tests.helpers.samplers import noisy_sampler
@@ -90,7 +91,7 @@ def test_priority_estimators_are_unbiased(setup):
     base, paths, _, log_p, exact = setup
     B = base.batch_size
     z_hat = log_z(paths, log_p).exp().view(RUNS, B)
-    kl_hat = partial_kl(paths, log_p).view(RUNS, B)
+    kl_hat = partial_kl(paths.log_q, log_p, paths.log_inclusion).view(RUNS, B)
     weights = priority_log_weights(paths, log_p).exp()
     len_hat = (weights * paths.lengths).sum(1).view(RUNS, B)
     for b0 in range(B):
@@ -120,7 +121,8 @@ def test_expected_length_is_exact_when_every_path_is_drawn():
     log_p = torch.tensor([[exact[tuple(a for a in row if a >= 0)][1] if ok else -math.inf
                            for row, ok in zip(local[b].tolist(), paths.valid[b].tolist())]
                           for b in range(3)], dtype=torch.float64)
-    assert torch.allclose(expected_length(paths, log_p), torch.full((3,), truth, dtype=torch.float64),
+    assert torch.allclose(expected_length(priority_log_weights(paths, log_p), paths.lengths),
+                          torch.full((3,), truth, dtype=torch.float64),
                           atol=1e-9)
 
 

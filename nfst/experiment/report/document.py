@@ -10,6 +10,7 @@ from typing import Sequence
 from ...errors import ReportError
 from ..results import build_results
 from ..rundir import RunDir
+from ..schema import Results, SchemaError
 from .proposals import proposals_section
 from .samplers import sampler_sections
 from .scorer import scorer_section
@@ -17,20 +18,23 @@ from .smc import smc_section
 
 
 def load_results(run_dir: str | Path) -> dict:
-    """A run's ``results.json``; for a run that has finished its evaluate stage but not the
-    rest (``nfst evaluate``), the same built from its stage files."""
+    """A run's ``results.json`` in its JSON form (every key of ``nfst.experiment.schema``'s
+    :class:`~nfst.experiment.schema.Results`), checked: a file of another schema version is an
+    error with a hint. For a run that has finished its evaluate stage but not the rest
+    (``nfst evaluate``), the same built from its stage files."""
     path = Path(run_dir)
     if not path.is_dir():
         raise ReportError(f"{path}: no such directory",
                           "give run directories that `nfst run` or `nfst evaluate` wrote")
     try:
         if (path / "results.json").exists():
-            results = json.loads((path / "results.json").read_text())
-            if "validation_pairs" not in results:  # written before validation references
-                raise KeyError("validation_pairs")
-            return results
+            raw = json.loads((path / "results.json").read_text())
+            return Results.from_json(raw).to_json()
         if (path / "config.json").exists() and (path / "stages" / "evaluate.json").exists():
-            return build_results(RunDir(path, json.loads((path / "config.json").read_text())))
+            settings = json.loads((path / "config.json").read_text())
+            return build_results(RunDir(path, settings)).to_json()
+    except SchemaError as exc:
+        raise SchemaError(f"{path}: {exc.args[0]}", exc.hint.replace("RUN", str(path))) from None
     except json.JSONDecodeError as exc:
         raise ReportError(f"{path}: a file is not valid JSON ({exc})",
                           "the run was written by another program, or damaged")

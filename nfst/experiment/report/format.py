@@ -26,19 +26,18 @@ def fmt(value, se=None, digits=1) -> str:
 
 def reliability(name: str, pareto: Optional[dict]) -> list[str]:
     """A warning line when an IS estimate's Pareto k̂ is above its threshold on some pairs, its
-    share over all the pairs; where the summary counts them (``pairs``, ``fitted``), the pairs
-    counted, and those without a k̂ (``nfst.evaluate.pareto.pareto_summary``: too few weights,
-    or not diagnosable), said as such."""
+    share over all the pairs, and the pairs without a k̂ (``pareto``:
+    ``nfst.evaluate.pareto.pareto_summary``'s: too few weights, or not diagnosable), said as
+    such."""
     if not pareto:
         return []
-    pairs, fitted = pareto.get("pairs"), pareto.get("fitted")
+    pairs = pareto["pairs"]
     apart = _without_k(pareto)
-    if not pareto.get("over_threshold"):
+    if not pareto["over_threshold"]:
         return [f"{name}: {apart}.", ""] if apart else []
     share = pareto["over_threshold"]
-    where = (f"{round(share * pairs)} of {pairs} pairs ({share:.0%})"
-             if pairs and fitted is not None else f"{share:.0%} of the pairs")
-    top = f"; max {pareto['max']:.2f}" if pareto.get("max") is not None else ""
+    where = f"{round(share * pairs)} of {pairs} pairs ({share:.0%})"
+    top = f"; max {pareto['max']:.2f}" if pareto["max"] is not None else ""
     return [f"**Warning: {name} is unreliable on {where}** "
             f"(Pareto k̂ {threshold_text(pareto)}{top}{'; ' + apart if apart else ''}): "
             f"the importance weights are so heavy-tailed that the estimate can be far off "
@@ -47,23 +46,19 @@ def reliability(name: str, pareto: Optional[dict]) -> list[str]:
 
 def threshold_text(pareto: dict) -> str:
     """"above its threshold, 0.585 at 256 paths" (one per number of paths among the pairs:
-    min(1 − 1/log₁₀ S, 0.7)); "above 0.7" from a summary written before the threshold
-    depended on S."""
-    if "thresholds" not in pareto:
-        return f"above {pareto.get('threshold', 0.7)}"
+    min(1 − 1/log₁₀ S, 0.7))."""
     return "above its threshold, " + ", ".join(f"{t:.3g} at {s} paths"
                                                 for s, t in pareto["thresholds"])
 
 
 def _without_k(pareto: dict) -> str:
     """The pairs of a k̂ summary without a k̂, and why; "" where every pair has one."""
-    pairs, fitted = pareto.get("pairs"), pareto.get("fitted")
-    if not pairs or fitted is None or fitted == pairs:
+    pairs, fitted, too_few = pareto["pairs"], pareto["fitted"], pareto["too_few"]
+    if not pairs or fitted == pairs:
         return ""
-    too_few = pareto.get("too_few", pairs - fitted)
     parts = [f"k̂ is not fitted on {too_few} of the {pairs} pairs, which have fewer than 21 "
              f"nonzero importance weights"] if too_few else []
-    if pareto.get("not_diagnosable"):
+    if pareto["not_diagnosable"]:
         parts.append(f"k̂ is not diagnosable on {pareto['not_diagnosable']} of the {pairs} "
                      f"pairs, whose tail is one repeated path")
     return "; ".join(parts)

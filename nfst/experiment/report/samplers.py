@@ -48,7 +48,7 @@ def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, t
         cells = []
         for t in tasks:
             res = by_task[t]["samplers"].get(s)
-            cells.append(fmt(res.get(key), res.get(se_key) if se_key else None, digits)
+            cells.append(fmt(res[key], res[se_key] if se_key else None, digits)
                          if res else "–")
             cells += [fmt(paper.get(s, {}).get(t))] if t in papers else []
         rows.append((s, *cells))
@@ -94,11 +94,8 @@ def _learning(runs: list[dict]) -> list[str]:
     exact-log-Z exclusive KL and the inclusive KL), its training ESS and what stopped it."""
     lines = []
     for run in runs:
-        samplers = run.get("samplers", {})
-        if not any("untrained_partial_kl" in r for r in samplers.values()):
-            continue
-        log_z = run.get("log_z") or {}
-        exact = any("exclusive_kl" in r for r in samplers.values())
+        samplers, log_z = run["samplers"], run["log_z"]
+        exact = any(r["exclusive_kl"] is not None for r in samplers.values())
         seed = ", training seed 0" if len(run["seeds"]) > 1 else ""
         lines += [f"### {run['task']}: what training changed (test pairs{seed})", "",
                   "| sampler | partial KL untrained → trained | drop | exclusive KL lower bound "
@@ -108,18 +105,16 @@ def _learning(runs: list[dict]) -> list[str]:
                   "|---|---|---|---|---|---|" + ("---|---|" if exact else "")]
         for s in ordered(samplers, SAMPLER_ORDER):
             r = samplers[s]
-            if "untrained_partial_kl" not in r:
-                continue
             cells = [_change(r, "exclusive_kl_lower_bound")]
             if exact:
                 cells += [_change(r, "exclusive_kl"),
-                          fmt(r.get("inclusive_kl"), r.get("inclusive_kl_se"))]
-            training = r.get("training") or {}
+                          fmt(r["inclusive_kl"], r["inclusive_kl_se"])]
+            training = r["training"]
             trained = r["partial_kl_by_seed"][0]
             lines.append(
                 f"| {s} | {fmt(r['untrained_partial_kl'])} → {fmt(trained)} | "
                 f"{fmt(r['untrained_partial_kl'] - trained)} | {' | '.join(cells)} | "
-                f"{fmt(training.get('mean_ess'), digits=2)} | {_stopping(r, training)} |")
+                f"{fmt(training['mean_ess'], digits=2)} | {_stopping(r)} |")
         lines.append("")
         if log_z:
             lines += [f"Exclusive KL lower bound: partial KL + log Ẑ per pair, log Ẑ by "
@@ -134,27 +129,26 @@ def _learning(runs: list[dict]) -> list[str]:
     return lines
 
 
-def _stopping(r: dict, training: dict) -> str:
+def _stopping(r: dict) -> str:
     """``steps (best step; what stopped training)``, from results.json's per-sampler keys."""
-    steps = r.get("steps", training.get("steps", "–"))
-    if r.get("stopped_by") is None:
-        return str(steps)
-    return f"{steps} ({r.get('best_step')}; {r['stopped_by']})"
+    if r["stopped_by"] is None:
+        return str(r["steps"])
+    return f"{r['steps']} ({r['best_step']}; {r['stopped_by']})"
 
 
 def _change(r: dict, key: str) -> str:
-    """``untrained_KEY → KEY``, each ± its standard error, or – when absent."""
-    if key not in r:
+    """``untrained_KEY → KEY``, each ± its standard error, or – when null."""
+    if r[key] is None:
         return "–"
-    before = fmt(r.get(f"untrained_{key}"), r.get(f"untrained_{key}_se"))
-    return f"{before} → {fmt(r[key], r.get(f'{key}_se'))}"
+    before = fmt(r[f"untrained_{key}"], r[f"untrained_{key}_se"])
+    return f"{before} → {fmt(r[key], r[f'{key}_se'])}"
 
 
 def _plot_curves(runs: list[dict], out: Path) -> list[str]:
     plt = pyplot()
     names = []
     for run in runs:
-        curves = {s: r["curve"] for s, r in run.get("samplers", {}).items() if r.get("curve")}
+        curves = {s: r["curve"] for s, r in run["samplers"].items() if r["curve"]["step"]}
         if not curves:
             continue
         fig, ax = plt.subplots(figsize=(6, 4))
@@ -177,17 +171,16 @@ def sampler_sections(runs: list[dict], out: Path) -> list[str]:
                     caption="The mean over test pairs ± its standard error over pairs." + of)
     lines += _table(runs, "ess", None, PAPER_ESS, "Deduplicated ESS", figure="003 Table 7",
                     caption="The mean over test pairs." + of)
-    if any(res.get("pareto_k") is not None for r in runs for res in r.get("samplers", {}).values()):
+    if any(res["pareto_k"] is not None for r in runs for res in r["samplers"].values()):
         lines += _table(runs, "pareto_k", None, None,
                         "Pareto k̂ of the importance weights behind the two tables above (mean "
                         "over the pairs with a k̂; above its threshold min(1 − 1/log₁₀ k, 0.7) "
                         "unreliable, for k samples per pair; – where the evaluation's k samples "
                         "per pair are too few to fit a tail, k < 21)", digits=2)
         for run in runs:
-            for s, res in run.get("samplers", {}).items():
+            for s, res in run["samplers"].items():
                 lines += reliability(f"{run['task']} / {s}'s expected length and ESS",
-                                     res.get("pareto_k_summary")
-                                     or {"over_threshold": res.get("pareto_k_over_threshold")})
+                                     res["pareto_k_summary"])
     else:
         lines += ["The Pareto k̂ of the importance weights behind the two tables above is not "
                   "fitted: the evaluation draws fewer than 21 samples per pair, too few to fit "

@@ -10,14 +10,21 @@ from .format import SAMPLER_ORDER, fmt, ordered, pyplot, reliability, save_figur
 
 
 def _structures(rows: list[dict]) -> list[str]:
-    """The ``generating_*`` shares of posterior samples that some run records."""
-    return sorted({k for r in rows for k in r["scorer"]
-                   if k.startswith("generating") and not k.endswith("_se")})
+    """The structures (``scorer.structure``) whose shares of posterior samples some run
+    records."""
+    return sorted({r["scorer"]["structure"] for r in rows} - {None})
+
+
+def _share(scorer: dict, structure: str) -> str:
+    """The posterior's share on ``structure`` ± SE, or – for a run with another structure."""
+    if scorer["structure"] != structure:
+        return "–"
+    return fmt(scorer[structure], scorer[f"{structure}_se"], digits=2)
 
 
 def _table(rows: list[dict]) -> list[str]:
     structures = _structures(rows)
-    exact = any(r["scorer"].get("test_log_z_exact") is not None for r in rows)
+    exact = any(r["scorer"]["test_log_z_exact"] is not None for r in rows)
     lines = ["| task | scorer | train IWAE bound | test log Ẑ (lower bound) | Pareto k̂ | spread |"
              + (" exact log Z |" if exact else "")
              + " n-gram test log-likelihood (exact) |"
@@ -25,18 +32,16 @@ def _table(rows: list[dict]) -> list[str]:
              "|---|---|---|---|---|---|---|" + "---|" * (len(structures) + exact)]
     for r in rows:
         sc = r["scorer"]
-        ngram = sc.get("ngram_test_log_likelihood")
-        pareto = sc.get("test_log_z_pareto_k") or {}
-        kind = "n-gram (WFST)" if sc.get("kind") == "ngram" else f"LSTM, {sc.get('proposal')}"
-        counted = (f" (on {pareto['fitted']} of {pareto['pairs']})" if "fitted" in pareto
-                   else "")
+        ngram, pareto = sc["ngram_test_log_likelihood"], sc["test_log_z_pareto_k"]
+        kind = "n-gram (WFST)" if sc["kind"] == "ngram" else f"LSTM, {sc['proposal']}"
+        counted = f" (on {pareto['fitted']} of {pareto['pairs']})"
         lines.append(
-            f"| {r['task']} | {kind} | {fmt(sc.get('train_iwae'))} | "
-            f"{fmt(sc['test_log_z'], sc.get('test_log_z_se'))} | "
-            f"{fmt(pareto.get('mean'), digits=2)}{counted} | {fmt(sc.get('test_log_z_spread'))} |"
-            + (f" {fmt(sc.get('test_log_z_exact'))} |" if exact else "")
-            + f" {fmt(ngram)} ({sc.get('ngram_order')}-gram) |"
-            + "".join(f" {fmt(sc.get(k), sc.get(k + '_se'), digits=2)} |" for k in structures))
+            f"| {r['task']} | {kind} | {fmt(sc['train_iwae'])} | "
+            f"{fmt(sc['test_log_z'], sc['test_log_z_se'])} | "
+            f"{fmt(pareto['mean'], digits=2)}{counted} | {fmt(sc['test_log_z_spread'])} |"
+            + (f" {fmt(sc['test_log_z_exact'])} |" if exact else "")
+            + f" {fmt(ngram)} ({sc['ngram_order']}-gram) |"
+            + "".join(f" {_share(sc, k)} |" for k in structures))
     lines += ["", "Nats per pair. Test log Ẑ: " + rows[0]["scorer"]["test_log_z_estimator"]
               + "; ± is the standard error over pairs. Pareto k̂: mean over pairs of the PSIS "
                 "diagnostic of the importance weights, repeated paths' equal weights included "
@@ -56,11 +61,11 @@ def _warnings(rows: list[dict]) -> list[str]:
     samples with the generating structure."""
     lines = []
     for r in rows:
-        lines += reliability(f"{r['task']}'s test log Ẑ", r["scorer"].get("test_log_z_pareto_k"))
+        lines += reliability(f"{r['task']}'s test log Ẑ", r["scorer"]["test_log_z_pareto_k"])
     for r in rows:
-        sc, samplers = r["scorer"], r.get("samplers", {})
-        ll = sc.get("ngram_test_log_likelihood")
-        if ll is not None and sc["test_log_z"] < ll and sc.get("kind") != "ngram":
+        sc, samplers = r["scorer"], r["samplers"]
+        ll = sc["ngram_test_log_likelihood"]
+        if sc["test_log_z"] < ll and sc["kind"] != "ngram":
             lines += [f"**{r['task']}: the LSTM's test log Ẑ is below the n-gram's exact "
                       f"log-likelihood** ({sc['test_log_z']:.1f} < {ll:.1f}): either the LSTM "
                       f"scorer is worse than the n-gram, or the bound is loose.", ""]
@@ -94,7 +99,5 @@ def _plot_curve(rows: list[dict], out: Path) -> list[str]:
 def scorer_section(runs: list[dict], out: Path) -> list[str]:
     """Per run: how the scorer was trained and how well it explains the test pairs, and the
     scorer's training curve (written to ``out``)."""
-    rows = [r for r in runs if r.get("scorer")]
-    if not rows:
-        return []
+    rows = runs
     return ["## The scorer", ""] + _table(rows) + _warnings(rows) + _plot_curve(rows, out)

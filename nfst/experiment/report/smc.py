@@ -35,7 +35,7 @@ def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:
     for i, ax in enumerate(axes[0]):
         for name, res in methods.items():
             ax.errorbar(res["scorer_calls"] if i else result["M"], res["offset_kl"],
-                        yerr=res.get("offset_kl_se"), label=name, marker="o", capsize=2,
+                        yerr=res["offset_kl_se"], label=name, marker="o", capsize=2,
                         linestyle="--" if name.startswith(("IS", "PS:R[")) else "-")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")  # the methods differ by orders of magnitude
@@ -56,11 +56,11 @@ def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:
 def _plot_smc(runs: list[dict], out: Path) -> list[str]:
     names = []
     for run in runs:
-        smc = run.get("smc")
+        smc = run["smc"]
         if smc:
             name = f"smc-{run['task']}.png"
             plot_offset_kl(smc, out / name,
-                           f"{run['task']}: SMC with {smc.get('sampler', '?')} proposals")
+                           f"{run['task']}: SMC with {smc['sampler']} proposals")
             names.append(name)
     return names
 
@@ -69,20 +69,18 @@ def _run_tables(smc: dict) -> list[str]:
     """One run's SMC tables: offset KL, scorer calls and Pareto k̂ (with a warning where k̂ is
     above the threshold)."""
     lines = _smc_table(smc, "offset_kl", 2)
-    if any("scorer_calls" in res for res in smc["methods"].values()):
-        lines += ["", "Scorer calls per pair:", ""] + _smc_table(smc, "scorer_calls", 0)
-    if any("pareto_k" in res for res in smc["methods"].values()):
-        lines += ["", "Pareto k̂ of the final weights (mean over runs and pairs; – where "
-                  "it cannot be fitted: the beam, fewer than 21 particles, or a tail of one "
-                  "repeated particle, as after resampling):", ""]
-        lines += _smc_table(smc, "pareto_k", 2)
-        high = [f"{method} at M={m}" for method, res in smc["methods"].items()
-                for m, k in zip(smc["M"], res.get("pareto_k", []))
-                if k is not None and k > pareto_threshold(m)]
-        if high:
-            lines += ["", "**Warning: Pareto k̂ above its threshold min(1 − 1/log₁₀ M, 0.7) for "
-                      + ", ".join(high) + "**: the weights are so heavy-tailed that "
-                      "these offset KLs can be far off whatever their standard errors say."]
+    lines += ["", "Scorer calls per pair:", ""] + _smc_table(smc, "scorer_calls", 0)
+    lines += ["", "Pareto k̂ of the final weights (mean over runs and pairs; – where "
+              "it cannot be fitted: the beam, fewer than 21 particles, or a tail of one "
+              "repeated particle, as after resampling):", ""]
+    lines += _smc_table(smc, "pareto_k", 2)
+    high = [f"{method} at M={m}" for method, res in smc["methods"].items()
+            for m, k in zip(smc["M"], res["pareto_k"])
+            if k is not None and k > pareto_threshold(m)]
+    if high:
+        lines += ["", "**Warning: Pareto k̂ above its threshold min(1 − 1/log₁₀ M, 0.7) for "
+                  + ", ".join(high) + "**: the weights are so heavy-tailed that "
+                  "these offset KLs can be far off whatever their standard errors say."]
     return lines + [""]
 
 
@@ -94,6 +92,6 @@ def smc_section(runs: list[dict], out: Path) -> list[str]:
         return []
     lines = ["## Particle smoothing: offset KL against M (000 Fig. 2)", ""]
     for run in runs:
-        if run.get("smc"):
+        if run["smc"]:
             lines += [f"### {run['task']}", ""] + _run_tables(run["smc"])
     return lines + [f"![offset KL]({name})" for name in plots] + [""]

@@ -1,0 +1,126 @@
+"""The whole evaluation of trained samplers against a frozen scorer, as ``nfst run`` writes it
+(``stages/evaluate.json``), from samplers, a scorer and lattices alone (:func:`evaluate_all`):
+every sampler's partial KL, ESS and expected length on the test pairs, trained and untrained;
+with several training runs (seeds), the partial KL of each on the same test pairs; every
+sampler's validation partial KL and the reference sampler chosen by it, with each sampler's
+gap to the reference (``comparison``); the scorer's test log Ẑ (a lower bound, by importance
+sampling from the n-gram's posterior and every sampler, ``log_z``) and the exclusive-KL lower
+bounds on it; the n-gram's exact test log-likelihood; with a WFST scorer, exact log Z and KLs
+(``exact``). Training run 0's most probable proposal for test pair 0 is each sampler's
+``most_probable`` (003 Tables 4–6).
+
+Random streams: training validates on ``item_seed(seed, i)``; the validation, test and log Ẑ
+draws each have a stream of their own (``nfst.runtime.distributed.stream_seed``) of the
+training run's seed, so no two of them share random numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Optional, Sequence
+
+import torch
+
+from ..fst.lattice import Lattice
+from ..fst.structure import Structure
+from ..models.ngram import NgramScorer
+from ..models.samplers.base import Sampler
+from ..models.scorer import Scorer
+from ..runtime.distributed import stream_seed
+from .comparison import choose_reference, gap, mean_over_seeds_and_pairs
+from .exact import add_exact, exact_log_z, is_exact
+from .log_z import add_exclusive_kl, estimate_log_z
+from .samplers import evaluate, render_marks
+
+
+def evaluate_all(trained: Sequence[Mapping[str, Sampler]], scorer: Scorer,
+                 test: Sequence[Lattice], validation: Sequence[Lattice], *,
+                 untrained: Mapping[str, Sampler], ngram: Optional[NgramScorer] = None,
+                 training_seeds: Sequence[int] = (0,), k: int = 16, log_z_samples: int = 256,
+                 log_z_max_samples: Optional[int] = None, structure: Optional[Structure] = None,
+                 render: Callable[[Lattice, Sequence[int]], str] = render_marks,
+                 device: torch.device | str = "cpu", quiet: bool = False,
+                 say: Callable[[str], None] = lambda text: None) -> dict:
+    """The whole evaluation (module docstring) of ``trained[s]``, training run s's samplers
+    by name (every run the same names), trained from ``training_seeds[s]``; ``untrained``:
+    the same samplers as their training starts. ``ngram``: the mark n-gram whose posterior
+    proposes for log Ẑ and whose exact test log-likelihood is reported (the scorer itself if
+    it is one); ``k`` samples per pair; ``log_z_samples`` (up to ``log_z_max_samples``) per
+    pair for log Ẑ; ``structure``: the task's generating structure, whose share of samples
+    is reported under its name; ``render``: a path (its lattice and arcs) as proposals show
+    it; ``say``: where progress lines go.
+
+    Returns :func:`~nfst.evaluate.samplers.evaluate`'s result for training run 0 on ``test``,
+    with per sampler also ``partial_kl`` ± ``partial_kl_se`` over runs and pairs,
+    ``partial_kl_by_seed``, ``per_pair_partial_kl_by_seed``, ``validation_partial_kl``,
+    ``validation_partial_kl_by_seed``, ``gap`` (to the reference), ``untrained_partial_kl``
+    ± ``_se``, ``untrained_per_pair_partial_kl`` and the KL bounds; and at the top level
+    ``seeds`` (the runs' indices), ``reference``, ``validation_pairs``, ``structure`` (its
+    name or None), ``log_z``, ``ngram`` (``order``, ``test_log_likelihood``) and, with a WFST
+    scorer, the exact values (``nfst.evaluate.exact.add_exact``)."""
+    if len(trained) != len(training_seeds):
+        raise ValueError(f"{len(trained)} training runs but {len(training_seeds)} seeds")
+    if ngram is None:
+        if not isinstance(scorer, NgramScorer):
+            raise ValueError("evaluate_all needs the n-gram (ngram=) beside a scorer that is "
+                             "not one")
+        ngram = scorer
+    common = dict(k=k, device=device, quiet=quiet, render=render)
+
+    def on(lattices: Sequence[Lattice], s: int, stream: str, **kw) -> dict:
+        return evaluate(trained[s], scorer, lattices,
+                        seed=stream_seed(training_seeds[s], stream), **common | kw)
+
+    result = on(test, 0, "test", structure=structure)
+    runs = range(len(trained))
+    untrained_result = evaluate(untrained, scorer, test, examples=0, seed=result["seed"],
+                                **common)
+    later = [on(test, s, "test", examples=0, without_replacement=False) for s in runs[1:]]
+    on_validation = [on(validation, s, "validation", examples=0, without_replacement=False)
+                     for s in runs]
+    reference = _over_runs(result, later, on_validation, untrained_result)
+    result |= {"seeds": list(runs), "reference": reference, "validation_pairs": len(validation),
+               "structure": None if structure is None else structure.name}
+    proposals = {f"the {ngram.order}-gram's posterior": ngram.posterior(),
+                 **{f"the {name} sampler": sampler for name, sampler in trained[0].items()}}
+    say(f"estimating log Z with {log_z_samples} samples per pair from {', '.join(proposals)}")
+    result["log_z"] = estimate_log_z(proposals, scorer, test, log_z_samples,
+                                     max_samples=log_z_max_samples,
+                                     seed=stream_seed(training_seeds[0], "log_z"),
+                                     device=device, structure=structure)
+    ngram_log_z = exact_log_z(ngram, test, device=device)
+    result["ngram"] = {"order": ngram.order, "test_log_likelihood": float(
+        torch.tensor(ngram_log_z, dtype=torch.float64).mean())}
+    add_exclusive_kl(result)
+    if is_exact(scorer):
+        say("exact log Z and KL: the scorer is a WFST")
+        add_exact(result, scorer, trained[0], test, k=k, seed=result["seed"], device=device,
+                  log_z=ngram_log_z if scorer is ngram else None)
+    return result
+
+
+def _over_runs(result: dict, later: list[dict], validation: list[dict],
+               untrained: dict) -> str:
+    """Fold the other training runs' test results (``later``), every run's ``validation``
+    result and the ``untrained`` samplers' into training run 0's ``result``, per sampler
+    (:func:`evaluate_all`); returns the reference: the sampler of lowest mean validation
+    partial KL."""
+    names = list(result["samplers"])
+    per_pair = {name: [r["samplers"][name]["per_pair_partial_kl"] for r in [result, *later]]
+                for name in names}
+    on_validation = {name: [v["samplers"][name]["partial_kl"] for v in validation]
+                     for name in names}
+    reference = choose_reference({name: sum(v) / len(v) for name, v in on_validation.items()})
+    for name, metrics in result["samplers"].items():
+        over_seeds = mean_over_seeds_and_pairs(per_pair[name])
+        metrics.update({
+            "partial_kl": over_seeds["mean"], "partial_kl_se": over_seeds["se"],
+            "partial_kl_by_seed": [sum(p) / len(p) for p in per_pair[name]],
+            "per_pair_partial_kl_by_seed": per_pair[name],
+            "validation_partial_kl": sum(on_validation[name]) / len(on_validation[name]),
+            "validation_partial_kl_by_seed": on_validation[name],
+            "gap": gap(per_pair[name], per_pair[reference]),
+            "untrained_partial_kl": untrained["samplers"][name]["partial_kl"],
+            "untrained_partial_kl_se": untrained["samplers"][name]["partial_kl_se"],
+            "untrained_per_pair_partial_kl":
+                untrained["samplers"][name]["per_pair_partial_kl"]})
+    return reference

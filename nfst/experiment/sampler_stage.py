@@ -1,0 +1,133 @@
+"""The samplers of a run (``nfst.experiment.run``): making them, their training seeds,
+training each (after its teacher) or loading it trained, and the sampler stage that trains
+them all, in worker processes with ``--jobs``."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import torch
+
+from ..errors import NfstError
+from ..models.files import save_sampler
+from ..models.samplers import Sampler, make_sampler
+from ..runtime import storage
+from ..train.sampler import train_sampler
+from .rundir import sampler_key
+
+
+def _seed_words(seed: int) -> str:
+    return f" (training seed {seed})" if seed else ""
+
+
+class RunSamplers:
+    """The samplers of a :class:`~nfst.experiment.run.Run` (a part of it: it reads the run's
+    ``config``, ``preset``, ``dir``, ``run_dir``, ``device``, ``vocabulary``, ``jobs`` and its
+    lattices and scorer)."""
+
+    def new_sampler(self, name: str) -> Sampler:
+        return make_sampler(name, self.vocabulary, self.preset.sampler.sampler)
+
+    def training_seed(self, seed: int = 0) -> int:
+        """The seed that initialises and trains a sampler's ``seed``-th training run (``--seeds``):
+        the run's seed plus ``seed``, so that training run 0 is the run without ``--seeds``."""
+        return self.config.seed + seed
+
+    def untrained_sampler(self, name: str, seed: int = 0) -> Sampler:
+        """The sampler ``name`` as its ``seed``-th training run starts (its seeded
+        initialisation)."""
+        torch.manual_seed(self.training_seed(seed))
+        return self.new_sampler(name).to(self.device).eval()
+
+    def teacher_of(self, name: str) -> str:
+        """The teacher whose paths train ``name`` (SamplerTrainConfig.teacher), or ""."""
+        teacher = self.preset.sampler.teacher
+        return teacher if teacher != name else ""
+
+    def is_trained(self, name: str, seed: int = 0) -> bool:
+        return self.done(f"sampler-{sampler_key(name, seed)}") is not None
+
+    def sampler(self, name: str, seed: int = 0) -> Sampler:
+        """The trained sampler ``name`` (its ``seed``-th training run), loaded; an error if it
+        is not trained (:meth:`train_sampler` trains it)."""
+        key = sampler_key(name, seed)
+        path = self.dir / "samplers" / f"{key}.pt"
+        if not self.is_trained(name, seed) or not path.exists():
+            raise NfstError(f"{self.dir}: the {name} sampler{_seed_words(seed)} is not trained",
+                            f"train it with `nfst train-sampler --sampler {name} --run-dir "
+                            f"{self.dir}`" + (f" --seeds {seed + 1}" if seed else ""))
+        sampler = self.new_sampler(name)
+        sampler.load_state_dict(storage.load(path)["state"])
+        return sampler.to(self.device).eval()
+
+    def train_sampler(self, name: str, seed: int = 0, callback=None) -> Sampler:
+        """The sampler ``name`` trained from training seed ``seed`` (after its teacher, which
+        its training needs), or loaded if it is; ``callback``: ``train_sampler``'s, called
+        after every step."""
+        key = sampler_key(name, seed)
+        if not self.is_trained(name, seed):
+            scorer = self.scorer()
+            teacher_name = self.teacher_of(name)
+            teacher = self.train_sampler(teacher_name, seed) if teacher_name else None
+            config = dataclasses.replace(self.preset.sampler, teacher=teacher_name)
+            started = time.time()
+            untrained = self.untrained_sampler(name, seed).train()
+            train, dev = self.lattices("train"), self.lattices("dev")
+            self.run_dir.claim()  # before its first checkpoint
+            result = train_sampler(untrained, scorer, train, dev, config,
+                                   seed=self.training_seed(seed), device=self.device,
+                                   quiet=self.quiet, teacher=teacher, callback=callback,
+                                   checkpoint=self.dir / "checkpoints" / f"{key}.ckpt")
+            if self.rank == 0:
+                save_sampler(result.sampler, self.dir / "samplers" / f"{key}.pt")
+            self.run_dir.finish(f"sampler-{key}", {
+                "seconds": time.time() - started, "best_step": result.best_step,
+                "best_dev_partial_kl": result.best_dev_partial_kl, "steps": result.steps,
+                "stopped_by": result.stopped_by, "history": result.history})
+        return self.sampler(name, seed)
+
+    def trainings(self) -> list[tuple[str, int]]:
+        """Every (sampler, training seed) the run compares."""
+        return [(name, s) for s in range(self.config.seeds) for name in self.config.samplers]
+
+    def require_trained(self) -> None:
+        """An error naming every sampler (and seed) of the run not yet trained, with the
+        commands that train them: stages after the sampler stage never train one themselves."""
+        missing = [(n, s) for n, s in self.trainings() if not self.is_trained(n, s)]
+        if not missing:
+            return
+        names = list(dict.fromkeys(n for n, _ in missing))
+        seeds = f" --seeds {self.config.seeds}" if self.config.seeds > 1 else ""
+        one = f"`nfst train-sampler --run-dir {self.dir} --sampler NAME{seeds}`"
+        raise NfstError(f"{self.dir}: not trained yet: "
+                        f"{', '.join(f'{n}{_seed_words(s)}' for n, s in missing)}",
+                        f"train each with {one} (NAME: {', '.join(names)}), or all with the "
+                        f"rest of the run: `nfst run --run-dir {self.dir} --samplers "
+                        f"{','.join(self.config.samplers)}{seeds}`")
+
+    def train_samplers(self) -> None:
+        """The sampler stage: every (sampler, training seed) not yet trained, each seed's
+        teacher first (the others learn from it), then the rest, longest first
+        (:func:`~.jobs.longest_first`), ``jobs`` at a time in worker processes
+        (``nfst.experiment.jobs``; one after another when ``jobs`` is 1 or under torchrun).
+        Its wall time is recorded (``stages/samplers.json``) when it trains any."""
+        from .jobs import longest_first, train_in_workers
+        teacher = self.preset.sampler.teacher
+        todo = [(n, s) for n, s in self.trainings() if not self.is_trained(n, s)]
+        for name, seed in self.trainings():
+            self.say(f"sampler {name}{_seed_words(seed)}: "
+                     f"{'training' if (name, seed) in todo else 'reusing'}")
+        if not todo:
+            return
+        started = time.time()
+        for seed in sorted({s for _, s in todo} if teacher else ()):
+            self.train_sampler(teacher, seed)  # in this process: every worker needs it
+        rest = longest_first(self, [(n, s) for n, s in todo if n != teacher])
+        if self.jobs > 1 and len(rest) > 1 and self.run_dir.world == 1:
+            self.say(f"training {len(rest)} samplers in {min(self.jobs, len(rest))} processes")
+            train_in_workers(self, rest, self.jobs)
+        for name, seed in rest:  # trained above if in workers: then this loads them
+            self.train_sampler(name, seed)
+        self.run_dir.finish("samplers", {"seconds": time.time() - started, "jobs": self.jobs,
+                                         "trained": [sampler_key(n, s) for n, s in todo]})

@@ -1,0 +1,44 @@
+"""Early stopping on a validation value, keeping the parameters of its best step."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class EarlyStopping:
+    """Stop after ``patience`` validations without an improvement larger than ``min_delta``,
+    keeping the parameters of the last such improvement (lower validation values are
+    better)."""
+
+    patience: int
+    best_params: dict
+    min_delta: float = 0.0
+    best: float = math.inf
+    best_step: int = 0
+    since_best: int = 0
+    stopped: bool = False
+
+    def update(self, step: int, value: float, module: torch.nn.Module) -> None:
+        if value < self.best - self.min_delta:
+            self.best, self.best_step, self.since_best = value, step, 0
+            self.best_params = copy_params(module)
+        else:
+            self.since_best += 1
+            self.stopped = self.since_best >= self.patience
+
+    def state(self) -> dict:
+        return {"best": self.best, "best_step": self.best_step, "since_best": self.since_best,
+                "stopped": self.stopped, "best_params": self.best_params}
+
+    def restore(self, state: dict) -> None:
+        self.best, self.best_step, self.since_best, self.stopped, self.best_params = (
+            state[key] for key in ("best", "best_step", "since_best", "stopped", "best_params"))
+
+
+def copy_params(module: torch.nn.Module) -> dict:
+    """A detached copy of the module's state dict (its parameters at this step)."""
+    return {key: v.detach().clone() for key, v in module.state_dict().items()}
