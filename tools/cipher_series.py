@@ -37,7 +37,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import cipher_choice  # noqa: E402  (the examples are scripts, not a package)
 
-from nfst.evaluate.samplers import draw, partial_kl  # noqa: E402
+from nfst.evaluate.metrics import partial_kl  # noqa: E402
+from nfst.evaluate.samplers import draw  # noqa: E402
 from nfst.experiment.config import RunConfig  # noqa: E402
 from nfst.experiment.run import Run  # noqa: E402
 from nfst.runtime import storage  # noqa: E402
@@ -105,7 +106,7 @@ def measure(run: Run, sampler, lattices: list, seed: int, split: str) -> dict:
     share = [structure.share(lat, s.arcs, torch.full((len(s.arcs),), 1 / len(s.arcs),
                                                      dtype=torch.float64))
              for lat, s in zip(lattices, samples)]
-    kl = [partial_kl(s) for s in samples]
+    kl = [float(partial_kl(s.log_q, s.log_p)) for s in samples]
     mean = sum(kl) / len(kl)
     se = math.sqrt(sum((v - mean) ** 2 for v in kl) / (len(kl) - 1) / len(kl))
     paths = dict(zip(map(id, run.lattices(split)), cipher_choice.generating_paths(run, split)))
