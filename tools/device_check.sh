@@ -26,7 +26,7 @@ mkdir -p "$OUT"
 export PYTHONPATH="$PWD/.pynini:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 [ -e nfst/tasks ] || ln -s ../tasks nfst/tasks
 [ -e nfst/fsts ] || ln -s ../fsts nfst/fsts
-nfst() { python3 -c 'import sys; from nfst.cli import main; sys.exit(main())' "$@"; }
+NFST=(python3 -m nfst.cli)  # an array, not a function: `timeout` runs commands only
 git log -1 --format='commit %h %s' 2>/dev/null | tee "$OUT/gpu.txt"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader \
     | tee -a "$OUT/gpu.txt"
@@ -34,7 +34,7 @@ python3 -c 'import torch, pynini; print("torch", torch.__version__, torch.cuda.g
 "pynini", pynini.__version__)' 2>&1 | tee -a "$OUT/gpu.txt" || exit 1
 
 echo "== 1. nfst bench step --device cuda (d 256 and 64), the walk replayed as a CUDA graph"
-timeout 120 nfst bench step --device cuda 2>&1 | tee "$OUT/bench_step.log"
+timeout 120 "${NFST[@]}" bench step --device cuda 2>&1 | tee "$OUT/bench_step.log"
 
 echo "== 2. the captured walk against the same walk launched step by step (float64)"
 timeout 60 python3 tools/device_train.py graph 2>&1 | tee "$OUT/graph.log"
