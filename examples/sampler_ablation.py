@@ -35,6 +35,7 @@ def main(base: str, out: str, samplers: str, *overrides: str) -> dict:
                        + ("evaluate.log_z_samples=64",))
     started = time.time()
     run = Run(config, out_dir, **where, quiet=True)
+    run.train_samplers()  # then evaluate: stages after training never train
     run.evaluation()
     keys = ("untrained_partial_kl", "partial_kl", "partial_kl_se", "per_pair_partial_kl",
             "untrained_exclusive_kl_lower_bound", "exclusive_kl_lower_bound", "exclusive_kl",
