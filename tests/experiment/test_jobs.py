@@ -65,3 +65,27 @@ def test_the_teacher_is_trained_before_the_workers_start(tmp_path, monkeypatch):
     run.train_samplers()
     assert workers == [([("swp", 0), ("swp", 1)],
                         [("swa", 0), ("swa", 1), ("sws", 0), ("sws", 1)])]
+
+
+class _Recorded:
+    """A run with some training times recorded (stage files of seed 0)."""
+
+    def __init__(self, seconds: dict):
+        self.seconds = seconds
+
+    def trainings(self):
+        return [(name, s) for s in range(2) for name in ("swa", "swp", "swp-prefix", "sws")]
+
+    def done(self, stage: str):
+        name = stage.removeprefix("sampler-")
+        return {"seconds": self.seconds[name]} if name in self.seconds else None
+
+
+def test_the_longest_trainings_start_first():
+    from nfst.experiment.jobs import longest_first
+    todo = [("swa", 1), ("swp", 1), ("swp-prefix", 1), ("sws", 1)]
+    # nothing recorded: by step cost, swp-prefix's the dearest, then SWA's
+    assert [n for n, _ in longest_first(_Recorded({}), todo)][:2] == ["swp-prefix", "swa"]
+    # seed 0's recorded times decide: SWS took longest there
+    recorded = _Recorded({"swa": 50.0, "swp": 10.0, "swp-prefix": 60.0, "sws": 90.0})
+    assert [n for n, _ in longest_first(recorded, todo)] == ["sws", "swp-prefix", "swa", "swp"]
