@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import time
 
-from ..errors import NfstError
 from ..fst.dataset import compile_dataset
 from ..fst.lattice import Lattice
 from ..tasks import DataError
@@ -17,7 +16,7 @@ log = logging.getLogger("nfst")
 class RunData:
     """The pairs and lattices of a :class:`~nfst.experiment.run.Run` (a part of it: it reads
     the run's ``task``, ``preset``, ``T``, ``data_dir``, ``cache_dir``, ``processes`` and
-    ``quiet``, and keeps its lattices in ``_lattices``, ``_skipped`` and ``_pairs_found``)."""
+    ``quiet``, and keeps its lattices in ``_lattices`` and ``_skipped``, and ``_no_test_file``)."""
 
     def pairs(self, split: str) -> list:
         """The pairs of ``split`` this run uses. A task without a test file here (tr: the
@@ -26,26 +25,26 @@ class RunData:
         rest are the test pairs, so no test pair is ever a validation pair."""
         size = {"train": self.preset.train_pairs, "dev": self.preset.dev_pairs,
                 "test": self.preset.test_pairs}[split]
-        try:
+        if split in ("dev", "test") and self._test_from_dev():
+            dev, held = self.task.pairs("dev", self.data_dir), self._held_out()
+            pairs, size = (dev[:held], held) if split == "dev" else (dev[held:], size)
+        else:
             pairs = self.task.pairs(split, self.data_dir)
-        except DataError:
-            if split != "test" or "dev" not in self.task.splits:
-                raise
-            pairs = self.task.pairs("dev", self.data_dir)[self._held_out():]
-            log.warning("%s has no test split here; testing on the dev pairs after the first "
-                        "%d, which validate", self.task.name, self._held_out())
-        if split == "dev" and self._test_from_dev():
-            size = self._held_out()
         return pairs[:size] if size is not None else pairs
 
     def _test_from_dev(self) -> bool:
-        if "test" not in self._pairs_found:
+        """Whether the test pairs come from dev: the task has dev but no test file here."""
+        if self._no_test_file is None:
             try:
                 self.task.pairs("test", self.data_dir)
-                self._pairs_found["test"] = True
+                self._no_test_file = False
             except DataError:
-                self._pairs_found["test"] = False
-        return not self._pairs_found["test"] and "dev" in self.task.splits
+                if "dev" not in self.task.splits:
+                    raise
+                self._no_test_file = True
+                log.warning("%s has no test split here; testing on the dev pairs after the "
+                            "first %d, which validate", self.task.name, self._held_out())
+        return self._no_test_file
 
     def _held_out(self) -> int:
         """How many dev pairs validate when the test pairs come from dev."""

@@ -74,7 +74,7 @@ class Run(RunData, RunSamplers):
         self.vocabulary = Vocabulary.of(self.T)  # saved with every sampler
         self._lattices: dict[str, list[Lattice]] = {}
         self._skipped: dict[str, int] = {}
-        self._pairs_found: dict[str, bool] = {}
+        self._no_test_file: Optional[bool] = None  # known once asked (RunData)
 
     @classmethod
     def open(cls, run_dir: str | Path, **kwargs) -> "Run":

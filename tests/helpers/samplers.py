@@ -158,3 +158,27 @@ def assert_same_parameter_gradients(module: nn.Module, got: torch.Tensor,
         assert (g is None) == (e is None)
         if e is not None:
             torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-12)
+
+
+def suffix_logits_at_every_state(name: str, train: bool):
+    """An SWS-like sampler ``name`` (d 8, dropout 0.5, float64) on the cipher lattice with one
+    walker at each state, all with h_0: (sampler, lattice, its context, the walk's mark
+    logits (S, D + 1), h_0 per walker, and the walkers' dropout masks of h, x and y (ones in
+    eval mode)), to check the logits against a formula state by state."""
+    from nfst.models.samplers.record import WalkRecord
+    from tests.helpers.lattices import cipher_lattice
+    lat = cipher_lattice()
+    batch = LatticeBatch([lat])
+    torch.manual_seed(0)
+    sampler = make_sampler(name, vocabulary_of([lat]), SamplerConfig(d=8, dropout=0.5)
+                           ).double().train(train)
+    states = torch.arange(lat.num_states)
+    record = WalkRecord(len(states))
+    context = sampler.prepare(batch)
+    walk = sampler.start(batch, context, torch.zeros_like(states), record)
+    walk.state = states
+    logits = sampler.mark_logits(batch, walk)
+    h = walk.hidden[0]
+    masks = tuple(record.masks[m] if train else torch.ones_like(h)
+                  for m in (sampler.drop_h, sampler.drop_x, sampler.drop_y))
+    return sampler, lat, context, logits, h, masks

@@ -3,11 +3,9 @@
 import pytest
 import torch
 
-from nfst.dp.batch import LatticeBatch
-from nfst.models.samplers import SamplerConfig, make_sampler
-from nfst.models.samplers.record import WalkRecord
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices, vocabulary_of
-from tests.helpers.samplers import assert_same_parameter_gradients, new_sampler
+from tests.helpers.lattices import del_ins_lattices
+from tests.helpers.samplers import (assert_same_parameter_gradients, new_sampler,
+                                   suffix_logits_at_every_state)
 
 
 def test_suffix_encoder_encodes_each_suffix_right_to_left():
@@ -33,20 +31,7 @@ def test_sws_logits_read_the_suffixes_at_the_state_positions(train):
     """At every state s, logits = W[1; m_h ⊙ h; m_x ⊙ enc_x(x_{≥i}); m_y ⊙ enc_y(y_{≥j})]
     (003:4) with (i, j) s's positions, m the walker's dropout masks (1 in eval mode): values
     and gradients in float64."""
-    lat = cipher_lattice()
-    batch = LatticeBatch([lat])
-    torch.manual_seed(0)
-    sws = make_sampler("sws", vocabulary_of([lat]), SamplerConfig(d=8, dropout=0.5)
-                       ).double().train(train)
-    states = torch.arange(lat.num_states)
-    record = WalkRecord(len(states))
-    context = sws.prepare(batch)
-    walk = sws.start(batch, context, torch.zeros_like(states), record)
-    walk.state = states  # one walker at each state, all with h_0
-    logits = sws.mark_logits(batch, walk)
-    h = walk.hidden[0]
-    m_h, m_x, m_y = (record.masks[m] if train else torch.ones_like(h)
-                     for m in (sws.drop_h, sws.drop_x, sws.drop_y))
+    sws, lat, context, logits, h, (m_h, m_x, m_y) = suffix_logits_at_every_state("sws", train)
     expected = []
     for s in range(lat.num_states):
         i, j = lat.positions[s]

@@ -9,9 +9,7 @@ import torch
 from nfst import Lattice
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers import SamplerConfig, Vocabulary, make_sampler
-from nfst.models.samplers.record import WalkRecord
-from tests.helpers.lattices import cipher_lattice, vocabulary_of
-from tests.helpers.samplers import assert_same_parameter_gradients
+from tests.helpers.samplers import assert_same_parameter_gradients, suffix_logits_at_every_state
 
 
 @pytest.mark.parametrize("train", [False, True])
@@ -19,20 +17,8 @@ def test_logits_are_sws_logits_plus_an_mlp_of_the_prefix_and_both_suffixes(train
     """At every state s, with (i, j) its positions and m the walker's dropout masks (1 in eval
     mode): W[1; m_h h; m_x e_x; m_y e_y] + U tanh(V_h m_h h + b + V_x m_x e_x + V_y m_y e_y),
     e_x = enc_x(x_{≥i}), e_y = enc_y(y_{≥j}); values and gradients in float64."""
-    lat = cipher_lattice()
-    batch = LatticeBatch([lat])
-    torch.manual_seed(0)
-    sampler = make_sampler("sws-mlp", vocabulary_of([lat]),
-                           SamplerConfig(d=8, dropout=0.5)).double().train(train)
-    states = torch.arange(lat.num_states)
-    record = WalkRecord(len(states))
-    context = sampler.prepare(batch)
-    walk = sampler.start(batch, context, torch.zeros_like(states), record)
-    walk.state = states  # one walker at each state, all with h_0
-    logits = sampler.mark_logits(batch, walk)
-    h = walk.hidden[0]
-    m_h, m_x, m_y = (record.masks[m] if train else torch.ones_like(h)
-                     for m in (sampler.drop_h, sampler.drop_x, sampler.drop_y))
+    sampler, lat, context, logits, h, (m_h, m_x, m_y) = suffix_logits_at_every_state(
+        "sws-mlp", train)
     expected = []
     for s in range(lat.num_states):
         i, j = lat.positions[s]
