@@ -131,7 +131,8 @@ def usual(run_dir: str, name: str, out_json: str) -> None:
     test = run.lattices("test")
     untrained = draw(run.untrained_sampler(name), run.scorer(), test, run.preset.evaluate.k,
                      seed=stream_seed(seed, "test"))
-    result["untrained_test_partial_kl"] = sum(map(partial_kl, untrained)) / len(untrained)
+    result["untrained_test_partial_kl"] = sum(float(partial_kl(s.log_q, s.log_p))
+                                          for s in untrained) / len(untrained)
     for split, lattices in (("test", test), ("dev", run.lattices("dev")),
                             ("train", run.lattices("train")[:MEASURED_TRAIN])):
         stream = stream_seed(seed, "test" if split == "test" else "validation")
