@@ -57,11 +57,14 @@ def worker() -> None:
 
 
 def main(old: str, new: str, rounds: int) -> dict:
+    if rounds < 1:
+        raise SystemExit("ROUNDS must be at least 1 (round 0 only warms up)")
     procs = {}
     for side, tree in (("old", old), ("new", new)):
         env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), OMP_NUM_THREADS="1")
-        procs[side] = subprocess.Popen([sys.executable, __file__, "--worker"], cwd=tree, env=env,
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        procs[side] = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker"],
+                                       cwd=tree, env=env, stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, text=True)
         assert procs[side].stdout.readline().strip() == "ready"
     times = {side: {name: [] for name in NAMES} for side in procs}
     for r in range(rounds + 1):
