@@ -22,13 +22,16 @@ from .rundir import recorded_where, sampler_key
 
 
 def execute(command: Callable, options) -> None:
-    """``command(options)`` with torch's thread count set, ``options.device`` resolved ("auto":
-    a GPU if there is one; under torchrun, this rank's device in the process group) and
-    SIGINT/SIGTERM handled gracefully (``nfst.runtime.interrupt``): the one place they are."""
+    """``command(options)`` with torch's thread count set, freed memory kept for reuse
+    (``nfst.runtime.memory``), ``options.device`` resolved ("auto": a GPU if there is one;
+    under torchrun, this rank's device in the process group) and SIGINT/SIGTERM handled
+    gracefully (``nfst.runtime.interrupt``): the one place they are."""
     from ..runtime.devices import init_distributed, resolve_device
     from ..runtime.interrupt import graceful_interrupts
+    from ..runtime.memory import keep_freed_memory
     from ..runtime.threads import set_threads
     set_threads(options.threads)
+    keep_freed_memory()
     options.device = str(resolve_device(options.device))
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun
         options.device = init_distributed(options.device)

@@ -7,7 +7,7 @@ the task's mark vocabulary) and EOS = V:
 
 ``log_prob`` scores whole padded strings at once; ``start`` / ``next_log_probs`` / ``advance``
 score them one mark at a time for the particle engine, which also reorders prefixes with
-``select_state``. The two agree exactly (in eval mode, where dropout is off).
+``select_state``. The two agree to float rounding (in eval mode, where dropout is off).
 
 - :class:`LSTMScorer`: p_θ(ω_t | ω_{<t}) = softmax(W[1; h_{t-1}]), h an LSTM over the
   prefix (003:15); locally normalised, so Σ_ω p̃_θ(ω) ≤ 1.
@@ -153,11 +153,27 @@ class LSTMScorer(Scorer):
 
     def step_log_probs(self, marks: Tensor) -> Tensor:
         """(N, L + 1, vocab_size + 1): the next-mark distribution after each prefix of
-        ``marks`` (N, L) (padding -1 reads as mark 0: callers mask those positions)."""
+        ``marks`` (N, L) (padding -1 reads as mark 0: callers mask those positions).
+
+        Without dropout on a CPU (a frozen scorer), when there are fewer marks than hidden
+        units, the first layer reads one-hot rows of the ids through W_ih Eᵀ (4H, V + 1), E the
+        embeddings: the same input gates W_ih e[ω], each the one nonzero term of its sum, from
+        a matmul over V + 1 columns instead of H (a quarter of the scorer's work at 2 layers);
+        the products round differently, so log p̃ moves by float rounding."""
         bos = marks.new_full((len(marks), 1), self.vocab_size)
-        inputs = self.drop(self.embed(torch.cat([bos, marks.clamp(min=0)], dim=1)))
-        top, _ = self.lstm(inputs)
-        return torch.log_softmax(self.out(self.drop(top)), dim=-1)
+        ids = torch.cat([bos, marks.clamp(min=0)], dim=1)
+        lstm = self.lstm
+        if (self.training and self.drop.p > 0) or marks.device.type != "cpu" or \
+                self.vocab_size + 1 >= lstm.hidden_size:
+            top, _ = lstm(self.drop(self.embed(ids)))
+            return torch.log_softmax(self.out(self.drop(top)), dim=-1)
+        weights = lstm._flat_weights
+        first = weights[0] @ self.embed.weight.T  # (4H, V + 1): W_ih e of every id
+        h0 = first.new_zeros(lstm.num_layers, len(ids), lstm.hidden_size)
+        top = torch._VF.lstm(nn.functional.one_hot(ids, self.vocab_size + 1).to(first.dtype),
+                             (h0, h0), [first] + weights[1:], lstm.bias, lstm.num_layers,
+                             lstm.dropout, self.training, False, True)[0]
+        return torch.log_softmax(self.out(top), dim=-1)
 
     def log_prob_smoothed(self, marks: Tensor, lengths: Tensor, smoothing: float
                           ) -> tuple[Tensor, Tensor]:

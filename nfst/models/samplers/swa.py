@@ -20,7 +20,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ...dp.batch import LatticeBatch
 from .base import Sampler, SamplerConfig
-from .choices import legal_log_softmax
+from .choices import forced_log_probs, legal_log_softmax
 from .dropout import WalkDropout
 from .prefix import PrefixGRU
 from .record import WalkRecord
@@ -66,52 +66,77 @@ class SWA(Sampler):
     def start(self, batch: LatticeBatch, context: Encoded, lattice: Tensor,
               record: Optional[WalkRecord] = None) -> Walk:
         h = self.prefix.step(torch.full_like(lattice, self.bos), record=record)
-        return self.initial_walk(batch, lattice, (h, self.values(context, lattice, record)),
-                                 record)
+        mask = self.drop_att.walker_mask(context.enc, len(lattice), record)
+        return self.initial_walk(batch, lattice, (h, mask), record)
 
-    def values(self, context: Encoded, lattice: Tensor, record: Optional[WalkRecord]) -> Tensor:
-        """(N, n, V + 1): W_a enc_i of each walker's encoding, W_a the attention's block of
-        W, with the walker's dropout on enc_i. As W_a is linear and the mask is the walker's
-        at every step, W_a Att(h, enc) = Σ_i a_i (W_a enc_i): 003:2's logits read the
-        attention through these (V + 1)-wide rows instead of d-wide ones."""
+    def logits(self, context: Encoded, lattice: Tensor, h: Tensor, mask: Optional[Tensor],
+               record: Optional[WalkRecord], walkers: Optional[Tensor] = None,
+               per_lattice: Optional[int] = None, static: bool = False) -> Tensor:
+        """(n, V + 1): W[1; h; Att(h, enc)] (003:2–3) for prefix states h (n, d) of walkers on
+        ``lattice`` (n,), with the attention's dropout ``mask`` (N, d) of each walker (None:
+        none) on Att(h, enc): as it is the walker's at every step, it drops the same units of
+        every enc_i. ``walkers`` (n,): whose rows h holds (default: row r is walker r);
+        ``per_lattice`` and ``static`` as in :meth:`attend`."""
         d = self.config.d
-        return nn.functional.linear(self.drop_att(context.enc[lattice], record),
-                                    self.out.weight[:, d:])
+        attended = self.attend(context, lattice, h, per_lattice, static)
+        if mask is not None:
+            attended = attended * (mask if walkers is None else mask[walkers])
+        own = nn.functional.linear(self.drop_h(h, record, walkers=walkers),
+                                   self.out.weight[:, :d], self.out.bias)
+        return torch.addmm(own, attended, self.out.weight[:, d:].T)
 
-    def logits(self, context: Encoded, lattice: Tensor, h: Tensor, values: Tensor,
-               per_lattice: Optional[int], record: Optional[WalkRecord]) -> Tensor:
-        """(N, T, V + 1): W[1; h; Att(h, enc)] (003:2–3) for prefix states h (N, T, d);
-        ``per_lattice``: k when the N walkers are lattice-major, k per lattice."""
-        N, T, d = h.shape
-        if per_lattice is not None:  # lattice b's k walkers attend as k·T positions of b
-            B = N // per_lattice
-            scores = torch.bmm(h.view(B, per_lattice * T, d), context.enc.transpose(1, 2))
-            scores = scores.masked_fill(context.pad[:, None], float("-inf")).view(N, T, -1)
-        else:
-            scores = torch.bmm(h, context.enc[lattice].transpose(1, 2))
-            scores = scores.masked_fill(context.pad[lattice][:, None], float("-inf"))
-        attended = torch.bmm(torch.softmax(scores, dim=2), values)
-        own = nn.functional.linear(self.drop_h(h, record), self.out.weight[:, :d], self.out.bias)
-        return own + attended
+    @staticmethod
+    def attend(context: Encoded, lattice: Tensor, h: Tensor, per_lattice: Optional[int] = None,
+               static: bool = False) -> Tensor:
+        """Att(h, enc) = Σ_i a_i enc_i, a = softmax_i(h · enc_i) over the row's lattice's
+        encoding (003:3): (n, d) for h (n, d), rows on ``lattice`` (n,), in batched products
+        per lattice: ``per_lattice`` k when the rows are lattice-major, k per lattice (their
+        own layout); else the rows grouped by lattice, each group padded to the largest (one
+        host sync), or with ``static`` (no sync allowed) each row's encoding gathered."""
+        B, d = len(context.enc), h.shape[1]
+        if static:
+            enc = context.enc[lattice]  # (n, |enc|, d)
+            scores = torch.bmm(enc, h[:, :, None])[..., 0].masked_fill(context.pad[lattice],
+                                                                        float("-inf"))
+            return torch.bmm(torch.softmax(scores, 1)[:, None], enc)[:, 0]
+        if per_lattice is not None:
+            return SWA._attend_groups(context, h.view(B, per_lattice, d)).view(len(h), d)
+        order = torch.argsort(lattice, stable=True)
+        counts = torch.bincount(lattice, minlength=B)
+        grouped = lattice[order]
+        slot = torch.arange(len(h), device=h.device) - (counts.cumsum(0) - counts)[grouped]
+        queries = h.new_zeros(B, int(counts.max()) if len(h) else 0, d)
+        queries = queries.index_put((grouped, slot), h[order])
+        out = SWA._attend_groups(context, queries)[grouped, slot]
+        return torch.empty_like(out).index_copy(0, order, out)
+
+    @staticmethod
+    def _attend_groups(context: Encoded, queries: Tensor) -> Tensor:
+        """Att (B, m, d) of queries (B, m, d), row group b on lattice b."""
+        scores = torch.bmm(queries, context.enc.transpose(1, 2))
+        scores = scores.masked_fill(context.pad[:, None], float("-inf"))
+        return torch.bmm(torch.softmax(scores, dim=2), context.enc)
 
     def log_probs(self, batch: LatticeBatch, context: Encoded, walk: Walk) -> Tensor:
-        h, values = walk.hidden
+        h, mask = walk.hidden
         B, N = len(context.enc), len(walk)
         lattice_major = N % B == 0 and not walk.static and torch.equal(
             walk.lattice, torch.arange(B, device=h.device).repeat_interleave(N // B))
-        logits = self.logits(context, walk.lattice, h[:, None], values,
-                             N // B if lattice_major else None, walk.record)
-        return legal_log_softmax(batch, walk.state, logits[:, 0])
+        logits = self.logits(context, walk.lattice, h, mask, walk.record,
+                             per_lattice=N // B if lattice_major else None, static=walk.static)
+        return legal_log_softmax(batch, walk.state, logits)
 
     def path_log_probs(self, batch: LatticeBatch, context: Encoded, route: Route,
                        record: Optional[WalkRecord] = None) -> Tensor:
-        h = self.prefix.run(route, self.bos, batch, record)  # (N, T, d)
-        logits = self.logits(context, route.lattice, h, self.values(context, route.lattice, record),
-                             route.per_lattice, record)
-        return legal_log_softmax(batch, route.states, logits)
+        """At the positions with a choice only (elsewhere q is forced: see ``choices``)."""
+        h, rows = self.prefix.run_choosing(batch, route, self.bos, record)  # (m, d)
+        mask = self.drop_att.walker_mask(context.enc, len(route.lattice), record)
+        logits = self.logits(context, route.lattice[rows.paths], h, mask, record, rows.paths)
+        lp = legal_log_softmax(batch, rows.at(route.states), logits)
+        return rows.place(lp, forced_log_probs(batch, route.states, lp.dtype))
 
     def advance(self, batch: LatticeBatch, context: Encoded, walk: Walk, choice: Tensor) -> Walk:
         moved = self.moved(batch, walk, choice)
-        h, values = walk.hidden
-        moved.hidden = (self.prefix.advance(batch, walk, moved, h), values)
+        h, mask = walk.hidden
+        moved.hidden = (self.prefix.advance(batch, walk, moved, h), mask)
         return moved

@@ -100,24 +100,28 @@ class Algorithm1(torch.autograd.Function):
         order = batch.backward_arc_order  # arcs in level order, level by level
         marks = batch.arc_mark[order]
         # Per state in level order: log β, e_s and U_state e_s. States of height 0 are dead
-        # ends (final): β = 1, e_s = 0.
+        # ends (final): β = 1, e_s = 0; every other row is written at its level, in place.
         beta = batch.final_weights(mark_part.dtype)[batch.level_order]
-        embed_s = mark_part.new_zeros(S, d)
-        proj_s = mark_part.new_zeros(S, d)
+        embed_s = mark_part.new_empty(S, d)
+        proj_s = mark_part.new_empty(S, d)
+        dead = batch.backward_levels[0].states
+        embed_s[dead], proj_s[dead] = 0, 0
         # Per arc in level order: e, log w and q.
         embed = mark_part.new_empty(A, d)
         log_w = mark_part.new_empty(A)
         q = mark_part.new_empty(A)
+        U_T = U_state.T
         for level in batch.backward_levels[1:]:
             lo, hi, arcs = level.states.start, level.states.stop, level.arcs
-            e = torch.sigmoid(mark_part[marks[arcs]] + proj_s[level.other])       # line 4
-            lw = e @ w                                                              # line 5
+            e = torch.add(mark_part[marks[arcs]], proj_s[level.other], out=embed[arcs])
+            e.sigmoid_()                                                            # line 4
+            lw = torch.mv(e, w, out=log_w[arcs])                                    # line 5
             through = lw + beta[level.other]  # log w β(s') per arc
             b = LogSemiring.segment_sum(through, level.segment, beta[lo:hi])              # line 6
-            qa = torch.exp(through - b[level.segment])                              # line 7
-            e_s = e.new_zeros(hi - lo, d).index_add_(0, level.segment, qa[:, None] * e)  # line 8
-            beta[lo:hi], embed_s[lo:hi], proj_s[lo:hi] = b, e_s, e_s @ U_state.T
-            embed[arcs], log_w[arcs], q[arcs] = e, lw, qa
+            qa = torch.exp(through - b[level.segment], out=q[arcs])                 # line 7
+            e_s = embed_s[lo:hi].zero_().index_add_(0, level.segment, qa[:, None] * e)   # line 8
+            beta[lo:hi] = b
+            torch.mm(e_s, U_T, out=proj_s[lo:hi])
         ctx.save_for_backward(mark_part, U_state, w, embed_s, embed, q)
         ctx.batch = batch
         ctx.set_materialize_grads(False)
@@ -137,28 +141,27 @@ class Algorithm1(torch.autograd.Function):
                   embed_s.new_zeros(len(embed_s)))
         g_proj = torch.zeros_like(embed_s)
         g_log_w = grad_log_w[order] if grad_log_w is not None else q.new_zeros(len(q))
-        g_mark, g_U, g_w = torch.zeros_like(mark_part), torch.zeros_like(U_state), torch.zeros_like(w)
+        g_mark = torch.zeros_like(mark_part)
         marks = batch.arc_mark[order]
         with cpu_threads(batch.device):  # many small ops: see nfst.runtime.threads
             for level in reversed(batch.backward_levels[1:]):
                 lo, hi, arcs, seg = level.states.start, level.states.stop, level.arcs, level.segment
                 e, qa = embed[arcs], q[arcs]
-                g_U += g_proj[lo:hi].T @ embed_s[lo:hi]          # proj_s = e_s U_stateᵀ
-                g_e_s = g_proj[lo:hi] @ U_state
-                g_q = (g_e_s[seg] * e).sum(1)                     # e_s = Σ q e
-                g_e = qa[:, None] * g_e_s[seg]
-                if grad_embed is not None:
-                    g_e = g_e + grad_embed[arcs]
+                g_e_s = (g_proj[lo:hi] @ U_state)[seg]           # proj_s = e_s U_stateᵀ
+                g_q = (g_e_s * e).sum(1)                          # e_s = Σ q e
+                g_e = (qa[:, None] * g_e_s if grad_embed is None else
+                       torch.addcmul(grad_embed[arcs], qa[:, None], g_e_s))
                 # q = exp(through − b): b's adjoint collects −Σ g_q q; b = logsumexp(through, final)
                 g_b = g_beta[lo:hi] - torch.zeros_like(g_beta[lo:hi]).index_add_(0, seg, g_q * qa)
                 g_through = qa * (g_q + g_b[seg])
                 g_beta.index_add_(0, level.other, g_through)     # through = log w + β(s')
-                g_lw = g_log_w[arcs] + g_through
-                g_w += e.T @ g_lw                                 # log w = w · e
-                g_pre = (g_e + g_lw[:, None] * w) * e * (1 - e)   # e = σ(pre)
+                g_lw = g_log_w[arcs].add_(g_through)  # in place: g_log_w is ours
+                g_pre = torch.ops.aten.sigmoid_backward(g_e.addr_(g_lw, w), e)  # e = σ(pre)
                 g_mark.index_add_(0, marks[arcs], g_pre)          # pre = mark_part[ω] + proj(s')
                 g_proj.index_add_(0, level.other, g_pre)
-        return g_mark, g_U, g_w, None, None
+        # the weights' adjoints, summed over every level at once: log w = w · e per arc and
+        # proj_s = e_s U_stateᵀ per state (dead ends have e_s = 0)
+        return g_mark, g_proj.T @ embed_s, embed.T @ g_log_w, None, None
 
 
 class SWP(WFSTSampler):

@@ -45,27 +45,28 @@ def test_a_batch_of_another_task_is_refused():
 @pytest.mark.parametrize("train", [False, True])
 def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
     """The logits at the start are W[m_h ⊙ h; m_a ⊙ Σ_i a_i enc_i] + b (003:2–3) and log q
-    their legal softmax, m the walker's dropout masks (1 in eval mode),
-    whether the walkers are lattice-major (batched attention) or not: the fast path (W_a
-    applied to each enc_i once per walk, attention batched per lattice) against the formula
-    walker by walker, values and gradients in float64."""
+    their legal softmax, m the walker's dropout masks (1 in eval mode), whichever way the
+    attention is batched: lattice-major walkers (their own layout), walkers grouped by
+    lattice (padded to the largest group), each walker's encoding gathered (a static walk's),
+    against the formula walker by walker, values and gradients in float64."""
     lats = del_ins_lattices()
     batch = LatticeBatch(lats)
     torch.manual_seed(0)
     swa = make_sampler("swa", vocabulary_of(lats), SamplerConfig(d=8, dropout=0.5)
                        ).double().train(train)
     lattice = torch.arange(len(lats)).repeat_interleave(3)
-    if not lattice_major:
-        lattice = lattice.flip(0)
+    if not lattice_major:  # groups of 5, 3 and 1 walkers, out of order
+        lattice = torch.tensor([1, 0, 0, 2, 0, 1, 0, 0, 1])
     record = WalkRecord(len(lattice))
     context = swa.prepare(batch)
     walk = swa.start(batch, context, lattice, record)
     lp = swa.log_probs(batch, context, walk)
-    h, values = walk.hidden
+    h, mask = walk.hidden
     m_h = record.masks[swa.drop_h] if train else torch.ones_like(h)
     m_a = record.masks[swa.drop_att] if train else torch.ones_like(h)
-    logits = swa.logits(context, lattice, h[:, None], values, 3 if lattice_major else None,
-                        record)[:, 0]
+    assert mask is None if not train else mask is m_a
+    logits = swa.logits(context, lattice, h, mask, record, per_lattice=3 if lattice_major else None)
+    static = swa.logits(context, lattice, h, mask, record, static=True)
     expected = []
     for n, b in enumerate(lattice.tolist()):
         enc = context.enc[b, ~context.pad[b]]
@@ -73,6 +74,7 @@ def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
         expected.append(swa.out(torch.cat([m_h[n] * h[n], m_a[n] * attended])))
     expected = torch.stack(expected)
     torch.testing.assert_close(logits, expected, rtol=0, atol=1e-12)
+    torch.testing.assert_close(static, expected, rtol=0, atol=1e-12)
     torch.testing.assert_close(lp, legal_log_softmax(batch, walk.state, expected),
                                rtol=0, atol=1e-12)
     # and the gradients of a random readout of the logits, in every weight
