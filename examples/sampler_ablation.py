@@ -5,10 +5,12 @@ test partial KL untrained and trained.
     python examples/sampler_ablation.py runs/cipher-small-0 runs/abl-k64 swa sampler.k=64
 
 The new run directory OUT gets a copy of RUN's scorer and n-gram (so every row shares them) and
-RUN's task, preset and options; OVERRIDES are further ``--option`` settings. Reads
-NFST_DATA_DIR and NFST_CACHE_DIR like the command line. Prints one JSON object.
+RUN's task with its settings (``--set``), preset, seed and options, one training seed;
+OVERRIDES are further ``--option`` settings. Reads NFST_DATA_DIR and NFST_CACHE_DIR like the
+command line. Prints one JSON object.
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -20,6 +22,14 @@ from nfst.experiment.config import RunConfig
 from nfst.experiment.run import Run
 
 
+def ablation_config(base: RunConfig, samplers: str, overrides: tuple[str, ...]) -> RunConfig:
+    """RUN's configuration with these samplers, one training seed and OVERRIDES added. It keeps
+    RUN's task settings (``--set``): they shape the lattices that RUN's scorer was trained on."""
+    return dataclasses.replace(base, samplers=tuple(samplers.split(",")), seeds=1,
+                               overrides=base.overrides + tuple(overrides)
+                               + ("evaluate.log_z_samples=64",))
+
+
 def main(base: str, out: str, samplers: str, *overrides: str) -> dict:
     where = {"data_dir": os.environ.get("NFST_DATA_DIR"),
              "cache_dir": os.environ.get("NFST_CACHE_DIR", ".nfst-cache")}
@@ -29,10 +39,7 @@ def main(base: str, out: str, samplers: str, *overrides: str) -> dict:
         shutil.copy(Path(base) / model, out_dir / model)
     for stage in ("ngram", "scorer"):
         shutil.copy(Path(base) / "stages" / f"{stage}.json", out_dir / "stages")
-    config = RunConfig(task=base_run.config.task, preset=base_run.config.preset,
-                       seed=base_run.config.seed, samplers=tuple(samplers.split(",")),
-                       overrides=base_run.config.overrides + overrides
-                       + ("evaluate.log_z_samples=64",))
+    config = ablation_config(base_run.config, samplers, overrides)
     started = time.time()
     run = Run(config, out_dir, **where, quiet=True)
     run.train_samplers()  # then evaluate: stages after training never train
