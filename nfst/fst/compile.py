@@ -26,6 +26,7 @@ counted and compared with the lattice's paths.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import tempfile
@@ -120,8 +121,9 @@ _stderr_sink = None
 def _openfst_messages():
     """Collect what OpenFst writes to the C-level stderr meanwhile, as a list of lines."""
     global _stderr_sink
-    if _stderr_sink is None:
+    if _stderr_sink is None:  # one file for the process, reused by every call
         _stderr_sink = tempfile.TemporaryFile()
+        atexit.register(_stderr_sink.close)
     _stderr_sink.seek(0)
     _stderr_sink.truncate()
     lines: list[str] = []

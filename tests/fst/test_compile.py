@@ -183,3 +183,18 @@ def test_residual_output_is_contracted():
     assert sorted(lat.mark_strings()) == [("m", "n"), ("m", "o")]
     assert lat.num_states == 3 and lat.final.tolist() == [False, False, True]
     assert lat.positions.tolist() == [[0, 0], [0, 0], [1, 1]]
+
+
+def test_compiling_leaves_no_file_open_at_exit():
+    """The file that collects OpenFst's messages is closed when the process ends (Python's
+    development mode reports an unclosed file as a ResourceWarning)."""
+    import subprocess
+    import sys
+    script = ("from nfst import MarkedFST, compile_lattice\n"
+              "T = MarkedFST(); q = T.add_state(final=True)\n"
+              "T.add_arc(0, q, input='a', output='b', marks=['sub', 'a', 'b'])\n"
+              "compile_lattice(T, x=['a'], y=['b'])\n")
+    done = subprocess.run([sys.executable, "-X", "dev", "-c", script], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "ResourceWarning" not in done.stderr, done.stderr
