@@ -26,10 +26,10 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-STEP_COST = {"nolookahead": 1.0, "swp": 1.0, "sws": 1.05, "swa": 1.2, "swp-prefix": 1.4,
-             "swp-sws": 1.4}
-"""A training step's cost relative to SWP's on the CPU (``nfst bench step``, d 256), for
-samplers without a measured training time."""
+STEP_COST = {"nolookahead": 1.07, "swp": 1.0, "sws": 1.17, "swa": 1.23, "swp-prefix": 1.65,
+             "swp-sws": 1.65}
+"""A training step's cost relative to SWP's on the CPU (``nfst bench step``, d 256: the mean of
+four runs on an idle 2-core CPU at 721f97a), for samplers without a measured training time."""
 
 
 def longest_first(run, todo: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
