@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 
+# nfst.bench.step.SAMPLER_NAMES, spelled out: this process imports neither checkout's nfst
 NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix", "swp-sws")
 
 
