@@ -40,7 +40,7 @@ def _samplers(run_dir: RunDir, evaluation: dict) -> dict[str, SamplerResults]:
             curve={"step": [h["step"] for h in history],
                    "val_partial_kl": [h["dev_partial_kl"] for h in history]},
             training=training_summary(trained.get("history", [])),
-            proposals=metrics["examples"])
+            proposals=metrics["examples"], sleep=trained.get("sleep"))
     return samplers
 
 

@@ -13,7 +13,9 @@ from ..errors import NfstError
 from ..models.files import save_sampler
 from ..models.samplers import Sampler, make_sampler
 from ..runtime import storage
+from ..runtime.distributed import stream_seed
 from ..train.sampler import train_sampler
+from ..train.triples import TripleFeed, TripleStats, draw_triples, length_summary, triple_summary
 from .rundir import sampler_key
 
 
@@ -61,6 +63,34 @@ class RunSamplers:
         sampler.load_state_dict(storage.load(path)["state"])
         return sampler.to(self.device).eval()
 
+    def triples(self, seed: int = 0) -> TripleFeed | None:
+        """The triples (x, y, ω) drawn from the frozen scorer for sleep training
+        (``sampler.sleep_steps``, ``sampler.sleep_share``; ``nfst.train.triples``) of training
+        seed ``seed``, each used once: one draw per seed, shared by every sampler
+        (``triples/seed-S.pt``, its summary in ``stages/triples-S.json``); None without sleep
+        training. A draw that is too small for today's settings is drawn again, larger: the
+        same seed gives the same first triples."""
+        config = self.preset.sampler
+        B = config.batch_size
+        n = config.sleep_steps * B + round(config.sleep_share * B) * config.steps
+        if not n:
+            return None
+        path, done = self.dir / "triples" / f"seed-{seed}.pt", self.done(f"triples-{seed}")
+        if done is None or done["triples"] < n or not path.exists():
+            self.say(f"drawing {n} triples from the scorer{_seed_words(seed)}")
+            started, stats = time.time(), TripleStats()
+            triples = draw_triples(self.scorer(), self.T, n, stats=stats, device=self.device,
+                                   seed=stream_seed(self.training_seed(seed), "triples"),
+                                   max_length=config.sleep_max_length)
+            if self.rank == 0:
+                storage.save(path, triples)
+            train = self.lattices("train")
+            self.run_dir.finish(f"triples-{seed}", {
+                **triple_summary(triples, stats), "draw_seconds": round(time.time() - started, 2),
+                "train_x_length": length_summary(lat.x for lat in train),
+                "train_y_length": length_summary(lat.y for lat in train)})
+        return TripleFeed(self.T, storage.load(path))
+
     def train_sampler(self, name: str, seed: int = 0, callback=None) -> Sampler:
         """The sampler ``name`` trained from training seed ``seed`` (after its teacher, which
         its training needs), or loaded if it is; ``callback``: ``train_sampler``'s, called
@@ -75,16 +105,31 @@ class RunSamplers:
             untrained = self.untrained_sampler(name, seed).train()
             train, dev = self.lattices("train"), self.lattices("dev")
             self.run_dir.claim()  # before its first checkpoint
-            result = train_sampler(untrained, scorer, train, dev, config,
-                                   seed=self.training_seed(seed), device=self.device,
-                                   quiet=self.quiet, teacher=teacher, callback=callback,
-                                   checkpoint=self.dir / "checkpoints" / f"{key}.ckpt")
+            triples, phases = self.triples(seed), {}
+
+            def timed(step: int, record: dict) -> None:
+                if step == config.sleep_steps:  # the sleep phase ends
+                    phases["sleep_seconds"] = time.time() - started
+                if callback is not None:
+                    callback(step, record)
+            try:
+                result = train_sampler(untrained, scorer, train, dev, config,
+                                       seed=self.training_seed(seed), device=self.device,
+                                       quiet=self.quiet, teacher=teacher, callback=timed,
+                                       checkpoint=self.dir / "checkpoints" / f"{key}.ckpt",
+                                       triples=triples)
+            finally:
+                if triples is not None:
+                    triples.close()
             if self.rank == 0:
                 save_sampler(result.sampler, self.dir / "samplers" / f"{key}.pt")
+            sleep = {} if triples is None else {"sleep": {
+                "steps": config.sleep_steps, "share": config.sleep_share, **phases,
+                "skipped": triples.skipped, **(self.done(f"triples-{seed}") or {})}}
             self.run_dir.finish(f"sampler-{key}", {
                 "seconds": time.time() - started, "best_step": result.best_step,
                 "best_dev_partial_kl": result.best_dev_partial_kl, "steps": result.steps,
-                "stopped_by": result.stopped_by, "history": result.history})
+                "stopped_by": result.stopped_by, "history": result.history, **sleep})
         return self.sampler(name, seed)
 
     def trainings(self) -> list[tuple[str, int]]:
@@ -121,6 +166,8 @@ class RunSamplers:
         if not todo:
             return
         started = time.time()
+        for seed in sorted({s for _, s in todo}):
+            self.triples(seed)  # in this process: one draw for every worker
         for seed in sorted({s for _, s in todo} if teacher else ()):
             self.train_sampler(teacher, seed)  # in this process: every worker needs it
         rest = longest_first(self, [(n, s) for n, s in todo if n != teacher])

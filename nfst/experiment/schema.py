@@ -34,11 +34,12 @@ def _to_json(obj, structure: Optional[str]) -> dict:
 def _from_json(cls, data: dict, structure: Optional[str], where: str):
     """``cls`` from its JSON form ``data``; a :class:`SchemaError` naming what is missing."""
     names = [f.name for f in fields(cls) if f.name not in SHARE]
+    added = {f.name for f in fields(cls) if f.metadata.get("added")}  # absent from older files
     keys = names + ([structure, f"{structure}_se"] if structure is not None else [])
-    missing = [k for k in keys if k not in data]
+    missing = [k for k in keys if k not in data and k not in added]
     if missing:
         raise SchemaError(f"results.json: {where} lacks {', '.join(missing)}")
-    values = {k: data[k] for k in names}
+    values = {k: data[k] for k in names if k in data}
     if structure is not None:
         values |= dict(zip(SHARE, (data[structure], data[f"{structure}_se"])))
     return cls(**values)
@@ -138,6 +139,10 @@ class SamplerResults:
     per_pair_inclusive_kl: Optional[list] = None
     structure_share: Optional[float] = None
     structure_share_se: Optional[float] = None
+    sleep: Optional[dict] = field(default=None, metadata={"added": True})
+    """Sleep training (``sampler.sleep_steps``, ``sampler.sleep_share``): its steps, share,
+    the sleep phase's seconds, the triples' draw (acceptance, strings drawn, x, y and ω
+    lengths beside the training pairs') and the triples whose lattice failed; None without."""
 
     def to_json(self, structure: Optional[str]) -> dict:
         return _to_json(self, structure)

@@ -57,7 +57,7 @@ def item_seed(seed: int, *index: int) -> int:
     return (seed + 7_919_007 * mix) % 2 ** 63
 
 
-STREAMS = {"validation": 1, "test": 2, "log_z": 3}
+STREAMS = {"validation": 1, "test": 2, "log_z": 3, "triples": 4}
 """Named random streams of a seed (:func:`stream_seed`), one per use of held-out pairs."""
 
 

@@ -22,11 +22,14 @@ class EarlyStopping:
     since_best: int = 0
     stopped: bool = False
 
-    def update(self, step: int, value: float, module: torch.nn.Module) -> None:
+    def update(self, step: int, value: float, module: torch.nn.Module,
+               count: bool = True) -> None:
+        """Take the validation ``value`` of ``step``; ``count``: False keeps a better value's
+        parameters without counting towards the patience."""
         if value < self.best - self.min_delta:
             self.best, self.best_step, self.since_best = value, step, 0
             self.best_params = copy_params(module)
-        else:
+        elif count:
             self.since_best += 1
             self.stopped = self.since_best >= self.patience
 

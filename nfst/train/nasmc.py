@@ -68,26 +68,19 @@ def mixture_loss(result: SMCResult, lam: float = 0.5,
     if bool(result.resampled.any()):
         raise ValueError("the exclusive KL term needs paths drawn from q: run SMC with "
                          "resample_threshold=0 for the mixture objective")
-    log_p = result.log_p.to(log_q.dtype)
-    if baseline is not None:
-        exclusive = exclusive_kl_loss(log_p, log_q, baseline)
-    else:
-        d = (log_q - log_p).detach()
-        M = d.shape[1]
-        if M < 2:
-            raise ValueError("the leave-one-out baseline needs at least 2 particles")
-        b = (d.sum(1, keepdim=True) - d) / (M - 1)
-        exclusive = ((d - b) * log_q).mean()
+    exclusive = exclusive_kl_loss(result.log_p.to(log_q.dtype), log_q, baseline)
     return (1 - lam) * loss + lam * exclusive
 
 
 def particle_loss(batch: LatticeBatch, sampler: Sampler, scorer: Scorer,
                   lookahead: Optional[Lookahead], config: SMCConfig, objective: str,
-                  lam: float, generator: Optional[torch.Generator]) -> Tensor:
+                  lam: float, generator: Optional[torch.Generator],
+                  baseline: Optional[EMABaseline] = None) -> Tensor:
     """The loss of ``objective`` ("nasmc": :func:`nasmc_loss`, "mixture": :func:`mixture_loss`
-    with weight ``lam``) on the particles of one SMC run over ``batch``, with gradients."""
+    with weight ``lam`` and ``baseline``) on the particles of one SMC run over ``batch``, with
+    gradients."""
     result = smc(batch, sampler, scorer, lookahead, config, generator)
-    return nasmc_loss(result) if objective == "nasmc" else mixture_loss(result, lam)
+    return nasmc_loss(result) if objective == "nasmc" else mixture_loss(result, lam, baseline)
 
 
 def nasmc_lookahead(lookahead: Optional[Lookahead]) -> Lookahead:

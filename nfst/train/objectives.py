@@ -8,7 +8,8 @@ z_1..z_k ~ q_φ, and return a scalar loss to minimise (mean over the B pairs).
   loss = −Σ_k w̄_k log q(z_k).
 - Exclusive KL(q ‖ p) (000:40–45) by REINFORCE: with d(z) = log q(z) − log p̃(z) and a
   baseline b, the surrogate  (1/k) Σ_k (d(z_k) − b) log q(z_k)  (d detached) has gradient
-  E_q[(d − b) ∇ log q] (000:45). :class:`EMABaseline` keeps b ← 0.1 b + 0.9 d̄ (000 App. B).
+  E_q[(d − b) ∇ log q] (000:45). :class:`EMABaseline` keeps b ← 0.1 b + 0.9 d̄ (000 App. B);
+  :func:`leave_one_out` takes each sample's b from the other samples of its pair (003 §6).
 - Their mixture (1 − λ) KL(p ‖ q) + λ KL(q ‖ p) (000:32).
 - The IWAE bound for the scorer (003:14): log (1/K) Σ_k p̃(z_k)/q(z_k) ≤ log p̃(x, y); its
   θ-gradient is Σ_k w̄_k ∇_θ log p̃(z_k), which :func:`iwae_loss` exposes as a surrogate so
@@ -54,9 +55,24 @@ class EMABaseline:
         self.value = d_mean if self.value is None else self.decay * self.value + (1 - self.decay) * d_mean
 
 
-def exclusive_kl_loss(log_p: Tensor, log_q: Tensor, baseline: EMABaseline) -> Tensor:
-    """REINFORCE surrogate mean_k (d − b) log q (000:45), averaged over pairs; updates b."""
+def leave_one_out(d: Tensor) -> Tensor:
+    """(B, k) baselines b_k = (1/(k − 1)) Σ_{j≠k} d_j of d (B, k), each pair's own: b_k does
+    not depend on z_k, so E_q[(d_k − b_k) ∇ log q(z_k)] = ∇ KL(q ‖ p) exactly (003 §6); a
+    baseline that includes d_k itself biases the gradient by a factor (k − 1)/k and more."""
+    k = d.shape[1]
+    if k < 2:
+        raise ValueError("the leave-one-out baseline needs at least 2 samples per pair")
+    return (d.sum(1, keepdim=True) - d) / (k - 1)
+
+
+def exclusive_kl_loss(log_p: Tensor, log_q: Tensor,
+                      baseline: Optional[EMABaseline] = None) -> Tensor:
+    """REINFORCE surrogate mean_k (d − b) log q (000:45), averaged over pairs, with the
+    running ``baseline`` (which it updates) or, when None, the leave-one-out baselines
+    (:func:`leave_one_out`)."""
     d = (log_q - log_p).detach()
+    if baseline is None:
+        return ((d - leave_one_out(d)) * log_q).mean()
     d_mean = float(d.mean())
     loss = ((d - baseline.current(d_mean)) * log_q).mean()
     baseline.update(d_mean)
@@ -65,13 +81,12 @@ def exclusive_kl_loss(log_p: Tensor, log_q: Tensor, baseline: EMABaseline) -> Te
 
 def sampler_loss(log_p: Tensor, log_q: Tensor, lam: float = 0.0,
                  baseline: Optional[EMABaseline] = None) -> Tensor:
-    """(1 − λ) · inclusive + λ · exclusive (000:32); λ = 0 is the paper's default (003 §4)."""
+    """(1 − λ) · inclusive + λ · exclusive (000:32); λ = 0 is the paper's default (003 §4).
+    ``baseline``: the exclusive term's running baseline; None: leave-one-out."""
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"the mixture weight λ must be in [0, 1], got {lam}")
     loss = inclusive_kl_loss(log_p, log_q) if lam < 1 else log_q.new_zeros(())
     if lam > 0:
-        if baseline is None:
-            raise ValueError("the exclusive term (λ > 0) needs an EMABaseline")
         loss = (1 - lam) * loss + lam * exclusive_kl_loss(log_p, log_q, baseline)
     return loss
 

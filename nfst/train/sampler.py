@@ -6,6 +6,7 @@ validation set. The loop, its checkpoints and its ranks: ``nfst.train.loop``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Optional, Sequence
@@ -16,6 +17,7 @@ from ..dp.batch import LatticeBatch
 from ..errors import NfstError
 from ..evaluate.metrics import partial_kl
 from ..evaluate.samplers import draw
+from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
 from ..models.samplers import Sampler, SamplerConfig
 from ..models.scorer import Scorer
@@ -28,6 +30,7 @@ from .early_stopping import EarlyStopping, copy_params
 from .loop import LoopConfig, Trainer, check_config, train_loop
 from .nasmc import nasmc_lookahead, particle_loss
 from .objectives import EMABaseline, sampler_loss
+from .triples import TripleFeed
 
 
 Objective = Literal["is", "nasmc", "mixture", "posterior"]
@@ -75,6 +78,21 @@ class SamplerTrainConfig(LoopConfig):
     """An improvement of the validation partial KL counts (keeps the parameters, restarts the
     patience) only if it is larger than this, in nats: on a flat curve, changes below the
     validation's own jitter would otherwise keep training going to the step cap."""
+    sleep_steps: int = field(default=0, metadata={"least": 0})
+    """Steps of maximum likelihood on fresh triples (x, y, ω) drawn from the frozen scorer
+    (``nfst.train.triples``: exact posterior samples, 003 fn. 7) before the usual training,
+    ``batch_size`` triples a step; 0: none. Validation and early stopping's best parameters
+    run through both phases; patience counts in the usual training only."""
+    sleep_share: float = field(default=0.0, metadata={"range": "[0, 1]"})
+    """Share of every minibatch of the usual training taken from fresh triples, trained by
+    maximum likelihood (wake-sleep); 0: none."""
+    baseline: Literal["ema", "loo"] = "ema"
+    """The REINFORCE baseline of the exclusive KL (λ > 0, and the ``mixture`` objective):
+    ``ema`` – 000's running mean of d = log q − log p̃ over minibatches (000 App. B); ``loo`` –
+    each sample's mean of the other k − 1 samples' d of its own pair (003 §6)."""
+    sleep_max_length: int = 400
+    """Most marks of a string drawn for a triple (longer strings are rejected: the triples of
+    a pair all of whose paths are shorter stay exact)."""
 
 
 @dataclass
@@ -115,6 +133,21 @@ def weight_ess(log_w: torch.Tensor) -> float:
     return float(ess(log_w.detach().double()).mean())
 
 
+@dataclass
+class SleepBatch:
+    """A minibatch with triples (``nfst.train.triples``): their lattices ``sleep``, the arcs
+    ``arcs`` (n, 1, L) of each ω there (-1 padded), and the pairs of the usual training
+    ``wake`` (None in the sleep phase)."""
+
+    sleep: LatticeBatch
+    arcs: torch.Tensor
+    wake: Optional[LatticeBatch] = None
+
+    @property
+    def size(self) -> int:
+        return len(self.sleep.lattices) + (len(self.wake.lattices) if self.wake else 0)
+
+
 class _StepLoss(torch.nn.Module):
     """One minibatch's loss as a module's forward, so DistributedDataParallel can wrap it
     (the frozen scorer has no trainable parameters, so only the sampler's are reduced)."""
@@ -125,14 +158,25 @@ class _StepLoss(torch.nn.Module):
         self.sampler, self.scorer, self.config = sampler, scorer, config
         # lists: the frozen teacher and the lookahead are no submodules DDP should see
         self._teacher, self._lookahead = [teacher], [lookahead]
-        self.baseline = EMABaseline()
+        self.baseline = EMABaseline() if config.baseline == "ema" else None
 
-    def forward(self, batch: LatticeBatch, generator: torch.Generator
+    def forward(self, batch: LatticeBatch | SleepBatch, generator: torch.Generator
                 ) -> tuple[tuple[torch.Tensor], Optional[float]]:
-        """((the minibatch loss of ``config.objective``,), the ESS of its training weights)
-        (see SamplerTrainConfig; the ESS is None for the SMC objectives and for paths
-        without replacement); the lookahead shapes the SMC targets of the particle
-        objectives."""
+        """((the minibatch loss,), the ESS of its training weights): on a
+        :class:`SleepBatch`, the mean over its pairs of −log q(ω) of the triples and of the
+        usual loss of its ``wake`` pairs; else the loss of ``config.objective`` (see
+        SamplerTrainConfig; the ESS is None for the SMC objectives and for paths without
+        replacement). The lookahead shapes the SMC targets of the particle objectives."""
+        if not isinstance(batch, SleepBatch):
+            return self._wake(batch, generator)
+        loss = -self.sampler.score(batch.sleep, batch.arcs).sum()
+        if batch.wake is None:
+            return (loss / batch.size,), None
+        (wake,), ess = self._wake(batch.wake, generator)
+        return ((loss + wake * len(batch.wake.lattices)) / batch.size,), ess
+
+    def _wake(self, batch: LatticeBatch, generator: torch.Generator
+              ) -> tuple[tuple[torch.Tensor], Optional[float]]:
         sampler, scorer, config, teacher = self.sampler, self.scorer, self.config, \
             self._teacher[0]
         if config.objective == "is" and config.without_replacement:
@@ -156,7 +200,7 @@ class _StepLoss(torch.nn.Module):
         threshold = 0.0 if config.objective == "mixture" and config.lam > 0 else 0.5
         smc_config = SMCConfig(particles=config.k, resample_threshold=threshold)
         return (particle_loss(batch, sampler, scorer, self._lookahead[0], smc_config,
-                              config.objective, config.lam, generator),), None
+                              config.objective, config.lam, generator, self.baseline),), None
 
 
 class _SamplerTrainer(Trainer):
@@ -167,9 +211,11 @@ class _SamplerTrainer(Trainer):
     def __init__(self, sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
                  dev: Sequence[Lattice], config: SamplerTrainConfig, seed: int,
                  device: torch.device, teacher: Optional[Sampler],
-                 lookahead: Optional[Lookahead]):
-        super().__init__(f"train {sampler.name}", config, train, seed, device)
-        self.sampler, self.scorer, self.dev = sampler, scorer, dev
+                 lookahead: Optional[Lookahead], triples: Optional[TripleFeed]):
+        # the loop runs both phases: the sleep steps, then the usual training's steps
+        loop_config = dataclasses.replace(config, steps=config.sleep_steps + config.steps)
+        super().__init__(f"train {sampler.name}", loop_config, train, seed, device)
+        self.sampler, self.scorer, self.dev, self.triples = sampler, scorer, dev, triples
         opt = torch.optim.Adam(sampler.parameters(), lr=config.lr)
         # Under torchrun each process takes its share of every minibatch and DDP averages the
         # gradients; parameters stay identical, so validation and early stopping agree.
@@ -184,6 +230,33 @@ class _SamplerTrainer(Trainer):
     def stopped(self) -> bool:
         return self.early.stopped
 
+    def batch(self, step: int) -> LatticeBatch | SleepBatch:
+        """Step ``step``'s minibatch: in the sleep phase ``batch_size`` fresh triples; after
+        it the usual training's minibatch of step ``step - sleep_steps`` (so that with no
+        sleep steps it is today's), a share ``sleep_share`` of it replaced by fresh
+        triples. Triples are taken in the pool's order, each once until it runs out."""
+        config, B = self.config, self.config.batch_size
+        if not (config.sleep_steps or config.sleep_share):
+            return super().batch(step)
+        if step < config.sleep_steps:
+            start, n_sleep = step * B, B
+        else:
+            step -= config.sleep_steps
+            n_sleep = round(config.sleep_share * B)
+            start = config.sleep_steps * B + step * n_sleep
+        shard = slice(self.rank, None, self.world) if self.distributed else slice(None)
+        wake = [] if n_sleep == B else minibatch(self.lattices, B, self.seed, step)[n_sleep:]
+        wake = LatticeBatch(wake[shard], self.device) if wake[shard] else None
+        if not n_sleep:
+            return wake
+        lattices, arcs = self.triples.take(start, n_sleep)
+        sleep = LatticeBatch(lattices[shard], self.device)
+        arcs, offsets = arcs[shard], sleep.arc_offsets.tolist()
+        padded = torch.full((len(arcs), 1, max(len(a) for a in arcs)), -1, dtype=torch.long)
+        for i, a in enumerate(arcs):  # the batch numbers arcs after the lattices before
+            padded[i, 0, :len(a)] = torch.from_numpy(a + offsets[i])
+        return SleepBatch(sleep, padded.to(self.device), wake)
+
     def validate(self) -> float:
         config = self.config
         return validate(self.sampler, self.scorer, self.dev, config.eval_k, config.batch_size,
@@ -196,9 +269,14 @@ class _SamplerTrainer(Trainer):
     def record(self, step, losses, ess, norms) -> dict:
         record = {"loss": float(losses[0].detach()),
                   "grad_norm": float(norms[0]) if norms else None, "ess": ess}
-        if step % self.config.eval_every == 0 or step == self.config.steps:
+        sleep = self.config.sleep_steps
+        if step <= sleep:
+            record["phase"] = "sleep"
+        if step % self.config.eval_every == 0 or step in (self.config.steps, sleep):
             record["dev_partial_kl"] = self.validate()
-            self.early.update(step, record["dev_partial_kl"], self.sampler)
+            # patience counts in the usual training only: the sleep phase runs its N steps
+            self.early.update(step, record["dev_partial_kl"], self.sampler,
+                              count=step > sleep)
         return record
 
     def progress(self, record: dict) -> dict:
@@ -207,11 +285,13 @@ class _SamplerTrainer(Trainer):
         return {"dev_kl": f"{record['dev_partial_kl']:.2f}", "best": f"{self.early.best:.2f}"}
 
     def state(self) -> dict:
-        return {**super().state(), "baseline": self.loss.baseline.value, **self.early.state()}
+        baseline = self.loss.baseline.value if self.loss.baseline is not None else None
+        return {**super().state(), "baseline": baseline, **self.early.state()}
 
     def restore(self, state: dict) -> None:
         super().restore(state)
-        self.loss.baseline.value = state["baseline"]
+        if self.loss.baseline is not None:
+            self.loss.baseline.value = state["baseline"]
         self.early.restore(state)
 
 
@@ -221,7 +301,8 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
                   checkpoint: Optional[str | os.PathLike] = None, quiet: bool = False,
                   callback: Optional[Callable[[int, dict], None]] = None,
                   teacher: Optional[Sampler] = None,
-                  lookahead: Optional[Lookahead] = None) -> SamplerResult:
+                  lookahead: Optional[Lookahead] = None,
+                  triples: Optional[TripleFeed] = None) -> SamplerResult:
     """Train ``sampler`` (``make_sampler``) against the frozen ``scorer`` as ``config`` says.
 
     The history starts with the untrained sampler's validation (step 0), which also counts
@@ -233,8 +314,18 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     ``patience`` validations without improvement, and the best parameters are restored.
     ``checkpoint``: a file to checkpoint to and resume from. ``callback(step, record)`` is
     called after every step. ``lookahead``: the SMC targets' C, required by the ``nasmc``
-    objective (see ``nasmc_lookahead``)."""
+    objective (see ``nasmc_lookahead``). ``triples``: the triples of ``config.sleep_steps`` and
+    ``config.sleep_share``, required by them: ``TripleFeed(T, draw_triples(scorer, T, n))``
+    (``nfst.train.triples``) with n = sleep_steps · batch_size + round(sleep_share ·
+    batch_size) · steps for each to be used once.
+
+    With sleep steps, the history's steps 1..sleep_steps (``"phase": "sleep"``) are the sleep
+    phase, validated at its last step too; the usual training's steps follow."""
     _check(train, dev, config, teacher)
+    if (config.sleep_steps or config.sleep_share) and triples is None:
+        raise NfstError("sleep training needs triples drawn from the scorer",
+                        "pass triples=TripleFeed(T, draw_triples(scorer, T, n)), or set "
+                        "sleep_steps=0 and sleep_share=0")
     if config.objective == "posterior" and not hasattr(scorer, "posterior"):
         raise NfstError("the objective 'posterior' needs a scorer with an exact posterior",
                         "use scorer.kind=ngram, or another objective")
@@ -249,7 +340,7 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     if teacher is not None:
         teacher.to(device).eval().requires_grad_(False)
     trainer = _SamplerTrainer(sampler, scorer, train, dev, config, seed, device, teacher,
-                              lookahead)
+                              lookahead, triples)
     history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet, callback=callback)
     sampler.load_state_dict(trainer.early.best_params)
     sampler.eval()

@@ -1,0 +1,314 @@
+"""Triples (x, y, ω) drawn from the frozen scorer: exact posterior samples of unlimited pairs for
+sleep-phase training (003 fn. 7; the sleep phase of reweighted wake-sleep).
+
+The scorer p̃_θ is locally normalised over Ω ∪ {EOS} (003:11), so a mark string ω can be drawn
+ancestrally, one mark at a time. :func:`draw_triples` keeps ω only if it is the mark string of a
+path of T (rejection) and reads (x, y) off that path. Conditioned on the (x, y) it yields, a kept
+ω is distributed as
+
+    p̃(ω) 1[ω ∈ T_{x,y}] / Σ_{ω' ∈ T_{x,y}} p̃(ω') = p(ω | x, y),
+
+the posterior every sampler approximates, whatever the acceptance rate: rejection only removes
+strings that are no path. Two ways to get this wrong, which the tests catch: renormalising p̃ at
+each step over the marks that keep the prefix a prefix of a path of T (each prefix then has its
+own normaliser: another distribution), and keeping every ω whose paths yield several (x, y)
+with one of them picked uniformly (that divides p̃(ω) by their number n(ω)). Where ω yields
+n(ω) > 1 pairs, it is kept with probability n(ω) / ``max_readings`` and one of its pairs is then
+taken uniformly: each (x, y, ω) is then drawn with probability ∝ p̃(ω), exact again; a string
+with more readings than ``max_readings`` is an error that names it.
+
+What the triples are not: their pairs follow the scorer's own distribution over (x, y), whose
+lengths are those of the training pairs it was fitted to. Maximum likelihood on the triples
+minimises E_{(x,y)∼p̃}[KL(p(·|x,y) ‖ q)], the inclusive KL averaged over the scorer's pairs.
+``keep(x, y)`` tilts that distribution: a triple is kept with probability keep(x, y) ∈ [0, 1],
+which depends on the pair only, so p(ω | x, y) of every kept triple is unchanged (e.g. to favour
+the lengths of validation pairs; never test pairs').
+
+Strings longer than ``max_length`` marks are rejected: the triples of a pair whose paths all
+have at most ``max_length`` marks are exact; longer paths are never drawn.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from ..errors import NfstError
+from ..fst.lattice import Lattice
+from ..fst.mfst import MarkedFST
+from ..models.scorer import Scorer
+
+Triple = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+"""(x, y, ω): the input string, the output string and the mark string, as symbol tuples."""
+
+
+@dataclass
+class TripleStats:
+    """What :func:`draw_triples` did: ``drawn`` mark strings, ``paths`` of them the mark string
+    of a path of T, ``kept`` triples, ``too_long`` cut at ``max_length``."""
+
+    drawn: int = 0
+    paths: int = 0
+    kept: int = 0
+    too_long: int = 0
+
+    @property
+    def acceptance(self) -> float:
+        """The share of drawn strings kept."""
+        return self.kept / self.drawn if self.drawn else 0.0
+
+
+class MarkReader:
+    """Every (x, y) of T's paths with a given mark string: a search over (state, marks read)
+    through T's arcs, indexed by their first mark. Arcs without marks are followed too; a
+    cycle of them is refused (a mark string could then have infinitely many paths)."""
+
+    def __init__(self, T: MarkedFST):
+        self.T = T
+        self.by_mark: dict[tuple[int, str], list] = {}
+        self.silent: dict[int, list] = {}
+        for arc in T.arcs:
+            if arc.marks:
+                self.by_mark.setdefault((arc.src, arc.marks[0]), []).append(arc)
+            else:
+                self.silent.setdefault(arc.src, []).append(arc)
+        self._check_silent_cycles()
+
+    def _check_silent_cycles(self) -> None:
+        state = {}  # 1: on the stack, 2: done
+        for root in self.silent:
+            if state.get(root):
+                continue
+            state[root], stack = 1, [(root, iter(self.silent[root]))]
+            while stack:
+                q, arcs = stack[-1]
+                arc = next(arcs, None)
+                if arc is None:
+                    state[q] = 2
+                    stack.pop()
+                elif state.get(arc.dst, 0) == 1:
+                    raise NfstError(f"{self.T.name}: a cycle of arcs without marks through "
+                                    f"state {arc.dst}: a mark string may have infinitely many "
+                                    "paths, so triples cannot be read off it",
+                                    "give every arc of the cycle a mark")
+                elif state.get(arc.dst, 0) == 0:
+                    state[arc.dst] = 1
+                    stack.append((arc.dst, iter(self.silent.get(arc.dst, ()))))
+
+    def readings(self, marks: tuple[str, ...]) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """The distinct (x, y) of the paths of T whose mark string is ``marks``, sorted."""
+        memo: dict[tuple[int, int], set] = {}
+        finals, n = self.T.finals, len(marks)
+
+        def suffixes(q: int, i: int) -> set:
+            key = (q, i)
+            if key in memo:
+                return memo[key]
+            out = {((), ())} if i == n and q in finals else set()
+            arcs = list(self.silent.get(q, ()))
+            if i < n:
+                arcs += [a for a in self.by_mark.get((q, marks[i]), ())
+                         if marks[i:i + len(a.marks)] == a.marks]
+            for a in arcs:
+                for x, y in suffixes(a.dst, i + len(a.marks)):
+                    out.add((a.input + x, a.output + y))
+            memo[key] = out
+            return out
+
+        return sorted(suffixes(self.T.start, 0))
+
+
+def draw_triples(scorer: Scorer, T: MarkedFST, n: int, *, seed: int = 0,
+                 max_length: int = 200, batch_size: int = 512, max_readings: int = 1,
+                 keep: Optional[Callable[[tuple, tuple], float]] = None,
+                 min_acceptance: float = 1e-3, stats: Optional[TripleStats] = None,
+                 device: torch.device | str = "cpu") -> list[Triple]:
+    """``n`` triples (x, y, ω) drawn from ``scorer`` and read off T (module docstring).
+
+    The scorer's mark ids are those of ``Vocabulary.of(T)`` (T's sorted mark alphabet; EOS is
+    ``scorer.eos``). Strings are drawn ``batch_size`` at a time through the scorer's step
+    interface (``start``, ``next_log_probs``, ``advance``, ``select_state``), from one
+    generator seeded with ``seed``; reading them off T runs on the CPU. Raises NfstError where,
+    after ``10 / min_acceptance`` draws, fewer than ``min_acceptance`` of them were kept.
+    ``stats``, when given, is filled in."""
+    if n < 0:
+        raise ValueError(f"draw_triples: n must be ≥ 0, got {n}")
+    vocab = T.mark_alphabet
+    if scorer.vocab_size != len(vocab):
+        raise NfstError(f"the scorer reads {scorer.vocab_size} marks but {T.name} has "
+                        f"{len(vocab)}", "draw with the scorer trained on this MFST's lattices")
+    stats = stats if stats is not None else TripleStats()
+    reader, rng = MarkReader(T), random.Random(f"triples:{seed}")
+    generator = torch.Generator(device=device).manual_seed(seed)
+    triples: list[Triple] = []
+    while len(triples) < n:
+        for ids in _ancestral(scorer, batch_size, max_length, generator, device):
+            stats.drawn += 1
+            if ids is None:
+                stats.too_long += 1
+                continue
+            marks = tuple(vocab[m] for m in ids)
+            readings = reader.readings(marks)
+            if not readings:
+                continue
+            stats.paths += 1
+            if len(readings) > max_readings:
+                raise NfstError(f"{T.name}: the mark string {' '.join(marks)!r} is the mark "
+                                f"string of paths with {len(readings)} different (x, y)",
+                                f"pass max_readings ≥ {len(readings)} (keeps each string with "
+                                "probability n(ω) / max_readings: exact, but slower)")
+            if rng.random() * max_readings >= len(readings):
+                continue
+            x, y = readings[rng.randrange(len(readings))]
+            if keep is not None and rng.random() >= keep(x, y):
+                continue
+            stats.kept += 1
+            if len(triples) < n:
+                triples.append((x, y, marks))
+        if stats.drawn >= 10 / min_acceptance and stats.acceptance < min_acceptance:
+            raise NfstError(f"{T.name}: only {stats.kept} of {stats.drawn} strings drawn from "
+                            f"the scorer were kept (acceptance {stats.acceptance:.2g}; "
+                            f"{stats.too_long} longer than {max_length} marks)",
+                            "the scorer rarely writes a path of this MFST: check that it was "
+                            "trained on its lattices, or raise max_length")
+    return triples
+
+
+@torch.no_grad()
+def _ancestral(scorer: Scorer, n: int, max_length: int, generator: torch.Generator,
+               device) -> list[Optional[list[int]]]:
+    """n mark strings (as id lists) drawn ancestrally from the scorer, one mark at a time
+    (003:11); None for each that had not ended after ``max_length`` marks."""
+    state = scorer.start(n)
+    rows = torch.arange(n, device=device)  # the strings still open, in state order
+    marks = torch.full((n, max_length + 1), -1, dtype=torch.long, device=device)
+    lengths = torch.full((n,), -1, dtype=torch.long, device=device)  # -1: still open
+    for t in range(max_length + 1):
+        probs = scorer.next_log_probs(state).float().exp()
+        chosen = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+        ended = chosen == scorer.eos
+        lengths[rows[ended]] = t
+        open_ = (~ended).nonzero().squeeze(1)
+        if not len(open_):
+            break
+        rows, chosen = rows[open_], chosen[open_]
+        marks[rows, t] = chosen
+        state = scorer.advance(scorer.select_state(state, open_), chosen)
+    return [row[:length] if length >= 0 else None
+            for row, length in zip(marks.tolist(), lengths.tolist())]
+
+
+def path_arcs(lattice: Lattice, marks: tuple[str, ...]) -> np.ndarray:
+    """The arcs (L,) of the one path of ``lattice`` with mark string ``marks`` (its out-arcs
+    carry distinct marks, 003 §3); ValueError if it has none."""
+    offsets, index = lattice.arc_offsets, {m: i for i, m in enumerate(lattice.mark_vocab)}
+    state, arcs = 0, []
+    for mark in marks:
+        lo, hi = offsets[state], offsets[state + 1]
+        hit = np.nonzero(lattice.arc_mark[lo:hi] == index.get(mark, -1))[0]
+        if not len(hit):
+            raise ValueError(f"no path of the lattice of {lattice.x}, {lattice.y} reads {marks}")
+        arcs.append(lo + int(hit[0]))
+        state = int(lattice.arc_dst[arcs[-1]])
+    if not lattice.final[state]:
+        raise ValueError(f"{marks} ends in a non-final state of the lattice")
+    return np.asarray(arcs, dtype=np.int64)
+
+
+class TripleFeed:
+    """The lattices of a list of triples, compiled in a background process a few minibatches
+    ahead of training and not kept (a pool of 160,000 cipher lattices would take gigabytes):
+    the sleep phase's minibatches. Taking items in order is the fast path; any other start
+    restarts the compiling there, so a resumed run takes the same items.
+
+    Triples whose lattice fails to compile (e.g. over ``CompileOptions.max_states``) are left
+    out of their minibatch and counted in ``skipped``."""
+
+    def __init__(self, T: MarkedFST, triples: list[Triple], *, ahead: int = 64):
+        if not triples:
+            raise ValueError("TripleFeed needs at least one triple")
+        self.T, self.triples, self.ahead, self.skipped = T, triples, ahead, 0
+        self._pool = None
+        self._queue: list = []  # (index, AsyncResult), in index order
+        self._next = 0
+
+    def __len__(self) -> int:
+        return len(self.triples)
+
+    def take(self, start: int, count: int) -> tuple[list[Lattice], list[np.ndarray]]:
+        """The lattices and ω's arcs of triples ``start .. start + count - 1``, cycling
+        through the list when it runs out (failures left out)."""
+        lattices, arcs = [], []
+        for i in range(start, start + count):
+            item = self._get(i)
+            if item is None:
+                self.skipped += 1
+                continue
+            lattices.append(item[0])
+            arcs.append(item[1])
+        return lattices, arcs
+
+    def _get(self, i: int):
+        if self._pool is None:
+            import multiprocessing as mp
+            ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+            self._pool = ctx.Pool(1, initializer=_feed_init, initargs=(self.T, self.triples))
+        if not self._queue or self._queue[0][0] != i:
+            self._queue, self._next = [], i
+        while len(self._queue) < self.ahead:
+            self._queue.append((self._next, self._pool.apply_async(_feed_compile,
+                                                                   (self._next,))))
+            self._next += 1
+        return self._queue.pop(0)[1].get()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool = None
+
+    def __getstate__(self) -> dict:  # a worker process gets the triples, not the pool
+        return {**self.__dict__, "_pool": None, "_queue": []}
+
+
+_feed: Optional[tuple[MarkedFST, list[Triple]]] = None
+
+
+def _feed_init(T: MarkedFST, triples: list[Triple]) -> None:
+    global _feed
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # how the feed stops its process
+    _feed = (T, triples)
+
+
+def _feed_compile(i: int):
+    from ..fst.compile import compile_lattice
+    T, triples = _feed
+    x, y, marks = triples[i % len(triples)]
+    try:
+        lattice = compile_lattice(T, x, y)
+    except NfstError:
+        return None
+    return lattice, path_arcs(lattice, marks)
+
+
+def triple_summary(triples: list[Triple], stats: TripleStats) -> dict:
+    """What a draw gave: its counts and acceptance, and the mean and longest x, y and ω."""
+    return {"triples": len(triples), "drawn": stats.drawn, "paths": stats.paths,
+            "too_long": stats.too_long, "acceptance": round(stats.acceptance, 4),
+            "x_length": length_summary(t[0] for t in triples),
+            "y_length": length_summary(t[1] for t in triples),
+            "marks_length": length_summary(t[2] for t in triples)}
+
+
+def length_summary(strings) -> dict:
+    """Mean and maximum length of symbol strings."""
+    lengths = [len(s) for s in strings]
+    if not lengths:
+        return {"mean": math.nan, "max": 0}
+    return {"mean": round(sum(lengths) / len(lengths), 2), "max": max(lengths)}
