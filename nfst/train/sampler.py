@@ -41,8 +41,9 @@ class SamplerTrainConfig(LoopConfig):
     """``train_sampler``'s settings, beside those every trainer shares
     (:class:`~nfst.train.loop.LoopConfig`; some with other defaults here)."""
 
-    steps: int = 20_000
-    """Most training steps, one minibatch each (``patience`` may stop training sooner)."""
+    steps: int = field(default=20_000, metadata={"least": 0})
+    """Most training steps, one minibatch each (``patience`` may stop training sooner); 0
+    with ``sleep_steps``: sleep training alone."""
     lr: float = field(default=1e-5, metadata={"range": "(0, inf)"})
     """Adam learning rate (003 Table 3: 1e-5)."""
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
@@ -139,13 +140,13 @@ class SleepBatch:
     ``arcs`` (n, 1, L) of each ω there (-1 padded), and the pairs of the usual training
     ``wake`` (None in the sleep phase)."""
 
-    sleep: LatticeBatch
-    arcs: torch.Tensor
+    sleep: Optional[LatticeBatch]
+    arcs: Optional[torch.Tensor]
     wake: Optional[LatticeBatch] = None
 
     @property
     def size(self) -> int:
-        return len(self.sleep.lattices) + (len(self.wake.lattices) if self.wake else 0)
+        return sum(len(b.lattices) for b in (self.sleep, self.wake) if b is not None) or 1
 
 
 class _StepLoss(torch.nn.Module):
@@ -169,7 +170,10 @@ class _StepLoss(torch.nn.Module):
         replacement). The lookahead shapes the SMC targets of the particle objectives."""
         if not isinstance(batch, SleepBatch):
             return self._wake(batch, generator)
-        loss = -self.sampler.score(batch.sleep, batch.arcs).sum()
+        if batch.sleep is None:  # every triple of the step left out: no gradient from them
+            loss = sum(p.sum() * 0 for p in self.sampler.parameters())
+        else:
+            loss = -self.sampler.score(batch.sleep, batch.arcs).sum()
         if batch.wake is None:
             return (loss / batch.size,), None
         (wake,), ess = self._wake(batch.wake, generator)
@@ -250,9 +254,11 @@ class _SamplerTrainer(Trainer):
         if not n_sleep:
             return wake
         lattices, arcs = self.triples.take(start, n_sleep)
+        if not lattices[shard]:
+            return wake or SleepBatch(None, None)
         sleep = LatticeBatch(lattices[shard], self.device)
         arcs, offsets = arcs[shard], sleep.arc_offsets.tolist()
-        padded = torch.full((len(arcs), 1, max(len(a) for a in arcs)), -1, dtype=torch.long)
+        padded = torch.full((len(arcs), 1, max(1, *map(len, arcs))), -1, dtype=torch.long)
         for i, a in enumerate(arcs):  # the batch numbers arcs after the lattices before
             padded[i, 0, :len(a)] = torch.from_numpy(a + offsets[i])
         return SleepBatch(sleep, padded.to(self.device), wake)

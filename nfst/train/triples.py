@@ -138,6 +138,10 @@ def draw_triples(scorer: Scorer, T: MarkedFST, n: int, *, seed: int = 0,
     ``stats``, when given, is filled in."""
     if n < 0:
         raise ValueError(f"draw_triples: n must be ≥ 0, got {n}")
+    if type(scorer).start is Scorer.start:
+        raise NfstError(f"the scorer {type(scorer).__name__} has no step interface (start, "
+                        "next_log_probs, advance), so no mark string can be drawn from it",
+                        "draw triples from an LSTM, n-gram or arc-factored scorer")
     vocab = T.mark_alphabet
     if scorer.vocab_size != len(vocab):
         raise NfstError(f"the scorer reads {scorer.vocab_size} marks but {T.name} has "
@@ -293,6 +297,8 @@ def _feed_compile(i: int):
     try:
         lattice = compile_lattice(T, x, y)
     except NfstError:
+        return None
+    if not lattice.num_arcs:  # one path, the empty one: nothing for q to learn
         return None
     return lattice, path_arcs(lattice, marks)
 
