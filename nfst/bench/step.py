@@ -10,10 +10,14 @@ samplers taking turns; see ``_Stepper`` for the clock), for each
 hidden size in ``dims`` (003's 256 and the small preset's 64): ``ms_per_step`` per sampler,
 ``ms_sampler_only`` per sampler (the step minus the scorer's forward pass, which is the same
 work for every sampler), ``over_swp`` (each sampler's step over SWP's, measured in the same
-run), ``swp_over_swa``, and from one more step each, ``ops_per_step`` and ``syncs_per_step``:
+run), ``swp_over_swa``, ``ms_per_sleep_step`` (a step of sleep training: maximum likelihood
+on one given path per pair, ``nfst.train.triples``), and from one more step each, ``ops_per_step`` and ``syncs_per_step``:
 the operators it dispatched, forward and backward, and those of them that wait for values on
 the host (:class:`~nfst.bench.common.OpCounter`; the same on any device). The paper found SWP
 about 10× slower than SWA (003 App. G).
+
+``triples``: what sleep training adds per triple, drawing its mark string from the scorer and
+compiling its lattice (:func:`_triple_ms`).
 
 ``paper_preset``: what the paper preset would take per task at these step times: each of its
 samplers (``DEFAULT_SAMPLERS``, at its d) trains for up to its ``steps`` (early stopping may end
@@ -35,8 +39,10 @@ import torch
 from ..dp.batch import LatticeBatch
 from ..experiment.config import DEFAULT_SAMPLERS
 from ..experiment.presets import preset
+from ..fst.compile import compile_lattice
 from ..runtime.threads import cpu_threads
 from ..train.objectives import inclusive_kl_loss, iwae_loss
+from ..train.triples import MarkReader, _ancestral
 from ..models.samplers import SamplerConfig, Vocabulary, make_sampler
 from ..models.scorer import LSTMScorer, distinct_strings
 from ..tasks import get_task
@@ -66,6 +72,9 @@ def bench_step(lattices: int = 16, k: int = 16, dims: Sequence[int] = (256, 64),
         for _ in range(repeat + 1):  # round robin: a busy machine slows every sampler alike
             for stepper in steppers.values():
                 stepper.step()
+        for _ in range(repeat + 1):
+            for stepper in steppers.values():
+                stepper.step(sleep=True)
         for stepper in steppers.values():
             stepper.count()
         per_step = {n: 1000 * statistics.median(s.totals[1:]) for n, s in steppers.items()}
@@ -73,6 +82,8 @@ def bench_step(lattices: int = 16, k: int = 16, dims: Sequence[int] = (256, 64),
                                                      zip(s.totals[1:], s.scoring[1:]))
                         for n, s in steppers.items()}
         at_d = {"ms_per_step": {n: round(v, 1) for n, v in per_step.items()},
+                "ms_per_sleep_step": {n: round(1000 * statistics.median(s.sleeps[1:]), 1)
+                                      for n, s in steppers.items()},
                 "ms_sampler_only": {n: round(v, 1) for n, v in sampler_only.items()},
                 "ops_per_step": {n: s.ops for n, s in steppers.items()},
                 "syncs_per_step": {n: s.syncs for n, s in steppers.items()}}
@@ -81,6 +92,7 @@ def bench_step(lattices: int = 16, k: int = 16, dims: Sequence[int] = (256, 64),
             if "swa" in per_step:
                 at_d["swp_over_swa"] = round(per_step["swp"] / per_step["swa"], 3)
         result[f"d{d}"] = at_d
+    result["triples"] = _triple_ms(scorer, T, lats, device, seed)
     result["paper_preset"] = paper_preset_hours(result, _scorer_step_ms(batch, Vocabulary.of(T),
                                                                          repeat, seed))
     return result
@@ -137,6 +149,25 @@ def _scorer_step_ms(batch: LatticeBatch, vocabulary: Vocabulary, repeat: int, se
     return 1000 * statistics.median(times[1:])
 
 
+def _triple_ms(scorer, T, lattices, device: torch.device, seed: int) -> dict:
+    """What sleep training adds per triple (``nfst.train.triples``): drawing a mark string
+    from the scorer and reading it off T (this untrained scorer's strings are rarely paths:
+    divide by the acceptance of a trained one), and compiling a lattice of a training pair
+    (done in a background process while the sampler steps)."""
+    reader, n = MarkReader(T), 512
+    t0 = time.perf_counter()
+    strings = _ancestral(scorer, n, 400, torch.Generator(device).manual_seed(seed), device)
+    for ids in strings:
+        if ids is not None:
+            reader.readings(tuple(T.mark_alphabet[m] for m in ids))
+    drawn = 1000 * (time.perf_counter() - t0) / n
+    t0 = time.perf_counter()
+    for lat in lattices:
+        compile_lattice(T, lat.x, lat.y)
+    compiled = 1000 * (time.perf_counter() - t0) / len(lattices)
+    return {"ms_per_string_drawn": round(drawn, 3), "ms_per_lattice_compiled": round(compiled, 1)}
+
+
 def _clock(device: torch.device) -> float:
     """Wall-clock on a GPU (synchronised), this process's CPU time on a CPU (one thread, so
     the same on an idle machine, and not inflated by other processes on a shared one)."""
@@ -159,13 +190,29 @@ class _Stepper:
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.totals: list[float] = []
         self.scoring: list[float] = []
+        self.sleeps: list[float] = []
+        with torch.no_grad():  # the sleep step's "triples": one path per pair
+            self.arcs = sampler.sample(batch, 1, self.generator).arcs
         self.ops = self.syncs = 0
 
-    def step(self) -> None:
+    def step(self, sleep: bool = False) -> None:
         t0 = _clock(self.device)
+        if sleep:
+            self.sleep_step()
+            self.sleeps.append(_clock(self.device) - t0)
+            return
         t1, t2 = self.train_step()
         self.totals.append(_clock(self.device) - t0)
         self.scoring.append(t2 - t1)
+
+    def sleep_step(self) -> None:
+        """A step of maximum likelihood on given paths (the sleep phase's step)."""
+        with cpu_threads(self.device):
+            loss = -self.sampler.score(self.batch, self.arcs).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.sampler.parameters(), 5.0)
+            self.opt.step()
 
     def count(self) -> None:
         with OpCounter() as counter:

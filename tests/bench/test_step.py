@@ -28,9 +28,13 @@ def test_op_counter_counts_forward_backward_and_host_waits():
 def test_bench_step_reports_operators_and_the_paper_preset(capsys):
     result = bench_step(lattices=2, k=2, dims=(256,), scorer_hidden=8, repeat=1)
     at_d = result["d256"]
-    for key in ("ms_per_step", "ms_sampler_only", "over_swp", "ops_per_step", "syncs_per_step"):
+    for key in ("ms_per_step", "ms_sampler_only", "over_swp", "ops_per_step", "syncs_per_step",
+                "ms_per_sleep_step"):
         assert set(at_d[key]) == set(SAMPLER_NAMES)
     assert all(n > 1000 for n in at_d["ops_per_step"].values())  # a walk of dozens of steps
+    assert all(ms > 0 for ms in at_d["ms_per_sleep_step"].values())
+    assert result["triples"]["ms_per_string_drawn"] > 0
+    assert result["triples"]["ms_per_lattice_compiled"] > 0
     paper = result["paper_preset"]
     assert set(paper["hours_per_sampler"]) == set(DEFAULT_SAMPLERS)
     for name, hours in paper["hours_per_sampler"].items():
