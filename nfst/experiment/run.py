@@ -42,6 +42,7 @@ from ..models.samplers import Vocabulary
 from ..models.scorer import LSTMScorer, Scorer
 from ..runtime import storage
 from ..tasks import Task, get_task, resolve_data_dir
+from ..train.checkpoint import training_words
 from ..train.ngram import fit_ngram
 from ..train.scorer import train_scorer
 from .config import RunConfig, apply_overrides, check_run, json_default
@@ -197,7 +198,8 @@ class Run(RunData, RunSamplers):
         self.say(f"n-gram: {'reusing' if self.done('ngram') else 'fitting'}")
         self.ngram()
         if self.preset.scorer.kind == "lstm":
-            self.say(f"scorer: {'reusing' if (self.dir / 'scorer.pt').exists() else 'training'}")
+            self.say("scorer: " + ("reusing" if (self.dir / "scorer.pt").exists() else
+                                   training_words(self.dir / "checkpoints" / "scorer.ckpt")))
         self.scorer()
         self.train_samplers()
         self.smoothing()  # evaluates first

@@ -13,6 +13,7 @@ from ..errors import NfstError
 from ..models.files import save_sampler
 from ..models.samplers import Sampler, make_sampler
 from ..runtime import storage
+from ..train.checkpoint import training_words
 from ..train.sampler import train_sampler
 from .rundir import sampler_key
 
@@ -116,8 +117,9 @@ class RunSamplers:
         teacher = self.preset.sampler.teacher
         todo = [(n, s) for n, s in self.trainings() if not self.is_trained(n, s)]
         for name, seed in self.trainings():
+            checkpoint = self.dir / "checkpoints" / f"{sampler_key(name, seed)}.ckpt"
             self.say(f"sampler {name}{_seed_words(seed)}: "
-                     f"{'training' if (name, seed) in todo else 'reusing'}")
+                     + (training_words(checkpoint) if (name, seed) in todo else "reusing"))
         if not todo:
             return
         started = time.time()
