@@ -17,6 +17,7 @@ from nfst.cli import main
 from nfst.errors import RunConfigError
 from nfst.experiment.run import Run
 from nfst.runtime import storage
+from nfst.train.checkpoint import training_words
 from tests.experiment.tiny import TASK, TINY, tiny_config
 
 def test_a_teacher_is_trained_first_and_its_paths_train_the_others(tmp_path):
@@ -207,6 +208,8 @@ def test_ctrl_c_in_the_scorer_stage_exits_130(tmp_path, capsys):
     err = capsys.readouterr().err
     assert status == 130, err
     assert "interrupted after step" in err and not (tmp_path / "run" / "scorer.pt").exists()
+    step = int(err.split("interrupted after step ")[1].split(";")[0])
+    assert training_words(ckpt) == f"resuming from step {step} (its checkpoint)"  # not "training"
 
 
 def test_ctrl_c_in_the_parallel_sampler_stage_exits_130_and_starts_no_queued_sampler(
