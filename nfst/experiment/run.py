@@ -74,7 +74,7 @@ class Run(RunData, RunSamplers):
         self.T = self.task.mfst(data_dir)
         self.vocabulary = Vocabulary.of(self.T)  # saved with every sampler
         self._lattices: dict[str, list[Lattice]] = {}
-        self._skipped: dict[str, int] = {}
+        self._skipped: dict[str, tuple[int, str]] = {}  # pairs not compiled, why
         self._no_test_file: Optional[bool] = None  # known once asked (RunData)
 
     @classmethod

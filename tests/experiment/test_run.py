@@ -238,3 +238,18 @@ def test_ctrl_c_in_the_parallel_sampler_stage_exits_130_and_starts_no_queued_sam
     assert proc.returncode == 130, err
     assert "interrupted" in err
     assert sum(c.exists() for c in started) == 2 and not (run_dir / "samplers").exists()
+
+
+def test_the_compile_stage_records_which_pairs_it_skipped_and_why(finished_run, tmp_path,
+                                                                  monkeypatch):
+    """The report says so (it was a console warning only): a test pair with a symbol the
+    cipher's alphabets lack is skipped, counted and explained."""
+    done = finished_run[0]
+    run = Run(done.config, tmp_path / "run", cache_dir=done.cache_dir, quiet=True, processes=1)
+    pairs = run.pairs
+    monkeypatch.setattr(run, "pairs", lambda split: pairs(split) + [(("Q",), ("a",))] *
+                        (split == "test"))
+    record = run.stage_compile()
+    assert record["test"]["skipped"] == 1 and record["test"]["pairs"] == len(pairs("test"))
+    assert "['Q'] not in the MFST's input alphabet" in record["test"]["skipped_why"]
+    assert "skipped_why" not in record["train"]
