@@ -77,6 +77,10 @@ COMMANDS: dict[str, Command] = {
                       commands.report, "nfst report runs/cipher-small-0\n"
                       "nfst report runs/tr-small-0 runs/scan-small-0 runs/cipher-small-0 "
                       "--out report"),
+    "compare": Command("compare the samplers of runs: paired gaps between runs that share a "
+                       "frozen scorer, ± SE over seeds and test pairs", arguments.compare,
+                       commands.compare, "nfst compare runs/cipher-small-0 runs/cipher-lr01\n"
+                       "nfst compare runs/a runs/b runs/c --json"),
     "sample": Command("sample alignments of one pair (and draw its lattice) or of a split",
                       arguments.sample, commands.sample, "nfst sample --run-dir runs/c "
                       "--sampler swa --x 'n l c i u' --y 'h o s' --png lattice.png\n"
