@@ -125,12 +125,14 @@ def format_text(result: dict) -> str:
                          + f"; reference sampler {r['reference']}" for r in result["runs"]]
     for group in result["groups"]:
         seeds = group["seeds"]
+        more = any(r["seeds"] > seeds for r in result["runs"] if r["short"] in group["runs"])
         lines += ["", wrap(f"{', '.join(group['runs'])}: one scorer ({group['scorer']}, sha256 "
                   f"{group['scorer_sha256'][:12]}) and {group['pairs']} test pairs. Per "
                   f"sampler, each run's test partial KL and its gap to the baseline run, "
-                  f"paired over {seeds} training seed{'s' if seeds > 1 else ''} and the test "
-                  f"pairs, mean ± SE; in the order, `<` where the gap between neighbours "
-                  f"exceeds {result['z']:g} SE, `≈` where not.", WIDTH)]
+                  f"paired over {seeds} training seed{'s' if seeds > 1 else ''}"
+                  f"{' (the first of each run)' if more else ''} and the test pairs, mean ± "
+                  f"SE; in the order, `<` where the gap between neighbours exceeds "
+                  f"{result['z']:g} SE, `≈` where not.", WIDTH)]
         for name, s in group["samplers"].items():
             rows = [("run", "partial KL", f"gap to {s['baseline']}")]
             rows += [(label, fmt(kl["mean"], kl["se"], 2),
