@@ -4,7 +4,9 @@
 Settings come, in increasing priority, from the defaults, a TOML file (``--config FILE``, with a
 table per subcommand, e.g. ``[stats]``, and shared keys at the top level; each key a flag's name,
 read as the flag would be) and the command line.
-Errors on bad input print one line and a hint; ``--debug`` shows the traceback. Old spellings
+Errors on bad input print one line and a hint and exit with status 2; ``--debug`` shows the
+traceback. A command stopped by SIGINT or SIGTERM exits with 128 + the signal's number (130,
+143: ``nfst.runtime.interrupt``), in whichever stage it was. Old spellings
 (:data:`RENAMED`) still work for one release, with a warning on stderr.
 """
 
@@ -20,8 +22,9 @@ from typing import Callable, Optional
 
 from . import cli_arguments as arguments
 from .bench import bench_command
-from .errors import NfstError
+from .errors import Interrupted, NfstError
 from .experiment import commands
+from .runtime.interrupt import exit_status
 
 RENAMED = {"--out": "--run-dir", "--task": "the task as the first argument"}
 """Old spellings (until the next release) and what replaces them."""
@@ -74,6 +77,10 @@ COMMANDS: dict[str, Command] = {
                       commands.report, "nfst report runs/cipher-small-0\n"
                       "nfst report runs/tr-small-0 runs/scan-small-0 runs/cipher-small-0 "
                       "--out report"),
+    "compare": Command("compare the samplers of runs: paired gaps between runs that share a "
+                       "frozen scorer, ± SE over seeds and test pairs", arguments.compare,
+                       commands.compare, "nfst compare runs/cipher-small-0 runs/cipher-lr01\n"
+                       "nfst compare runs/a runs/b runs/c --json"),
     "sample": Command("sample alignments of one pair (and draw its lattice) or of a split",
                       arguments.sample, commands.sample, "nfst sample --run-dir runs/c "
                       "--sampler swa --x 'n l c i u' --y 'h o s' --png lattice.png\n"
@@ -202,6 +209,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0
+    except Interrupted as exc:  # by a signal, after a training loop's checkpoint
+        print(f"nfst: {exc}", file=sys.stderr)
+        return exit_status()
     except NfstError as exc:
         if debug:
             raise
@@ -216,7 +226,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except KeyboardInterrupt:
         print("nfst: interrupted\n  hint: run the same command again: finished stages, "
               "checkpoints and cached lattices are kept", file=sys.stderr)
-        return 130
+        return exit_status()
     except Exception as exc:  # an nfst bug, not bad input
         if debug:
             raise

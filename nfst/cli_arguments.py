@@ -215,8 +215,17 @@ def bench(p) -> None:
 
 def report(p) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN_DIR",
-                   help="run directories (e.g. one per task) to merge")
+                   help="run directories to merge, a column each: one per task, or several "
+                        "of one task (named by directory and the settings that differ)")
     add(p, "--out", metavar="DIR", default="report", help="output folder")
+
+
+def compare(p) -> None:
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                   help="two or more run directories (their results.json, or their finished "
+                        "evaluate stage)")
+    add(p, "--json", action="store_true", help="print the comparison as one JSON object "
+        "instead of tables")
 
 
 def sample(p) -> None:

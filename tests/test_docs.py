@@ -238,6 +238,27 @@ def test_links_outside_the_site_resolve(page):
             assert m["anchor"] in _anchors(target), f"{page}: no heading #{m['anchor']} in {m['path']}"
 
 
+CODE = re.compile(r"```.*?```|`[^`]+`", re.S)
+CALL = re.compile(r"(?<![\w./-])nfst ([a-z][\w-]*)([^\n|;#&]*)")
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p != "CHANGELOG.md"])
+def test_the_flags_named_exist(page):
+    """Every ``--flag`` given to an ``nfst COMMAND`` in a page's code, fenced blocks and inline
+    spans alike, is one that command takes: inline spans and skipped blocks never run, so
+    nothing else checks them (the changelog keeps old names)."""
+    from nfst.cli import build_parser
+    _, parsers = build_parser()
+    text = (ROOT / page).read_text(encoding="utf-8").replace("\\\n", " ")
+    for code in CODE.findall(text):
+        inline = not code.startswith("```")
+        for m in CALL.finditer(code.replace("\n", " ") if inline else code):
+            if m[1] in parsers:
+                known = {o for a in parsers[m[1]]._actions for o in a.option_strings}
+                for flag in re.findall(r"(?<![\w-])--[a-z][\w-]*", m[2]):
+                    assert flag in known, f"{page}: `nfst {m[1]}` has no {flag}: {m[0]}"
+
+
 def test_blocks_are_found():
     """The parser sees fences of any length, languages, indented fences and markers."""
     text = ("x\n<!-- docs: skip long: 1 h -->\n```bash\nsleep 3600\n```\n"

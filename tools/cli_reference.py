@@ -25,7 +25,9 @@ from the defaults, a TOML file given with `--config` (a table per command, e.g. 
 shared keys at the top level; each key a flag's name, a list for a flag given more than once:
 `run-dir = "runs/c"`, `option = ["sampler.steps=100"]`) and the command line. Every setting is
 checked, wherever it comes from, before any work starts: bad input stops with one line saying
-what is wrong and a hint, and exit status 2.
+what is wrong and a hint, and exit status 2. A command interrupted by a signal exits with 128 +
+its number, in whichever stage: 130 for SIGINT (Ctrl-C), 143 for SIGTERM; running it again
+resumes ([Interrupting and resuming](pipeline.md#interrupting-and-resuming)).
 
 ```console
 $ nfst --version

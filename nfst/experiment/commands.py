@@ -260,6 +260,20 @@ def report(o) -> None:
     print(f"report: {write_report(o.runs, o.out)}")
 
 
+def compare(o) -> None:
+    """Each sampler's paired gaps between runs that share a frozen scorer (``--json``: one
+    JSON object); only within-run gaps for runs that do not (``report.between``)."""
+    from .report import load_runs
+    from .report.between import compare as compare_runs, format_text
+    from .report.labels import named
+    if len(o.runs) < 2:
+        raise NfstError("compare needs two run directories or more",
+                        f"give another run to compare with, or `nfst report {o.runs[0]}` "
+                        "for the run's own comparison of its samplers")
+    result = compare_runs(named(load_runs(o.runs)))
+    print(json.dumps(result, indent=1) if o.json else format_text(result))
+
+
 def sample(o) -> None:
     from .sample import export_samples, sample_pair
     if (o.split is None) != (o.out is None):

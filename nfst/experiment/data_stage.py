@@ -16,7 +16,8 @@ log = logging.getLogger("nfst")
 class RunData:
     """The pairs and lattices of a :class:`~nfst.experiment.run.Run` (a part of it: it reads
     the run's ``task``, ``preset``, ``T``, ``data_dir``, ``cache_dir``, ``processes`` and
-    ``quiet``, and keeps its lattices in ``_lattices`` and ``_skipped``, and ``_no_test_file``)."""
+    ``quiet``, and keeps its lattices in ``_lattices``, the number of pairs of each split not
+    compiled and why in ``_skipped``, and ``_no_test_file``)."""
 
     def pairs(self, split: str) -> list:
         """The pairs of ``split`` this run uses. A task without a test file here (tr: the
@@ -58,7 +59,7 @@ class RunData:
                                    processes=self.processes, progress=not self.quiet)
             data.require_lattices(f"{self.task.name}/{split}")
             self._lattices[split] = data.lattices
-            self._skipped[split] = len(data.skipped)
+            self._skipped[split] = (len(data.skipped), data.why_skipped())
         return self._lattices[split]
 
     def stage_compile(self) -> dict:
@@ -66,7 +67,9 @@ class RunData:
         out = {}
         for split in ("train", "dev", "test"):
             lats = self.lattices(split)
-            out[split] = {"pairs": len(lats), "skipped": self._skipped[split],
+            skipped, why = self._skipped[split]
+            out[split] = {"pairs": len(lats), "skipped": skipped,
+                          **({"skipped_why": why} if skipped else {}),
                           "mean_states": sum(lat.num_states for lat in lats) / len(lats),
                           "mean_arcs": sum(lat.num_arcs for lat in lats) / len(lats)}
         if self._test_from_dev():

@@ -61,14 +61,27 @@ def train_in_workers(run, jobs_todo: Sequence[tuple[str, int]], jobs: int) -> No
         # type(run).open (Run.open) pickles by name: the workers import it themselves
         futures = [pool.submit(_train_one, type(run).open, str(run.dir), name, seed, where,
                                loop_threads()) for name, seed in jobs_todo]
-        for future in as_completed(futures):
-            future.result()  # a worker's error (or interruption) is the stage's
+        try:
+            for future in as_completed(futures):
+                future.result()  # a worker's error (or interruption) is the stage's
+        except BaseException:  # that, or this process interrupted: start no more samplers
+            pool.shutdown(cancel_futures=True)
+            raise
+
+
+_interrupted = False
+"""In a worker process: a signal stopped one of its samplers, so it starts no other (those
+already queued to it when the stage stopped)."""
 
 
 def _train_one(open_run: Callable, run_dir: str, name: str, seed: int, where: dict,
                threads: int) -> None:
+    global _interrupted
+    from ..errors import Interrupted
     from ..runtime.interrupt import graceful_interrupts
     from ..runtime.threads import set_threads
+    if _interrupted:
+        raise Interrupted(f"{sampler_key(name, seed)} not started: the stage was interrupted")
     set_threads(threads)
     with graceful_interrupts():
         run = open_run(run_dir, **where)
@@ -77,4 +90,8 @@ def _train_one(open_run: Callable, run_dir: str, name: str, seed: int, where: di
             if "dev_partial_kl" in record:
                 print(f"[{run.config.task}] sampler {sampler_key(name, seed)} step {step}: "
                       f"dev partial KL {record['dev_partial_kl']:.2f}", flush=True)
-        run.train_sampler(name, seed, callback=report)
+        try:
+            run.train_sampler(name, seed, callback=report)
+        except (Interrupted, KeyboardInterrupt):
+            _interrupted = True
+            raise

@@ -42,6 +42,7 @@ from ..models.samplers import Vocabulary
 from ..models.scorer import LSTMScorer, Scorer
 from ..runtime import storage
 from ..tasks import Task, get_task, resolve_data_dir
+from ..train.checkpoint import training_words
 from ..train.ngram import fit_ngram
 from ..train.scorer import train_scorer
 from .config import RunConfig, apply_overrides, check_run, json_default
@@ -73,7 +74,7 @@ class Run(RunData, RunSamplers):
         self.T = self.task.mfst(data_dir)
         self.vocabulary = Vocabulary.of(self.T)  # saved with every sampler
         self._lattices: dict[str, list[Lattice]] = {}
-        self._skipped: dict[str, int] = {}
+        self._skipped: dict[str, tuple[int, str]] = {}  # pairs not compiled, why
         self._no_test_file: Optional[bool] = None  # known once asked (RunData)
 
     @classmethod
@@ -197,7 +198,8 @@ class Run(RunData, RunSamplers):
         self.say(f"n-gram: {'reusing' if self.done('ngram') else 'fitting'}")
         self.ngram()
         if self.preset.scorer.kind == "lstm":
-            self.say(f"scorer: {'reusing' if (self.dir / 'scorer.pt').exists() else 'training'}")
+            self.say("scorer: " + ("reusing" if (self.dir / "scorer.pt").exists() else
+                                   training_words(self.dir / "checkpoints" / "scorer.ckpt")))
         self.scorer()
         self.train_samplers()
         self.smoothing()  # evaluates first

@@ -14,6 +14,7 @@ from ..models.files import save_sampler
 from ..models.samplers import Sampler, make_sampler
 from ..runtime import storage
 from ..runtime.distributed import stream_seed
+from ..train.checkpoint import training_words
 from ..train.sampler import train_sampler
 from ..train.triples import TripleFeed, TripleStats, draw_triples, length_summary, triple_summary
 from .rundir import sampler_key
@@ -161,8 +162,9 @@ class RunSamplers:
         teacher = self.preset.sampler.teacher
         todo = [(n, s) for n, s in self.trainings() if not self.is_trained(n, s)]
         for name, seed in self.trainings():
+            checkpoint = self.dir / "checkpoints" / f"{sampler_key(name, seed)}.ckpt"
             self.say(f"sampler {name}{_seed_words(seed)}: "
-                     f"{'training' if (name, seed) in todo else 'reusing'}")
+                     + (training_words(checkpoint) if (name, seed) in todo else "reusing"))
         if not todo:
             return
         started = time.time()

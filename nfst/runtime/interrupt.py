@@ -9,6 +9,9 @@ program at the next point where nothing is lost:
 * anywhere else a signal raises ``KeyboardInterrupt`` at once: pipeline stages, models and
   cache entries are written atomically when they finish, so unfinished work leaves nothing
   behind and running the command again redoes just that.
+
+Either way the command exits with :func:`exit_status`, 128 + the signal's number (the shell's
+convention: 130 for SIGINT, 143 for SIGTERM), whichever stage it was in.
 """
 
 from __future__ import annotations
@@ -21,14 +24,23 @@ from ..errors import Interrupted
 
 _requested = False
 _checkpointed_depth = 0
+_received = signal.SIGINT
+"""The last signal handled (a KeyboardInterrupt raised otherwise counts as SIGINT)."""
 
 
 def interrupt_requested() -> bool:
     return _requested
 
 
+def exit_status() -> int:
+    """128 + the number of the last signal that interrupted the program (SIGINT: 130,
+    SIGTERM: 143): the exit status of a command it stopped."""
+    return 128 + _received
+
+
 def _handler(signum, frame):
-    global _requested
+    global _requested, _received
+    _received = signal.Signals(signum)
     if _checkpointed_depth and not _requested:
         _requested = True
         return
@@ -37,12 +49,12 @@ def _handler(signum, frame):
 
 @contextmanager
 def graceful_interrupts():
-    global _requested
+    global _requested, _received
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers can only be set from the main thread
         return
     old = {s: signal.signal(s, _handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    _requested = False
+    _requested, _received = False, signal.SIGINT
     try:
         yield
     finally:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +30,14 @@ def save(path: str | os.PathLike, obj: Any, *, durable: bool = False) -> None:
 def write_atomically(path: str | os.PathLike, data: bytes, *, durable: bool = False) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same directory, renamed over
     it: a reader sees all of it or none, and a crash never leaves a half-written file under
-    the final name. ``durable`` also flushes it to disk first."""
+    the final name. ``durable`` also flushes it to disk first. Its permissions are the
+    umask's, as for a file written with ``open()``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    # os.open with mode 0o666 lets the umask set the permissions, as for any file written with
+    # open() (0644 under umask 022); tempfile.mkstemp would make every file 0600
+    tmp = path.parent / f"{path.name}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -49,6 +49,14 @@ def config_key(config) -> dict:
     return {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUMABLE_CHANGES}
 
 
+def training_words(path: str | os.PathLike) -> str:
+    """What a stage about to train with the checkpoint ``path`` says it does: ``training``,
+    or ``resuming from step N`` where the checkpoint holds N steps."""
+    if not Path(path).exists():
+        return "training"
+    return f"resuming from step {storage.load(path)['step']} (its checkpoint)"
+
+
 CHECKPOINT_KEYS = ("config", "step", "rng", "history")
 """What every checkpoint holds, besides its trainer's state."""
 _FRESH_START = "delete it to train from the start"

@@ -39,9 +39,10 @@ def sampler_entry(test: list[list[float]], validation: list[float], proposal: st
 
 
 def constructed_results(samplers: dict, task: str = "tr", overrides=(), task_settings=None,
-                        seed: int = 0) -> dict:
+                        seed: int = 0, lr: float = 0.003, lattices=None) -> dict:
     """A run's results.json: ``samplers`` maps a name to (test S × P, validation per seed,
-    proposal); the reference is chosen on validation, gaps are paired over seeds and pairs."""
+    proposal); the reference is chosen on validation, gaps are paired over seeds and pairs.
+    Its preset (``config.preset``) holds the few settings the report reads, and ``lr``."""
     entries = {name: sampler_entry(*spec) for name, spec in samplers.items()}
     reference = choose_reference({n: e["validation_partial_kl"] for n, e in entries.items()})
     for e in entries.values():
@@ -58,9 +59,12 @@ def constructed_results(samplers: dict, task: str = "tr", overrides=(), task_set
         ngram_test_log_likelihood=-28.0, structure=None)
     return Results(
         task=task, preset="small", seed=seed, seeds=list(range(seeds)), reference=reference,
-        pairs=pairs, validation_pairs=4, lattices=None, scorer=scorer,
+        pairs=pairs, validation_pairs=4, lattices=lattices, scorer=scorer,
         samplers={name: SamplerResults(**e) for name, e in entries.items()}, log_z={},
         smc=None, wall_seconds={},
         config={"run": {"task": task, "preset": "small", "seed": seed, "seeds": seeds,
-                        "overrides": list(overrides), "task_settings": task_settings or {}}}
+                        "overrides": list(overrides), "task_settings": task_settings or {}},
+                "task_settings": task_settings or {},
+                "preset": {"scorer": {"kind": "lstm"}, "sampler": {"lr": lr, "eval_k": 8},
+                           "evaluate": {"k": 16}, "test_pairs": pairs, "dev_pairs": 4}}
     ).to_json()

@@ -39,7 +39,8 @@ def test_gaps_are_to_the_validation_reference_and_orderings_need_2_se(tmp_path):
 
 def test_partial_kl_is_over_seeds_and_pairs_beside_validation(tmp_path):
     table = section(report(tmp_path), "### Partial KL, lower is better")
-    assert "| sampler | tr: test (2 training seeds) | tr: validation | tr: 003 |" in table
+    assert ("| sampler | tr: test (2 training seeds) | tr: validation (k = 16) | tr: 003 |"
+            in table)  # evaluate.k: training validated with sampler.eval_k
     assert "| sws | 25.8 ± 6.4 | 24.2 | 21.8 |" in table
     assert "over seeds and pairs" in table and "ratios" not in table
 

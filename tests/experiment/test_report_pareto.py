@@ -4,6 +4,7 @@ path), and a mean over a subset of pairs said to be one."""
 
 from nfst.evaluate.pareto import pareto_summary
 from nfst.experiment.report.format import reliability
+from nfst.experiment.report.labels import named
 from nfst.experiment.report.scorer import scorer_section
 from tests.experiment.constructed import SAMPLERS, constructed_results
 from nfst.experiment.report.smc import _run_tables
@@ -12,10 +13,11 @@ NAN = float("nan")
 
 
 def scorer_run(ks: list[float]) -> dict:
+    """A run as the report's sections read it: its results, with its name (``labels``)."""
     results = constructed_results(SAMPLERS, task="cipher")
     results["scorer"] |= {"proposal": "bootstrap", "test_log_z": -90.0, "curve": None,
                           "test_log_z_pareto_k": pareto_summary(ks, [256] * len(ks))}
-    return results
+    return named([results | {"run_dir": "run"}])[0]
 
 
 def test_warning_counts_the_unreliable_pairs_among_all_of_them():

@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from nfst.cli import main
 from nfst.errors import RunConfigError
 from nfst.experiment.run import Run
 from nfst.runtime import storage
+from nfst.train.checkpoint import training_words
 from tests.experiment.tiny import TASK, TINY, tiny_config
 
 def test_a_teacher_is_trained_first_and_its_paths_train_the_others(tmp_path):
@@ -175,7 +177,79 @@ def test_sigterm_checkpoints_a_whole_step_and_says_so(tmp_path):
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 2, err
+    assert proc.returncode == 128 + signal.SIGTERM, err
     assert "interrupted after step" in err and "hint: run the same command again" in err
     step = int(err.split("interrupted after step ")[1].split(";")[0])
     assert storage.load(ckpt)["step"] == step < 12
+
+
+def _options(*extra: str) -> list[str]:
+    return [a for o in (*TINY, *extra) for a in ("--option", o)] + \
+        [a for k, v in TASK.items() for a in ("--set", f"{k}={v}")]
+
+
+def test_ctrl_c_in_the_scorer_stage_exits_130(tmp_path, capsys):
+    """A training loop stopped by SIGINT exits 130, as the other stages do (it exited 2, the
+    status of bad input). The signal comes from a thread once the scorer has checkpointed."""
+    ckpt = tmp_path / "run" / "checkpoints" / "scorer.ckpt"
+
+    def interrupt():
+        deadline = time.time() + 120
+        while not ckpt.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        if ckpt.exists():  # else the test fails below, unsignalled
+            os.kill(os.getpid(), signal.SIGINT)
+    thread = threading.Thread(target=interrupt)
+    thread.start()
+    status = main(["train-scorer", "cipher", "--new", "--run-dir", str(tmp_path / "run"),
+                   "--cache-dir", str(tmp_path / "cache"), "--quiet", "--processes", "1",
+                   *_options("scorer.steps=100000", "scorer.checkpoint_every=1")])
+    thread.join()
+    err = capsys.readouterr().err
+    assert status == 130, err
+    assert "interrupted after step" in err and not (tmp_path / "run" / "scorer.pt").exists()
+    step = int(err.split("interrupted after step ")[1].split(";")[0])
+    assert training_words(ckpt) == f"resuming from step {step} (its checkpoint)"  # not "training"
+
+
+def test_ctrl_c_in_the_parallel_sampler_stage_exits_130_and_starts_no_queued_sampler(
+        finished_run, tmp_path):
+    """SIGINT to the process group (as Ctrl-C sends it) while two workers train: 130 at once,
+    and the third sampler, queued, never starts (it trained to the end before). The lattices
+    come from the cache of ``finished_run``."""
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nfst.cli", "run", "cipher", "--run-dir", str(run_dir),
+         "--cache-dir", str(finished_run[0].cache_dir), "--quiet", "--processes", "1",
+         "--jobs", "2", "--samplers", "swa,swp,nolookahead",
+         *_options("scorer.kind=ngram", "sampler.steps=100000", "sampler.patience=100000")],
+        env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+    started = [run_dir / "checkpoints" / f"{n}.ckpt" for n in ("swa", "swp", "nolookahead")]
+    deadline = time.time() + 120
+    while sum(c.exists() for c in started) < 2 and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:  # it kept training: stop it and its workers
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert sum(c.exists() for c in started) == 2 and not (run_dir / "samplers").exists()
+
+
+def test_the_compile_stage_records_which_pairs_it_skipped_and_why(finished_run, tmp_path,
+                                                                  monkeypatch):
+    """The report says so (it was a console warning only): a test pair with a symbol the
+    cipher's alphabets lack is skipped, counted and explained."""
+    done = finished_run[0]
+    run = Run(done.config, tmp_path / "run", cache_dir=done.cache_dir, quiet=True, processes=1)
+    pairs = run.pairs
+    monkeypatch.setattr(run, "pairs", lambda split: pairs(split) + [(("Q",), ("a",))] *
+                        (split == "test"))
+    record = run.stage_compile()
+    assert record["test"]["skipped"] == 1 and record["test"]["pairs"] == len(pairs("test"))
+    assert "['Q'] not in the MFST's input alphabet" in record["test"]["skipped_why"]
+    assert "skipped_why" not in record["train"]

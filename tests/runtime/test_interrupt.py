@@ -5,7 +5,8 @@ import signal
 import pytest
 
 from nfst.errors import Interrupted
-from nfst.runtime.interrupt import checkpointed, graceful_interrupts, interrupt_requested
+from nfst.runtime.interrupt import (checkpointed, exit_status, graceful_interrupts,
+                                    interrupt_requested)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -14,6 +15,7 @@ def test_outside_a_training_loop_a_signal_stops_at_once(signum):
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signum)
         assert not interrupt_requested()
+    assert exit_status() == 128 + signum  # the shell's convention: 130, 143
 
 
 def test_in_a_training_loop_the_first_signal_is_noted_and_the_second_stops_at_once():
@@ -27,6 +29,7 @@ def test_in_a_training_loop_the_first_signal_is_noted_and_the_second_stops_at_on
                     signal.raise_signal(signal.SIGINT)
             # leaving the loop with the request unanswered stops the program
     assert not interrupt_requested()
+    assert exit_status() == 130  # the last signal's
     assert signal.getsignal(signal.SIGINT) is before
 
 

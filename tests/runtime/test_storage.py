@@ -1,3 +1,6 @@
+import os
+import stat
+
 import pytest
 
 from nfst import CorruptCacheError
@@ -27,3 +30,18 @@ def test_failed_write_leaves_no_file(tmp_path):
     with pytest.raises(RuntimeError):
         storage.save(path, Unpicklable())
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600)], ids=["022", "077"])
+def test_files_get_the_umasks_permissions(tmp_path, umask, mode):
+    """As a file written with open(): results.json and the models are readable by others
+    under umask 022 (they were 0600 whatever the umask)."""
+    old = os.umask(umask)
+    try:
+        storage.save(tmp_path / "model.pt", {"a": 1})
+        storage.write_atomically(tmp_path / "results.json", b"{}")
+    finally:
+        os.umask(old)
+    for name in ("model.pt", "results.json"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == mode, name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt", "results.json"]

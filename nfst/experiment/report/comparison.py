@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...evaluate.comparison import ordering
 from ...evaluate.tables import text_table
-from .format import SAMPLER_ORDER, TASK_ORDER, fmt, ordered
+from .format import SAMPLER_ORDER, fmt, ordered
 
 Z = 2.0
 """An ordering says ``<`` only where the paired gap exceeds Z standard errors."""
@@ -35,12 +35,10 @@ def _gap_cell(run: dict, sampler: str) -> str:
 
 
 def gap_section(runs: list[dict]) -> list[str]:
-    """Each sampler's gap to its run's reference, a column per task, and each run's
-    ordering, with the rule each follows."""
-    tasks = ordered({r["task"] for r in runs}, TASK_ORDER)
-    runs = sorted(runs, key=lambda r: tasks.index(r["task"]))
+    """Each sampler's gap to its run's reference, a column per run, and each run's ordering,
+    with the rule each follows."""
     samplers = ordered({s for r in runs for s in r["samplers"]}, SAMPLER_ORDER)
-    rows = [("sampler", *(f"{r['task']} (reference {r['reference']})" for r in runs))]
+    rows = [("sampler", *(f"{r['label']} (reference {r['reference']})" for r in runs))]
     rows += [(s, *(_gap_cell(r, s) for r in runs)) for s in samplers]
     seeds = {len(r["seeds"]) for r in runs}
     over = ("training seeds and test pairs" if seeds != {1} else "test pairs")
@@ -55,5 +53,5 @@ def gap_section(runs: list[dict]) -> list[str]:
     lines += ["Orderings by test partial KL, lowest first: `<` only where the paired gap "
               f"between neighbours exceeds {Z:g} standard errors, `≈` where it does not (no "
               "order claimed):", ""]
-    lines += [f"- {r['task']} ({seeds_words(r)}): {run_ordering(r)}" for r in runs]
+    lines += [f"- {r['label']} ({seeds_words(r)}): {run_ordering(r)}" for r in runs]
     return lines + [""]

@@ -1,5 +1,6 @@
 """``nfst report RUN_DIR ...``: the runs' results, merged into ``report.md`` (with its PNG
-plots) and ``report.json`` (the same numbers) in one folder."""
+plots) and ``report.json`` (the same numbers) in one folder. Each run is a column of the
+tables, named as ``labels`` names it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ...errors import ReportError
 from ..results import build_results
 from ..rundir import RunDir
 from ..schema import Results, SchemaError
+from .labels import named
 from .proposals import proposals_section
 from .samplers import sampler_sections
 from .scorer import scorer_section
@@ -67,14 +69,32 @@ def describe(run: dict) -> str:
     return ", ".join(parts)
 
 
+def skipped(run: dict) -> list[str]:
+    """A warning for each split of the run whose pairs were not all compiled (the topology
+    cannot align a pair, or a symbol is missing from the FST's alphabets): its figures are
+    over the others. None for a run without a compile stage record."""
+    lines = []
+    for split, compiled in (run["lattices"] or {}).items():
+        if isinstance(compiled, dict) and compiled.get("skipped"):
+            n, of = compiled["skipped"], compiled["skipped"] + compiled["pairs"]
+            why = f": {compiled['skipped_why']}" if compiled.get("skipped_why") else ""
+            lines.append(f"  - **{n} of {of} {split} pairs skipped**, not compiled{why}; "
+                         f"the {split} figures are over the other {compiled['pairs']}")
+    return lines
+
+
 def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
-    """Merge the runs (one per task) into ``out_dir/report.md``; returns its path."""
-    runs = load_runs(run_dirs)
+    """Merge the runs (one per task, or several of a task, each a column of its own) into
+    ``out_dir/report.md``; returns its path."""
+    runs = named(load_runs(run_dirs))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     lines = ["# nfst report", "", "Runs:", ""]
-    lines += [f"- `{r['run_dir']}`: {describe(r)}; reference sampler {r['reference']} (the "
-              f"lowest validation partial KL)" for r in runs] + [""]
+    for r in runs:
+        label = f"**{r['label']}**: " if r["label"] != r["task"] else ""
+        lines += [f"- {label}`{r['run_dir']}`: {describe(r)}; reference sampler "
+                  f"{r['reference']} (the lowest validation partial KL)", *skipped(r)]
+    lines.append("")
     lines += scorer_section(runs, out)
     lines += sampler_sections(runs, out)
     lines += smc_section(runs, out)

@@ -16,7 +16,7 @@ def _side_by_side(run: dict) -> list[str]:
              for s in ordered(run["samplers"], SAMPLER_ORDER)}
     first = next(iter(shown.values()))
     paper = PAPER_TABLES.get(run["task"])
-    lines = [f"### {run['task']}: test pair 0" + (f" (003 {paper})" if paper else ""), "",
+    lines = [f"### {run['label']}: test pair 0" + (f" (003 {paper})" if paper else ""), "",
              f"x = `{first['x']}`, y = `{first['y']}`", "",
              "| sampler | log q | log p̃ | most probable proposal |", "|---|---|---|---|"]
     lines += [f"| {s} | {m['log_q']:.2f} | {m['log_p']:.2f} | `{m['proposal']}` |"
@@ -29,7 +29,7 @@ def _highest_weight(run: dict) -> list[str]:
     for s in ordered(run["samplers"], SAMPLER_ORDER):
         examples = run["samplers"][s]["proposals"]
         if examples:
-            lines += [f"**{run['task']} / {s}**", "", "| x | y | log q | log p̃ | proposal |",
+            lines += [f"**{run['label']} / {s}**", "", "| x | y | log q | log p̃ | proposal |",
                       "|---|---|---|---|---|"]
             lines += [f"| `{ex['x']}` | `{ex['y']}` | {ex['log_q']:.2f} | {ex['log_p']:.2f} | "
                       f"`{ex['proposal']}` |" for ex in examples]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...evaluate.tables import text_table
+from .between import between_section
 from .comparison import gap_section, seeds_words
 from .format import SAMPLER_ORDER, TASK_ORDER, fmt, ordered, pyplot, reliability, save_figure
 
@@ -35,22 +36,29 @@ def cited(paper: dict | None, tasks: list[str]) -> list[str]:
     return [t for t in tasks if paper and any(t in figures for figures in paper.values())]
 
 
+def _columns(runs: list[dict], papers: list[str]) -> list[tuple[dict, bool]]:
+    """Each run (in task order), with whether the paper's column of its task follows it:
+    after the task's last run, where the paper has the task."""
+    return [(r, r["task"] in papers and (i + 1 == len(runs) or runs[i + 1]["task"] != r["task"]))
+            for i, r in enumerate(runs)]
+
+
 def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, title: str,
            digits: int = 1, figure: str = "", caption: str = "") -> list[str]:
-    """One metric, a row per sampler and a column per task, beside a column of the paper's
+    """One metric, a row per sampler and a column per run, beside a column of the paper's
     ``figure`` for each task it has (``paper``: sampler -> task -> value); ``caption`` below."""
-    tasks = ordered([r["task"] for r in runs], TASK_ORDER)
     samplers = ordered({s for r in runs for s in r["samplers"]}, SAMPLER_ORDER)
-    by_task = {r["task"]: r for r in runs}
-    papers = cited(paper, tasks)
-    rows = [("sampler", *(c for t in tasks for c in [t] + [f"{t}: 003"] * (t in papers)))]
+    papers = cited(paper, ordered({r["task"] for r in runs}, TASK_ORDER))
+    columns = _columns(runs, papers)
+    rows = [("sampler", *(c for r, cite in columns
+                          for c in [r["label"]] + [f"{r['task']}: 003"] * cite))]
     for s in samplers:
         cells = []
-        for t in tasks:
-            res = by_task[t]["samplers"].get(s)
+        for r, cite in columns:
+            res = r["samplers"].get(s)
             cells.append(fmt(res[key], res[se_key] if se_key else None, digits)
                          if res else "–")
-            cells += [fmt(paper.get(s, {}).get(t))] if t in papers else []
+            cells += [fmt(paper.get(s, {}).get(r["task"]))] if cite else []
         rows.append((s, *cells))
     lines = [f"### {title}" + (f" ({figure})" if papers else ""), "",
              text_table(rows, markdown=True)]
@@ -60,32 +68,42 @@ def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, t
 
 def _partial_kl(runs: list[dict]) -> list[str]:
     """Test partial KL (mean ± SE over seeds and pairs) and validation partial KL per sampler
-    and task, beside 003 Fig. 4a where it has the task."""
-    tasks = ordered([r["task"] for r in runs], TASK_ORDER)
-    by_task = {r["task"]: r for r in runs}
-    papers = cited(PAPER_PARTIAL_KL, tasks)
-    rows = [("sampler", *(c for t in tasks for c in
-                          [f"{t}: test ({seeds_words(by_task[t])})", f"{t}: validation"]
-                          + [f"{t}: 003"] * (t in papers)))]
+    and run, beside 003 Fig. 4a where it has the task."""
+    papers = cited(PAPER_PARTIAL_KL, ordered({r["task"] for r in runs}, TASK_ORDER))
+    columns = _columns(runs, papers)
+    rows = [("sampler", *(c for r, cite in columns for c in
+                          [f"{r['label']}: test ({seeds_words(r)})",
+                           f"{r['label']}: validation (k = {_k(r)})"]
+                          + [f"{r['task']}: 003"] * cite))]
     for s in ordered({s for r in runs for s in r["samplers"]}, SAMPLER_ORDER):
         cells = []
-        for t in tasks:
-            m = by_task[t]["samplers"].get(s)
+        for r, cite in columns:
+            m = r["samplers"].get(s)
             cells += ([fmt(m["partial_kl"], m["partial_kl_se"]), fmt(m["validation_partial_kl"])]
                       if m else ["–", "–"])
-            cells += [fmt(PAPER_PARTIAL_KL.get(s, {}).get(t))] if t in papers else []
+            cells += [fmt(PAPER_PARTIAL_KL.get(s, {}).get(r["task"]))] if cite else []
         rows.append((s, *cells))
-    pairs = "; ".join(f"{t}: {by_task[t]['pairs']} test pairs, "
-                      f"{by_task[t]['validation_pairs']} validation pairs" for t in tasks)
+    pairs = "; ".join(f"{r['label']}: {r['pairs']} test pairs, {r['validation_pairs']} "
+                      f"validation pairs" for r in runs)
     return ["### Partial KL, lower is better" + (" (003 Fig. 4a)" if papers else ""), "",
             text_table(rows, markdown=True), "",
             "Test: the mean over the training seeds and the test pairs ± its standard error "
             "(over seeds and pairs; with one seed, over pairs). Validation: the mean over "
             "training seeds of the partial KL on the validation pairs, which chooses the "
-            f"reference sampler ({pairs}). A partial KL is offset by −log Z of the run's "
-            "scorer, so only differences between the samplers of one run mean anything: "
+            f"reference sampler ({pairs}), measured after training from the header's k "
+            "samples per pair (`evaluate.k`, as on test). Training measured it with "
+            "`sampler.eval_k` samples per pair, on other draws (the training curves below): "
+            "the two agree up to sampling noise. A partial KL is offset by −log Z of the "
+            "run's scorer, so only differences between the samplers of one run mean anything: "
             "their gaps, next."
             + (" The `TASK: 003` columns: 003 Fig. 4a." if papers else ""), ""]
+
+
+def _k(run: dict, setting: str = "evaluate") -> int:
+    """Samples per pair of the run's evaluation (``evaluate.k``), or of training's
+    validation (``setting="sampler"``: ``sampler.eval_k``)."""
+    preset = run["config"]["preset"]
+    return preset["evaluate"]["k"] if setting == "evaluate" else preset["sampler"]["eval_k"]
 
 
 def _learning(runs: list[dict]) -> list[str]:
@@ -97,7 +115,7 @@ def _learning(runs: list[dict]) -> list[str]:
         samplers, log_z = run["samplers"], run["log_z"]
         exact = any(r["exclusive_kl"] is not None for r in samplers.values())
         seed = ", training seed 0" if len(run["seeds"]) > 1 else ""
-        lines += [f"### {run['task']}: what training changed (test pairs{seed})", "",
+        lines += [f"### {run['label']}: what training changed (test pairs{seed})", "",
                   "| sampler | partial KL untrained → trained | drop | exclusive KL lower bound "
                   "untrained → trained |" + (" exclusive KL untrained → trained | inclusive KL |"
                                               if exact else "") + " training ESS | steps "
@@ -145,18 +163,29 @@ def _change(r: dict, key: str) -> str:
 
 
 def _plot_curves(runs: list[dict], out: Path) -> list[str]:
+    """Each run's validation curves (``curves-NAME.png``, ``NAME`` its plot stem): every
+    sampler's validation partial KL against the training step, as training measured it
+    (``sampler.eval_k`` samples per pair), from step 0 (untrained) and, beside it, from the
+    first validation after it on a scale of its own: step 0 is often tens of nats above the
+    rest, which would flatten a difference of a nat between trained samplers."""
     plt = pyplot()
     names = []
     for run in runs:
         curves = {s: r["curve"] for s, r in run["samplers"].items() if r["curve"]["step"]}
         if not curves:
             continue
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for s in ordered(curves, SAMPLER_ORDER):
-            ax.plot(curves[s]["step"], curves[s]["val_partial_kl"], label=s, marker=".")
-        ax.set(xlabel="training step", ylabel="validation partial KL (nats)",
-               title=f"{run['task']}: sampler training")
-        names.append(save_figure(fig, ax, out, f"curves-{run['task']}.png"))
+        fig, (whole, trained) = plt.subplots(1, 2, figsize=(11, 4))
+        for i, s in enumerate(ordered(curves, SAMPLER_ORDER)):
+            points = list(zip(curves[s]["step"], curves[s]["val_partial_kl"]))
+            whole.plot(*zip(*points), label=s, marker=".", color=f"C{i}")
+            later = [(step, kl) for step, kl in points if step > 0]
+            if later:
+                trained.plot(*zip(*later), label=s, marker=".", color=f"C{i}")
+        whole.set(xlabel="training step", title="from step 0 (untrained)",
+                  ylabel=f"validation partial KL (nats; k = {_k(run, 'sampler')})")
+        trained.set(xlabel="training step", title="after step 0, on its own scale")
+        fig.suptitle(f"{run['label']}: sampler training")
+        names.append(save_figure(fig, trained, out, f"curves-{run['name']}.png"))
     return names
 
 
@@ -164,13 +193,16 @@ def sampler_sections(runs: list[dict], out: Path) -> list[str]:
     """The samplers' tables, what training changed and the training curves (written to
     ``out``)."""
     of = (" Training seed 0's samplers." if any(len(r["seeds"]) > 1 for r in runs) else "")
-    lines = _partial_kl(runs) + gap_section(runs) + _learning(runs)
+    lines = _partial_kl(runs) + gap_section(runs) + between_section(runs) + _learning(runs)
     lines += _table(runs, "expected_length", "expected_length_se", PAPER_LENGTH,
                     "Expected mark-string length under p, by self-normalised IS",
                     figure="003 Fig. 4b",
                     caption="The mean over test pairs ± its standard error over pairs." + of)
     lines += _table(runs, "ess", None, PAPER_ESS, "Deduplicated ESS", figure="003 Table 7",
-                    caption="The mean over test pairs." + of)
+                    caption="The mean over test pairs." + of + " 1 is not a failure on its "
+                    "own: a sampler whose samples' weight sits on one path scores 1, and so "
+                    "does a perfect one where the posterior is (nearly) one path, one "
+                    "alignment, which it draws k times. Read it beside the gap above.")
     if any(res["pareto_k"] is not None for r in runs for res in r["samplers"].values()):
         lines += _table(runs, "pareto_k", None, None,
                         "Pareto k̂ of the importance weights behind the two tables above (mean "
@@ -179,7 +211,7 @@ def sampler_sections(runs: list[dict], out: Path) -> list[str]:
                         "per pair are too few to fit a tail, k < 21)", digits=2)
         for run in runs:
             for s, res in run["samplers"].items():
-                lines += reliability(f"{run['task']} / {s}'s expected length and ESS",
+                lines += reliability(f"{run['label']} / {s}'s expected length and ESS",
                                      res["pareto_k_summary"])
     else:
         lines += ["The Pareto k̂ of the importance weights behind the two tables above is not "

@@ -25,7 +25,7 @@ def _share(scorer: dict, structure: str) -> str:
 def _table(rows: list[dict]) -> list[str]:
     structures = _structures(rows)
     exact = any(r["scorer"]["test_log_z_exact"] is not None for r in rows)
-    lines = ["| task | scorer | train IWAE bound | test log Ẑ (lower bound) | Pareto k̂ | spread |"
+    lines = ["| run | scorer | train IWAE bound | test log Ẑ (lower bound) | Pareto k̂ | spread |"
              + (" exact log Z |" if exact else "")
              + " n-gram test log-likelihood (exact) |"
              + "".join(f" posterior {k} |" for k in structures),
@@ -36,7 +36,7 @@ def _table(rows: list[dict]) -> list[str]:
         kind = "n-gram (WFST)" if sc["kind"] == "ngram" else f"LSTM, {sc['proposal']}"
         counted = f" (on {pareto['fitted']} of {pareto['pairs']})"
         lines.append(
-            f"| {r['task']} | {kind} | {fmt(sc['train_iwae'])} | "
+            f"| {r['label']} | {kind} | {fmt(sc['train_iwae'])} | "
             f"{fmt(sc['test_log_z'], sc['test_log_z_se'])} | "
             f"{fmt(pareto['mean'], digits=2)}{counted} | {fmt(sc['test_log_z_spread'])} |"
             + (f" {fmt(sc['test_log_z_exact'])} |" if exact else "")
@@ -61,19 +61,19 @@ def _warnings(rows: list[dict]) -> list[str]:
     samples with the generating structure."""
     lines = []
     for r in rows:
-        lines += reliability(f"{r['task']}'s test log Ẑ", r["scorer"]["test_log_z_pareto_k"])
+        lines += reliability(f"{r['label']}'s test log Ẑ", r["scorer"]["test_log_z_pareto_k"])
     for r in rows:
         sc, samplers = r["scorer"], r["samplers"]
         ll = sc["ngram_test_log_likelihood"]
         if sc["test_log_z"] < ll and sc["kind"] != "ngram":
-            lines += [f"**{r['task']}: the LSTM's test log Ẑ is below the n-gram's exact "
+            lines += [f"**{r['label']}: the LSTM's test log Ẑ is below the n-gram's exact "
                       f"log-likelihood** ({sc['test_log_z']:.1f} < {ll:.1f}): either the LSTM "
                       f"scorer is worse than the n-gram, or the bound is loose.", ""]
         for k in _structures(rows):
             shares = {s: m[k] for s, m in samplers.items() if k in m}
             if shares:
                 lines += [f"Share of each sampler's test samples with the {k.replace('_', ' ')}"
-                          f" ({r['task']}): " + ", ".join(
+                          f" ({r['label']}): " + ", ".join(
                               f"{s} {shares[s]:.2f}" for s in ordered(shares, SAMPLER_ORDER)),
                           ""]
     return lines
@@ -81,7 +81,8 @@ def _warnings(rows: list[dict]) -> list[str]:
 
 def _plot_curve(rows: list[dict], out: Path) -> list[str]:
     """The training curve of each run's LSTM scorer, its IWAE bound on the training minibatch
-    against the step (``scorer-TASK.png``); none for the n-gram, fitted exactly."""
+    against the step (``scorer-NAME.png``, ``NAME`` the run's plot stem, ``labels``); none for
+    the n-gram, fitted exactly."""
     plt = pyplot()
     lines = []
     for r in rows:
@@ -90,8 +91,8 @@ def _plot_curve(rows: list[dict], out: Path) -> list[str]:
             fig, ax = plt.subplots(figsize=(6, 4))
             ax.plot(curve["step"], curve["iwae"], label="IWAE bound, training minibatch")
             ax.set(xlabel="training step", ylabel="nats per pair",
-                   title=f"{r['task']}: scorer training")
-            name = save_figure(fig, ax, out, f"scorer-{r['task']}.png")
+                   title=f"{r['label']}: scorer training")
+            name = save_figure(fig, ax, out, f"scorer-{r['name']}.png")
             lines += [f"![scorer training]({name})", ""]
     return lines
 

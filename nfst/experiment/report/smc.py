@@ -58,9 +58,9 @@ def _plot_smc(runs: list[dict], out: Path) -> list[str]:
     for run in runs:
         smc = run["smc"]
         if smc:
-            name = f"smc-{run['task']}.png"
+            name = f"smc-{run['name']}.png"
             plot_offset_kl(smc, out / name,
-                           f"{run['task']}: SMC with {smc['sampler']} proposals")
+                           f"{run['label']}: SMC with {smc['sampler']} proposals")
             names.append(name)
     return names
 
@@ -93,5 +93,5 @@ def smc_section(runs: list[dict], out: Path) -> list[str]:
     lines = ["## Particle smoothing: offset KL against M (000 Fig. 2)", ""]
     for run in runs:
         if run["smc"]:
-            lines += [f"### {run['task']}", ""] + _run_tables(run["smc"])
+            lines += [f"### {run['label']}", ""] + _run_tables(run["smc"])
     return lines + [f"![offset KL]({name})" for name in plots] + [""]
