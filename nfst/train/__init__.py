@@ -1,5 +1,6 @@
 """Training: objectives, the scorer and sampler trainers, training from particles, the n-gram
-fit, the teacher's defensive mixture, early stopping, and the one loop they share with its
+fit, the teacher's defensive mixture, sleep training on triples drawn from the scorer, early
+stopping, and the one loop they share with its
 checkpoints."""
 
 from .defensive import defensive_loss
@@ -10,9 +11,11 @@ from .objectives import (EMABaseline, exclusive_kl_loss, inclusive_kl_loss, iwae
                          iwae_loss, sampler_loss)
 from .sampler import SamplerResult, SamplerTrainConfig, train_sampler
 from .scorer import ScorerConfig, ScorerResult, train_scorer
+from .triples import TripleFeed, draw_triples
 
 __all__ = ["AdaptConfig", "EMABaseline", "LoopConfig", "NgramConfig", "NgramResult",
            "SamplerResult", "SamplerTrainConfig", "ScorerConfig", "ScorerResult", "Trainer",
+           "TripleFeed", "draw_triples",
            "adapt", "defensive_loss", "exclusive_kl_loss", "fit_ngram", "inclusive_kl_loss",
            "iwae_bound", "iwae_loss", "mixture_loss", "nasmc_loss", "sampler_loss",
            "train_loop", "train_sampler", "train_scorer"]
