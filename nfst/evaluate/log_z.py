@@ -77,8 +77,8 @@ def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
     ``max_samples`` N > M, a first draw of M decides the size of a fresh one that gives the
     estimate: N paths where its k̂ is above its threshold, else M (module docstring;
     minibatches of as many paths at any size). A pair whose first draw is not diagnosable (a
-    tail of one repeated path) gets M: that path is drawn often, so its share is well
-    estimated, and what lies beyond it no k̂ can say.
+    tail of fewer than 5 distinct paths, repeated) gets M: those paths are drawn often, so
+    their share is well estimated, and what lies beyond them no k̂ can say.
 
     Diagnostics: the Pareto k̂ of each pair's weights (``nfst.evaluate.pareto``; above
     min(1 − 1/log₁₀ S, 0.7) for S paths the estimate is unreliable whatever its standard error

@@ -23,11 +23,13 @@ are one observation of the tail's shape counted c_i times, so the prior is weigh
 fit's effective number of observations, Kish's n_eff = (Σ c_i)² / Σ c_i² (n without ties),
 not against Σ c_i. Without ties this is PSIS's k̂ exactly. Simulated (GPD(k = 0.2) values
 repeated with Zipf(a) multiplicities to S = 256, a = 1.5, 2, 3; tests/evaluate/test_pareto.py)
-its mean reads 0.24–0.30 against 0.27 for 256 distinct draws; spreading each tie over the gap
+its mean reads 0.28–0.30 against 0.27 for 256 distinct draws; spreading each tie over the gap
 below it, as this module did before, read 0.27–0.59, with up to four times the spread.
-Where fewer than two distinct weights exceed u (the tail is one repeated path: a collapsed
-sampler, resampled particles) the tail has no shape to fit: k̂ is nan, "not diagnosable",
-which :func:`pareto_summary` counts apart from pairs with too few weights.
+Where fewer than :data:`MIN_TAIL` (5) distinct weights exceed u (the tail is a few paths,
+repeated: a collapsed sampler, resampled particles) the tail has no shape to fit: k̂ is nan,
+"not diagnosable", which :func:`pareto_summary` counts apart from pairs with too few weights.
+(A fit to two distinct exceedances, 254 copies of one weight below them, read 0.34: a number
+from no tail.)
 
 Reading k̂ (of the weights of one pair, or of any importance-sampling estimate from S draws;
 Vehtari et al. 2024):
@@ -53,7 +55,8 @@ PARETO_K_MAX = 0.7
 """The threshold's cap: above it no practical sample size makes an estimate reliable."""
 
 MIN_TAIL = 5
-"""The fewest tail weights a k̂ is fitted to (as PSIS): M ≥ 5 needs S ≥ 21 nonzero weights."""
+"""The fewest tail weights a k̂ is fitted to (as PSIS): M ≥ 5 needs S ≥ 21 nonzero weights;
+and the fewest distinct weights above the threshold (module docstring)."""
 
 TIE = 1e-9
 """Log weights closer than this are one repeated weight (the same path, up to rounding)."""
@@ -127,8 +130,8 @@ def pareto_k(log_w: np.ndarray | Tensor) -> float:
     largest; the weights strictly above u are fitted, each distinct one with its multiplicity
     (log weights within :data:`TIE` of the next smaller are one repeated weight). The weights
     are divided by the largest: k̂ is invariant to a shift of ``log_w``, which keeps them in
-    range. nan when M < 5 (S < 21: too few to fit a tail) or when fewer than two distinct
-    weights exceed u ("not diagnosable": the tail is one repeated path).
+    range. nan when M < 5 (S < 21: too few to fit a tail) or when fewer than 5 distinct
+    weights exceed u ("not diagnosable": the tail is a few paths, repeated).
     """
     log_w = _float64(log_w)
     if np.isnan(log_w).any() or np.isposinf(log_w).any():
@@ -143,7 +146,7 @@ def pareto_k(log_w: np.ndarray | Tensor) -> float:
     counts = np.diff(np.r_[-1, top])  # (R,) its multiplicity
     value = np.exp(log_w[top] - log_w[-1])  # (R,) ascending
     u = run[s - m - 1]  # the value the (M+1)-th largest weight has
-    if len(value) - u - 1 < 2:
+    if len(value) - u - 1 < MIN_TAIL:
         return float("nan")
     return fit_generalized_pareto(value[u + 1:] - value[u], counts[u + 1:])[0]
 
@@ -152,10 +155,11 @@ def pareto_summary(ks: Sequence[float], weights: Sequence[int]) -> dict:
     """Per-pair k̂ values (:func:`pareto_k`) and the S nonzero weights each was computed from
     (:func:`nonzero_weights`), summarised for a report: ``pairs``, how many there are;
     ``fitted``, how many have a k̂; of the others, ``too_few`` had fewer than 21 nonzero weights
-    and ``not_diagnosable`` a tail of one repeated weight; the ``mean`` and ``max`` over the
-    fitted ones (None if none); ``over_threshold``, the share of all the pairs whose k̂ is above
-    its :func:`pareto_threshold` (S) (a pair without a k̂ is not counted above it); and
-    ``thresholds``, [S, threshold] for each S ≥ 21 among the pairs, ascending."""
+    and ``not_diagnosable`` fewer than 5 distinct weights above the tail's threshold; the
+    ``mean`` and ``max`` over the fitted ones (None if none); ``over_threshold``, the share of
+    all the pairs whose k̂ is above its :func:`pareto_threshold` (S) (a pair without a k̂ is
+    not counted above it); and ``thresholds``, [S, threshold] for each S ≥ 21 among the pairs,
+    ascending."""
     fitted = [k for k in ks if not math.isnan(k)]
     too_few = sum(tail_size(s) < MIN_TAIL for s in weights)
     over = sum(k > pareto_threshold(s) for k, s in zip(ks, weights) if not math.isnan(k))
