@@ -72,6 +72,23 @@ def test_minus_inf_weights_are_ignored():
     assert pareto_k(padded) == pareto_k(log_w)
 
 
+def test_log_weights_spanning_more_than_float64_are_fitted():
+    """Log weights 1000, 800 and 254 × N(0, 1): as weights divided by the largest, all but two
+    underflow to 0 (e^−745 is the smallest float64), and the fit used to raise; in logs it
+    returns a finite k̂, far above the threshold (two weights e^200 and e^1000 times the
+    rest), the same for any shift of the log weights, and the same as that of the tail's
+    exceedances fitted as numbers where they fit in a float64 (e^−350 · the weights)."""
+    log_w = np.r_[1000.0, 800.0, np.random.default_rng(7).normal(0, 1, 254)]
+    k = pareto_k(log_w)
+    assert math.isfinite(k) and k > pareto_threshold(256)
+    assert pareto_k(log_w - 1000) == pytest.approx(k, abs=1e-9)
+    assert pareto_k(log_w + 5000) == pytest.approx(k, abs=1e-9)
+    top = np.sort(log_w)[-49:] - 350  # u and the M = 48 above it, as numbers: e^−350..e^650
+    x = np.exp(top[1:]) - np.exp(top[0])
+    assert np.isfinite(x).all() and (x > 0).all()
+    assert k == pytest.approx(fit_generalized_pareto(x)[0], abs=1e-9)
+
+
 def test_too_few_weights_give_nan():
     # A tail of M ≥ 5 needs S ≥ 21 nonzero weights.
     assert math.isnan(pareto_k(np.random.default_rng(6).normal(0, 1, 20)))
