@@ -10,7 +10,6 @@ import torch
 from nfst.evaluate.comparison import (choose_reference, gap, mean_over_seeds_and_pairs,
                                       ordering)
 from nfst.evaluate.metrics import mean_and_se
-from nfst.runtime.distributed import STREAMS, item_seed, stream_seed
 
 
 def test_one_seed_is_the_paired_standard_error_over_pairs():
@@ -108,14 +107,3 @@ def test_an_ordering_is_claimed_only_beyond_two_standard_errors():
     near = [(pair + 0.01 + torch.randn(100) * 0.1).tolist()]  # 0.01 ± 0.014: no claim
     far = [(pair + 3 + torch.randn(100) * 0.1).tolist()]
     assert ordering({"far": far, "a": a, "near": near}) in ("a ≈ near < far", "near ≈ a < far")
-
-
-def test_named_streams_never_meet_each_other_or_trainings_validation():
-    """Training validates minibatch i with item_seed(seed, i); each named stream's minibatch j
-    draws from item_seed(stream_seed(seed, name), j). None of them may coincide."""
-    for seed in (0, 1, 12345):
-        seen = {item_seed(seed, i) for i in range(2000)}
-        for name in STREAMS:
-            mine = {item_seed(stream_seed(seed, name), j) for j in range(2000)}
-            assert not mine & seen
-            seen |= mine
