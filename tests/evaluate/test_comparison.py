@@ -107,3 +107,13 @@ def test_an_ordering_is_claimed_only_beyond_two_standard_errors():
     near = [(pair + 0.01 + torch.randn(100) * 0.1).tolist()]  # 0.01 ± 0.014: no claim
     far = [(pair + 3 + torch.randn(100) * 0.1).tolist()]
     assert ordering({"far": far, "a": a, "near": near}) in ("a ≈ near < far", "near ≈ a < far")
+
+
+def test_by_default_an_order_needs_a_gap_of_two_standard_errors():
+    """Differences −0.5, 0.5, 1.5, 2.5 (mean 1, SE 0.645: 1.55 SE) claim no order at the default
+    z = 2 (which the summaries and the report rely on), but do at z = 1; 0, 1, 2, 3 (2.3 SE)
+    do at the default."""
+    zero = [[0.0] * 4]
+    assert ordering({"a": zero, "b": [[-0.5, 0.5, 1.5, 2.5]]}) == "a ≈ b"
+    assert ordering({"a": zero, "b": [[-0.5, 0.5, 1.5, 2.5]]}, z=1.0) == "a < b"
+    assert ordering({"a": zero, "b": [[0.0, 1.0, 2.0, 3.0]]}) == "a < b"
