@@ -181,8 +181,9 @@ def pareto_k(log_w: np.ndarray | Tensor) -> float:
     (log weights within :data:`TIE` of the next smaller are one repeated weight). The fit
     takes the exceedances' logs, log(w − u) = log w + log(1 − u/w), never the weights
     themselves, so that log weights spanning any range (1000, 800 and 254 more near 0, which
-    no float64 holds as weights) are fitted; k̂ is invariant to a shift of ``log_w``. nan when M < 5 (S < 21: too few to fit a tail) or when fewer than 5 distinct
-    weights exceed u ("not diagnosable": the tail is a few paths, repeated).
+    no float64 holds as weights) are fitted; k̂ is invariant to a shift of ``log_w``. nan
+    when M < 5 (S < 21: too few to fit a tail) or when fewer than 5 distinct weights exceed u
+    ("not diagnosable": the tail is a few paths, repeated).
     """
     log_w = _float64(log_w)
     if np.isnan(log_w).any() or np.isposinf(log_w).any():

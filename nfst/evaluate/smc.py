@@ -15,8 +15,8 @@ Per pair, in nats:
 - Pareto k̂ of the final weights (``nfst.evaluate.pareto``), the mean over runs and pairs
   where it can be fitted (None for the beam, whose weights are not importance weights, or
   where no pair has a k̂: fewer than 21 particles, or fewer than 5 distinct weights in the
-  tail, as after resampling); above min(1 − 1/log₁₀ M, 0.7) the method's figures at that M are unreliable
-  whatever their standard errors say.
+  tail, as after resampling); above min(1 − 1/log₁₀ M, 0.7) the method's figures at that M
+  are unreliable whatever their standard errors say.
 
 Methods (the names of the returned dict):
 

@@ -6,7 +6,6 @@ its validation for early stopping, the scorer's training, the evaluation's valid
 and log Ẑ draws (both stages of an adaptive log Ẑ) and the SMC evaluation's, each of every
 training seed, draw from seeds of their own."""
 
-import dataclasses
 from types import SimpleNamespace
 
 import pytest
