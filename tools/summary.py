@@ -7,8 +7,11 @@ table that ``tools/render.py`` makes of the summaries a block names: ``NAME`` (a
 of ablation runs, or a series), ``gaps:NAME,NAME`` (the gaps of several runs side by side),
 ``proposals:NAME`` (a run's proposals for test pair 0), and text written by hand around them.
 A run's summary carries, per sampler, the partial KL as a mean ± SE over training seeds and
-test pairs, the validation partial KL and the gap to the run's reference sampler ± SE; and the
-run's reference, seeds and ordering. A series is a list of rows with named columns (e.g. a
+test pairs, the validation partial KL, the gap to the run's reference sampler ± SE and the
+per-pair partial KLs of every training seed they are computed from (``nfst.evaluate.comparison``,
+computed here from those values, so that a summary of an older results.json gets today's
+standard errors); and the run's reference, seeds and ordering, which the per-pair values let a
+reader check. A series is a list of rows with named columns (e.g. a
 sweep), written from a JSON file of rows.
 
 From the checkout's root::
@@ -32,7 +35,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nfst.evaluate.comparison import ordering
+from nfst.evaluate.comparison import gap, mean_over_seeds_and_pairs, ordering
 from nfst.experiment.report import load_results
 from nfst.experiment.report.format import SAMPLER_ORDER, ordered
 
@@ -44,9 +47,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 BLOCK = re.compile(r"(<!-- table: (\S+) -->\n).*?(<!-- end table -->)", re.S)
 KINDS = ("gaps:", "proposals:")
-SAMPLER_KEYS = ("partial_kl", "partial_kl_se", "partial_kl_by_seed", "validation_partial_kl",
-                "gap", "untrained_partial_kl", "stopped_by", "steps", "best_step", "ess",
+SAMPLER_KEYS = ("partial_kl", "partial_kl_by_seed", "validation_partial_kl",
+                "untrained_partial_kl", "stopped_by", "steps", "best_step", "ess",
                 "expected_length", "exclusive_kl", "inclusive_kl")
+NUMBERS = re.compile(r"\[\s*(-?[\d.e+-]+(?:,\s*-?[\d.e+-]+)*)\s*\]")  # a list of numbers
 
 
 def summarize(results: dict, command: str, commit: str, machine: str) -> dict:
@@ -56,6 +60,7 @@ def summarize(results: dict, command: str, commit: str, machine: str) -> dict:
     share = [] if structure is None else [structure]
     names = ordered(samplers, SAMPLER_ORDER)
     first = samplers[names[0]]["most_probable"]
+    per_pair = {s: m["per_pair_partial_kl_by_seed"] for s, m in samplers.items()}
     return {
         "task": results["task"], "preset": results["preset"], "command": command,
         "commit": commit, "machine": machine, "wall_seconds": results["wall_seconds"],
@@ -64,11 +69,14 @@ def summarize(results: dict, command: str, commit: str, machine: str) -> dict:
         "seeds": [results["seed"] + s for s in results["seeds"]],
         "reference": results["reference"], "pairs": results["pairs"], "structure": structure,
         "validation_pairs": results["validation_pairs"],
-        "ordering": ordering({s: m["per_pair_partial_kl_by_seed"] for s, m in samplers.items()}),
+        "ordering": ordering(per_pair),
         "scorer": {k: results["scorer"][k] for k in (
             "kind", "test_log_z", "test_log_z_se", "test_log_z_exact",
             "ngram_test_log_likelihood", *share)},
         "samplers": {s: {k: samplers[s][k] for k in (*SAMPLER_KEYS, *share)}
+                     | {"partial_kl_se": mean_over_seeds_and_pairs(per_pair[s])["se"],
+                        "gap": gap(per_pair[s], per_pair[results["reference"]]),
+                        "per_pair_partial_kl_by_seed": per_pair[s]}
                      for s in names},
         "proposals": {"pair": 0, "x": first["x"], "y": first["y"],
                       "samplers": {s: {k: samplers[s]["most_probable"][k]
@@ -109,8 +117,10 @@ def page(text: str, folder: Path = DOCS / "results") -> str:
 
 
 def _write(name: str, summary: dict) -> None:
-    (DOCS / "results" / f"{name}.json").write_text(
-        json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = json.dumps(summary, indent=1, ensure_ascii=False)
+    # a list of numbers on one line, so that per-pair values take a line per seed
+    text = NUMBERS.sub(lambda m: "[" + re.sub(r"\s+", " ", m.group(1)) + "]", text)
+    (DOCS / "results" / f"{name}.json").write_text(text + "\n", encoding="utf-8")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -77,8 +77,8 @@ def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
     ``max_samples`` N > M, a first draw of M decides the size of a fresh one that gives the
     estimate: N paths where its k̂ is above its threshold, else M (module docstring;
     minibatches of as many paths at any size). A pair whose first draw is not diagnosable (a
-    tail of one repeated path) gets M: that path is drawn often, so its share is well
-    estimated, and what lies beyond it no k̂ can say.
+    tail of fewer than 5 distinct paths, repeated) gets M: those paths are drawn often, so
+    their share is well estimated, and what lies beyond them no k̂ can say.
 
     Diagnostics: the Pareto k̂ of each pair's weights (``nfst.evaluate.pareto``; above
     min(1 − 1/log₁₀ S, 0.7) for S paths the estimate is unreliable whatever its standard error
@@ -90,18 +90,18 @@ def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
     samples are not reused; under torchrun the ranks share the minibatches (a collective)."""
     device = torch.device(device)
 
-    def stage(lats: Sequence[Lattice], m: int, *again: int) -> list[dict]:
+    def stage(lats: Sequence[Lattice], m: int, index: int) -> list[dict]:
         size = max(1, batch_size * M // m)  # as many paths per minibatch at any m
         starts = list(range(0, len(lats), size))
-        # a second stage's minibatch i is seeded (stage, i), the first's (i,): disjoint
-        # streams (``item_seed``), so no fresh draw repeats a first draw
+        # stage s's minibatch i is seeded (s, i) (``item_seed``): no fresh draw repeats the
+        # first draw, nor one of the other stage
         parts = shared_map(lambda i: _draw(proposals, scorer, lats[starts[i]:starts[i] + size],
-                                           m, item_seed(seed + 1, *again, i), device, structure),
+                                           m, item_seed(seed, index, i), device, structure),
                            range(len(starts)))
         return [v for part in parts for v in part]
 
     with eval_mode(scorer, *proposals.values()):
-        per_pair = stage(lattices, M)
+        per_pair = stage(lattices, M, 0)
         first = [(p["pareto_k"], p["weights"]) for p in per_pair]
         if (max_samples or 0) > M:
             heavy = [k > pareto_threshold(s) for k, s in first]

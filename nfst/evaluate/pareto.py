@@ -23,11 +23,17 @@ are one observation of the tail's shape counted c_i times, so the prior is weigh
 fit's effective number of observations, Kish's n_eff = (Σ c_i)² / Σ c_i² (n without ties),
 not against Σ c_i. Without ties this is PSIS's k̂ exactly. Simulated (GPD(k = 0.2) values
 repeated with Zipf(a) multiplicities to S = 256, a = 1.5, 2, 3; tests/evaluate/test_pareto.py)
-its mean reads 0.24–0.30 against 0.27 for 256 distinct draws; spreading each tie over the gap
+its mean reads 0.28–0.30 against 0.27 for 256 distinct draws; spreading each tie over the gap
 below it, as this module did before, read 0.27–0.59, with up to four times the spread.
-Where fewer than two distinct weights exceed u (the tail is one repeated path: a collapsed
-sampler, resampled particles) the tail has no shape to fit: k̂ is nan, "not diagnosable",
-which :func:`pareto_summary` counts apart from pairs with too few weights.
+Where fewer than :data:`MIN_TAIL` (5) distinct weights exceed u (the tail is a few paths,
+repeated: a collapsed sampler, resampled particles) the tail has no shape to fit: k̂ is nan,
+"not diagnosable", which :func:`pareto_summary` counts apart from pairs with too few weights.
+(A fit to two distinct exceedances, 254 copies of one weight below them, read 0.34: a number
+from no tail.)
+
+The fit runs on the exceedances' logs (:func:`_fit_log`), so that log weights spanning more
+than float64's ~1,450 nats (which an evaluation's can: a few paths e^1000 times the others)
+are fitted rather than underflowing to 0.
 
 Reading k̂ (of the weights of one pair, or of any importance-sampling estimate from S draws;
 Vehtari et al. 2024):
@@ -53,7 +59,8 @@ PARETO_K_MAX = 0.7
 """The threshold's cap: above it no practical sample size makes an estimate reliable."""
 
 MIN_TAIL = 5
-"""The fewest tail weights a k̂ is fitted to (as PSIS): M ≥ 5 needs S ≥ 21 nonzero weights."""
+"""The fewest tail weights a k̂ is fitted to (as PSIS): M ≥ 5 needs S ≥ 21 nonzero weights;
+and the fewest distinct weights above the threshold (module docstring)."""
 
 TIE = 1e-9
 """Log weights closer than this are one repeated weight (the same path, up to rounding)."""
@@ -95,28 +102,74 @@ def fit_generalized_pareto(x: np.ndarray | Tensor,
     its softmax over the grid weighs θ_j, θ̂ = Σ_j softmax_j θ_j, and k = k̂(θ̂), σ = −k / θ̂.
     k is then shrunk toward 0.5 by a prior worth 10 observations, (n_eff k + 5) / (n_eff + 10),
     against n_eff = (Σ c_i)² / Σ c_i² (Kish's effective sample size: n without repeats; module
-    docstring); σ keeps the unshrunk k, as in PSIS. Heavier tails give larger k.
+    docstring); σ keeps the unshrunk k, as in PSIS. Heavier tails give larger k. The fit runs
+    on log x (:func:`_fit_log`), so x may span any range.
     """
     x = _float64(x)
-    c = np.ones(len(x), dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
-    x = np.sort(np.repeat(x, c))
-    n = len(x)
-    if n < 2 or x[0] <= 0:
-        raise ValueError(f"need at least 2 positive exceedances, got {n} with minimum "
-                         f"{x[0] if n else None}")
+    if len(x) == 0 or x.min() <= 0:
+        raise ValueError(f"need positive exceedances, got {len(x)} with minimum "
+                         f"{x.min() if len(x) else None}")
+    k, log_sigma = _fit_log(np.log(x), counts)
+    return k, math.exp(log_sigma)
+
+
+def _fit_log(log_x: np.ndarray, counts: Optional[np.ndarray]) -> tuple[float, float]:
+    """(k, log σ) of :func:`fit_generalized_pareto` from the exceedances' logs ``log_x``.
+
+    Written with t = x / x_max ∈ (0, 1] and c_j = (√(m / (j − ½)) − 1) x_max / (3 x*) > 0,
+    θ_j = (1 − c_j) / x_max and 1 − θ_j x = (1 − t) + c_j t, whose log is
+    log(1 + (c_j − 1) t) = log1p(expm1(γ_j) t) for γ_j = log c_j near 0 (|γ_j| < 1, where
+    the terms are small and need log1p), else logaddexp(log(1 − t), γ_j + log t), which
+    neither overflows nor underflows where x spans more than the ~1,450 nats between the
+    smallest and largest float64 (log weights 1000, 800 and 254 × N(0, 1) span ~1,000 nats
+    above their threshold). −θ_j / k̂(θ_j) = (c_j − 1) / (x_max k̂(θ_j)), the same sign
+    above and below, is taken in logs without the constant −log x_max (the softmax over the
+    grid does not see it), with its limit 1 / mean t where c_j = 1 (θ_j = 0). θ̂ = (1 − ĉ) /
+    x_max with ĉ = Σ_j softmax_j c_j, so k = mean log(1 + (ĉ − 1) t) and
+    σ = k x_max / (ĉ − 1) (its limit mean x where ĉ = 1).
+    """
+    times = np.ones(len(log_x), dtype=np.int64) if counts is None \
+        else np.asarray(counts, dtype=np.int64)
+    log_x = np.sort(np.repeat(np.asarray(log_x, dtype=np.float64), times))
+    n = len(log_x)
+    if n < 2 or not np.isfinite(log_x).all():
+        raise ValueError(f"need at least 2 positive finite exceedances, got {n}")
     m = 30 + math.floor(math.sqrt(n))
-    first_quartile = x[math.floor(n / 4 + 0.5) - 1]
-    theta = 1 / x[-1] + (1 - np.sqrt(m / (np.arange(1, m + 1) - 0.5))) / (3 * first_quartile)
-    k_theta = np.log1p(-theta[:, None] * x).mean(1)  # (m,)
-    # −θ / k̂(θ) → 1 / mean x as θ → 0, where evenly spaced x can put θ_j
-    ratio = np.divide(-theta, k_theta, out=np.full(m, 1 / x.mean()), where=theta != 0)
-    profile = n * (np.log(ratio) - k_theta - 1)
-    post = np.exp(profile - profile.max())
-    theta_hat = float((theta * post).sum() / post.sum())
-    k = float(np.log1p(-theta_hat * x).mean())
-    sigma = -k / theta_hat
-    n_eff = c.sum() ** 2 / (c ** 2).sum()
-    return (n_eff * k + 10 * 0.5) / (n_eff + 10), sigma
+    log_t = log_x - log_x[-1]  # (N,) ≤ 0
+    log_first_quartile = log_x[math.floor(n / 4 + 0.5) - 1]
+    rho = np.sqrt(m / (np.arange(1, m + 1) - 0.5)) - 1  # (m,) > 0
+    gamma = np.log(rho) + log_x[-1] - log_first_quartile - math.log(3)  # (m,) log c_j
+    log_mean_t = np.logaddexp.reduce(log_t) - math.log(n)
+
+    def log_terms(g: np.ndarray) -> np.ndarray:
+        """(G, N) log(1 + (e^g − 1) t) for log c values ``g`` (G,)."""
+        near = np.abs(g) < 1
+        out = np.empty((len(g), n))
+        out[near] = np.log1p(np.expm1(g[near])[:, None] * np.exp(log_t))
+        with np.errstate(divide="ignore"):  # log(1 − t) = −inf at t = 1
+            log_rest = np.log(-np.expm1(log_t))
+        out[~near] = np.logaddexp(log_rest, g[~near, None] + log_t)
+        return out
+
+    def log_abs_expm1(g: np.ndarray) -> np.ndarray:
+        """log |e^g − 1|, −inf at g = 0."""
+        with np.errstate(divide="ignore"):
+            return np.maximum(g, 0) + np.log(-np.expm1(-np.abs(g)))
+
+    k_theta = log_terms(gamma).mean(1)  # (m,)
+    with np.errstate(divide="ignore", invalid="ignore"):  # −inf − (−inf) where θ_j = 0
+        log_ratio = log_abs_expm1(gamma) - np.log(np.abs(k_theta))
+    log_ratio = np.where(np.isfinite(log_ratio), log_ratio, -log_mean_t)
+    profile = n * (log_ratio - k_theta - 1)
+    log_c_hat = np.logaddexp.reduce(gamma + profile - np.logaddexp.reduce(profile))
+    k = float(log_terms(np.array([log_c_hat]))[0].mean())
+    log_gap = float(log_abs_expm1(np.array(log_c_hat)))  # log |ĉ − 1|
+    if k != 0 and np.isfinite(log_gap):
+        log_sigma = math.log(abs(k)) + float(log_x[-1]) - log_gap
+    else:
+        log_sigma = float(log_mean_t + log_x[-1])
+    n_eff = times.sum() ** 2 / (times ** 2).sum()
+    return (n_eff * k + 10 * 0.5) / (n_eff + 10), log_sigma
 
 
 def pareto_k(log_w: np.ndarray | Tensor) -> float:
@@ -125,10 +178,12 @@ def pareto_k(log_w: np.ndarray | Tensor) -> float:
     −inf entries (zero weights) are ignored; S counts the finite ones; nan or +inf raise. The
     tail is the M = :func:`tail_size` (S) largest weights and the threshold u the (M+1)-th
     largest; the weights strictly above u are fitted, each distinct one with its multiplicity
-    (log weights within :data:`TIE` of the next smaller are one repeated weight). The weights
-    are divided by the largest: k̂ is invariant to a shift of ``log_w``, which keeps them in
-    range. nan when M < 5 (S < 21: too few to fit a tail) or when fewer than two distinct
-    weights exceed u ("not diagnosable": the tail is one repeated path).
+    (log weights within :data:`TIE` of the next smaller are one repeated weight). The fit
+    takes the exceedances' logs, log(w − u) = log w + log(1 − u/w), never the weights
+    themselves, so that log weights spanning any range (1000, 800 and 254 more near 0, which
+    no float64 holds as weights) are fitted; k̂ is invariant to a shift of ``log_w``. nan
+    when M < 5 (S < 21: too few to fit a tail) or when fewer than 5 distinct weights exceed u
+    ("not diagnosable": the tail is a few paths, repeated).
     """
     log_w = _float64(log_w)
     if np.isnan(log_w).any() or np.isposinf(log_w).any():
@@ -141,21 +196,24 @@ def pareto_k(log_w: np.ndarray | Tensor) -> float:
     run = np.cumsum(np.r_[True, np.diff(log_w) > TIE]) - 1  # (S,) each weight's repeated value
     top = np.flatnonzero(np.r_[run[1:] != run[:-1], True])  # (R,) each value's last position
     counts = np.diff(np.r_[-1, top])  # (R,) its multiplicity
-    value = np.exp(log_w[top] - log_w[-1])  # (R,) ascending
+    value = log_w[top]  # (R,) ascending
     u = run[s - m - 1]  # the value the (M+1)-th largest weight has
-    if len(value) - u - 1 < 2:
+    if len(value) - u - 1 < MIN_TAIL:
         return float("nan")
-    return fit_generalized_pareto(value[u + 1:] - value[u], counts[u + 1:])[0]
+    above = value[u + 1:]
+    log_x = above + np.log(-np.expm1(value[u] - above))  # log(w − w_u)
+    return _fit_log(log_x, counts[u + 1:])[0]
 
 
 def pareto_summary(ks: Sequence[float], weights: Sequence[int]) -> dict:
     """Per-pair k̂ values (:func:`pareto_k`) and the S nonzero weights each was computed from
     (:func:`nonzero_weights`), summarised for a report: ``pairs``, how many there are;
     ``fitted``, how many have a k̂; of the others, ``too_few`` had fewer than 21 nonzero weights
-    and ``not_diagnosable`` a tail of one repeated weight; the ``mean`` and ``max`` over the
-    fitted ones (None if none); ``over_threshold``, the share of all the pairs whose k̂ is above
-    its :func:`pareto_threshold` (S) (a pair without a k̂ is not counted above it); and
-    ``thresholds``, [S, threshold] for each S ≥ 21 among the pairs, ascending."""
+    and ``not_diagnosable`` fewer than 5 distinct weights above the tail's threshold; the
+    ``mean`` and ``max`` over the fitted ones (None if none); ``over_threshold``, the share of
+    all the pairs whose k̂ is above its :func:`pareto_threshold` (S) (a pair without a k̂ is
+    not counted above it); and ``thresholds``, [S, threshold] for each S ≥ 21 among the pairs,
+    ascending."""
     fitted = [k for k in ks if not math.isnan(k)]
     too_few = sum(tail_size(s) < MIN_TAIL for s in weights)
     over = sum(k > pareto_threshold(s) for k, s in zip(ks, weights) if not math.isnan(k))

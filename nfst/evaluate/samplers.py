@@ -5,10 +5,10 @@ p̃_θ, then average the metrics of ``nfst.evaluate.metrics`` over pairs, with s
 partial KL (003:7; nats, lower is better; samplers are only comparable on the same scorer),
 deduplicated ESS (003 Table 7) and the expected mark length under p (003 Fig. 4b), both from
 the self-normalised importance weights p̃/q, whose Pareto k̂ is reported beside them
-(``nfst.evaluate.pareto``: nan below 21 samples per pair or where the tail is one repeated
-path, unreliable above min(1 − 1/log₁₀ k, 0.7) for k samples per pair); and a few
-qualitative proposals (003 Tables 4–6): the highest-weight sample of the first pairs, and the
-most probable (highest log q) of the first pair's k samples.
+(``nfst.evaluate.pareto``: nan below 21 samples per pair or where the tail is fewer than 5
+distinct paths, repeated; unreliable above min(1 − 1/log₁₀ k, 0.7) for k samples per pair);
+and a few qualitative proposals (003 Tables 4–6): the highest-weight sample of the first
+pairs, and the most probable (highest log q) of the first pair's k samples.
 Without replacement (:func:`summarize_distinct`): k *distinct* paths per pair by stochastic
 beam search (``nfst.smc.without_replacement``), weighted by priority sampling; their
 deduplicated ESS beside the with-replacement one, and the unbiased partial-KL estimate.

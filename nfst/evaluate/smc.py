@@ -14,9 +14,9 @@ Per pair, in nats:
   paths first); the mean and, over runs, the variance of log Ẑ;
 - Pareto k̂ of the final weights (``nfst.evaluate.pareto``), the mean over runs and pairs
   where it can be fitted (None for the beam, whose weights are not importance weights, or
-  where no pair has a k̂: fewer than 21 particles, or a tail of one repeated weight, as after
-  resampling); above min(1 − 1/log₁₀ M, 0.7) the method's figures at that M are unreliable
-  whatever their standard errors say.
+  where no pair has a k̂: fewer than 21 particles, or fewer than 5 distinct weights in the
+  tail, as after resampling); above min(1 − 1/log₁₀ M, 0.7) the method's figures at that M
+  are unreliable whatever their standard errors say.
 
 Methods (the names of the returned dict):
 
@@ -164,7 +164,7 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
     started = time.time()
     abstract = fit_abstract_proposal(
         scorer, sampler, fit_on, AbstractConfig(config.abstract_regions, config.abstract_depth),
-        config.abstract_fit_paths, config.batch_size, seed, device)
+        config.abstract_fit_paths, config.batch_size, item_seed(seed, "abstract"), device)
     look_info["abstract_fit_seconds"] = round(time.time() - started, 2)
     counter = CountingScorer(scorer)
     every = methods(sampler, counter, lookahead, config, abstract)
@@ -206,12 +206,12 @@ def _lookahead(lookahead: Optional[Lookahead], sampler: Sampler, scorer: Scorer,
     or a LearnedLookahead fitted on ``lattices`` when none is given."""
     if lookahead is not None:
         return lookahead.eval(), {"kind": type(lookahead).__name__}
-    torch.manual_seed(seed)
+    torch.manual_seed(item_seed(seed, "lookahead", "init"))
     lookahead = LearnedLookahead(scorer.vocab_size).to(device)
     started = time.time()
     history = fit_lookahead(lookahead, sampler, scorer, lattices, steps=config.lookahead_steps,
-                            particles=config.lookahead_particles, seed=seed, device=device,
-                            quiet=quiet)
+                            particles=config.lookahead_particles,
+                            seed=item_seed(seed, "lookahead", "fit"), device=device, quiet=quiet)
     return lookahead.eval(), {"kind": "LearnedLookahead", "fit_steps": len(history),
                               "fit_loss_first": history[0], "fit_loss_last": history[-1],
                               "fit_seconds": round(time.time() - started, 2)}

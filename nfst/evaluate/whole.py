@@ -9,9 +9,10 @@ bounds on it; the n-gram's exact test log-likelihood; with a WFST scorer, exact 
 (``exact``). Training run 0's most probable proposal for test pair 0 is each sampler's
 ``most_probable`` (003 Tables 4–6).
 
-Random streams: training validates on ``item_seed(seed, i)``; the validation, test and log Ẑ
-draws each have a stream of their own (``nfst.runtime.distributed.stream_seed``) of the
-training run's seed, so no two of them share random numbers.
+Random streams: the validation, test and log Ẑ draws each have a stream of their own
+(``nfst.runtime.distributed.stream_seed``) of the training run's seed, apart from training's
+(its initialisation, its steps, its validation for early stopping), so no two of them share
+random numbers.
 """
 
 from __future__ import annotations

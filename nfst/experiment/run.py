@@ -41,6 +41,7 @@ from ..models.ngram import NgramScorer
 from ..models.samplers import Vocabulary
 from ..models.scorer import LSTMScorer, Scorer
 from ..runtime import storage
+from ..runtime.distributed import stream_seed
 from ..tasks import Task, get_task, resolve_data_dir
 from ..train.checkpoint import training_words
 from ..train.ngram import fit_ngram
@@ -135,7 +136,8 @@ class Run(RunData, RunSamplers):
             self.run_dir.claim()  # before its first checkpoint
             started = time.time()
             result = train_scorer(self.lattices("train"), cfg, vocabulary=self.vocabulary,
-                                  seed=self.config.seed, device=self.device, ngram=ngram,
+                                  seed=stream_seed(self.config.seed, "scorer"),
+                                  device=self.device, ngram=ngram,
                                   checkpoint=self.dir / "checkpoints" / "scorer.ckpt",
                                   quiet=self.quiet)
             if self.rank == 0:
@@ -176,8 +178,8 @@ class Run(RunData, RunSamplers):
         started, sizes = time.time(), self.preset.evaluate
         result = evaluate_smc(
             self.sampler(best), self.scorer(), self.lattices("test")[:sizes.smc_pairs],
-            particles=sizes.smc_particles, seed=self.config.seed, device=self.device,
-            train_lattices=self.lattices("train")[:256], quiet=self.quiet,
+            particles=sizes.smc_particles, seed=stream_seed(self.config.seed, "smc"),
+            device=self.device, train_lattices=self.lattices("train")[:256], quiet=self.quiet,
             config=SMCEvalConfig(lookahead_steps=sizes.smc_lookahead_steps))
         return self.run_dir.finish("smc", result | {"sampler": best,
                                                     "seconds": time.time() - started})

@@ -33,14 +33,15 @@ class RunSamplers:
         return make_sampler(name, self.vocabulary, self.preset.sampler.sampler)
 
     def training_seed(self, seed: int = 0) -> int:
-        """The seed that initialises and trains a sampler's ``seed``-th training run (``--seeds``):
-        the run's seed plus ``seed``, so that training run 0 is the run without ``--seeds``."""
+        """The seed of a sampler's ``seed``-th training run (``--seeds``), whose streams
+        initialise, train and evaluate it (``nfst.runtime.distributed``): the run's seed plus
+        ``seed``, so that training run 0 is the run without ``--seeds``."""
         return self.config.seed + seed
 
     def untrained_sampler(self, name: str, seed: int = 0) -> Sampler:
         """The sampler ``name`` as its ``seed``-th training run starts (its seeded
         initialisation)."""
-        torch.manual_seed(self.training_seed(seed))
+        torch.manual_seed(stream_seed(self.training_seed(seed), "init"))
         return self.new_sampler(name).to(self.device).eval()
 
     def teacher_of(self, name: str) -> str:

@@ -14,9 +14,9 @@ checkpoint resumes exactly where it stopped. A SIGINT or SIGTERM (inside
 ``nfst.runtime.interrupt.graceful_interrupts``) stops every rank after the same step, with a
 checkpoint.
 
-The loop draws from one generator per rank, seeded with seed + 7919 · rank and handed to the
-loss; the global torch RNG (initialisation, dropout) is the trainer's to seed. Checkpoints keep
-both.
+The loop draws from one generator per rank, seeded with ``stream_seed(seed, "train", rank)``
+(``nfst.runtime.distributed``: every random stream's seed) and handed to the loss; the global
+torch RNG (initialisation, dropout) is the trainer's to seed. Checkpoints keep both.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ..dp.batch import LatticeBatch
 from ..errors import Interrupted, NfstError
 from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
-from ..runtime.distributed import from_every_rank, rank_and_world
+from ..runtime.distributed import from_every_rank, rank_and_world, stream_seed
 from ..runtime.interrupt import checkpointed, interrupt_requested
 from ..runtime.settings import check_settings
 from ..runtime.threads import cpu_threads
@@ -145,7 +145,7 @@ def train_loop(trainer: Trainer, *, checkpoint: Optional[str | os.PathLike] = No
         loss = torch.nn.parallel.DistributedDataParallel(
             loss, find_unused_parameters=trainer.find_unused_parameters)
     generator = torch.Generator(device=trainer.device).manual_seed(
-        trainer.seed + 7919 * trainer.rank)
+        stream_seed(trainer.seed, "train", trainer.rank))
     state = load_checkpoint(checkpoint, config)
     history, done = [], 0
     if state is not None:

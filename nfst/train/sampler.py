@@ -21,6 +21,7 @@ from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
 from ..models.samplers import Sampler, SamplerConfig
 from ..models.scorer import Scorer
+from ..runtime.distributed import stream_seed
 from ..smc.engine import SMCConfig
 from ..smc.resampling import ess
 from ..smc.lookahead import Lookahead
@@ -266,7 +267,7 @@ class _SamplerTrainer(Trainer):
     def validate(self) -> float:
         config = self.config
         return validate(self.sampler, self.scorer, self.dev, config.eval_k, config.batch_size,
-                        self.seed, self.device)
+                        stream_seed(self.seed, "early_stopping"), self.device)
 
     def first_records(self) -> list[dict]:  # step 0: the untrained sampler
         self.early.best = self.validate()
@@ -338,7 +339,7 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     if config.objective == "nasmc":  # refuse before any work rather than train on C = 0
         lookahead = nasmc_lookahead(lookahead)
     device = torch.device(device)
-    torch.manual_seed(seed)
+    torch.manual_seed(stream_seed(seed, "train"))
     sampler.to(device)
     scorer.to(device).freeze()
     if lookahead is not None:

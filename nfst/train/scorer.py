@@ -37,6 +37,7 @@ from ..models.ngram import NgramScorer
 from ..models.samplers import Sampler, SamplerConfig, Vocabulary, make_sampler
 from ..models.samplers.mixture import mixture_draw
 from ..models.scorer import LSTMScorer, distinct_strings
+from ..runtime.distributed import stream_seed
 from .loop import LoopConfig, Trainer, check_config, train_loop
 from .ngram import NgramConfig, fit_ngram
 from .objectives import inclusive_kl_loss, iwae_bound, iwae_loss
@@ -108,12 +109,13 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
     device = torch.device(device)
     if config.proposal != "bootstrap" and ngram is None:
         ngram = fit_ngram(train, config.ngram, device=device, quiet=quiet).scorer
-    torch.manual_seed(seed)
+    torch.manual_seed(stream_seed(seed, "init"))
     vocab = len(train[0].mark_vocab)
     scorer = LSTMScorer(vocab, config.hidden, config.layers, config.dropout).to(device)
     boot = None if config.proposal == "ngram" else make_sampler(
         config.bootstrap_sampler, vocabulary or Vocabulary(train[0].mark_vocab),
         config.bootstrap).to(device)
+    torch.manual_seed(stream_seed(seed, "train"))
     trainer = _ScorerTrainer(train, config, scorer, boot, ngram, seed, device)
     history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet, callback=callback)
     return ScorerResult(scorer.freeze(), history)

@@ -10,14 +10,14 @@ import torch
 from nfst.evaluate.comparison import (choose_reference, gap, mean_over_seeds_and_pairs,
                                       ordering)
 from nfst.evaluate.metrics import mean_and_se
-from nfst.runtime.distributed import STREAMS, item_seed, stream_seed
 
 
 def test_one_seed_is_the_paired_standard_error_over_pairs():
     a, b = [3.0, 5.0, 4.0, 9.0], [1.0, 4.0, 4.5, 6.0]
     assert gap([a], [b])["mean"] == pytest.approx(mean_and_se([x - y for x, y in zip(a, b)])[0])
     assert gap([a], [b])["se"] == pytest.approx(mean_and_se([x - y for x, y in zip(a, b)])[1])
-    assert gap([a], [a]) == {"mean": 0.0, "se": 0.0, "se_pairs": 0.0, "se_seeds": 0.0}
+    assert gap([a], [a]) == {"mean": 0.0, "se": 0.0, "se_seeds": 0.0, "se_pairs": 0.0,
+                             "se_res": 0.0}
 
 
 def test_the_seeds_term_is_the_standard_error_of_the_per_seed_means():
@@ -26,7 +26,53 @@ def test_the_seeds_term_is_the_standard_error_of_the_per_seed_means():
     assert got["mean"] == pytest.approx(3.5)
     assert got["se_seeds"] == pytest.approx(math.sqrt(4.5) / math.sqrt(2))
     assert got["se_pairs"] == pytest.approx(1.0 / math.sqrt(3))
+    assert got["se_res"] == 0.0  # seed + pair: no interaction
     assert got["se"] == pytest.approx(math.hypot(got["se_seeds"], got["se_pairs"]))
+
+
+def test_the_interaction_is_subtracted_once():
+    """A 2 × 2 table by hand: m = 3; seed means 2.5, 3.5 (MS_seeds = 2 · 0.5 = 1); pair means
+    2, 4 (MS_pairs = 2 · 2 = 4); residuals ±0.5 (MS_res = 4 · 0.25 = 1); SE² = (1 + 4 − 1) / 4."""
+    got = mean_over_seeds_and_pairs([[1.0, 4.0], [3.0, 4.0]])
+    assert got["mean"] == pytest.approx(3.0)
+    assert (got["se_seeds"] ** 2, got["se_pairs"] ** 2, got["se_res"] ** 2) == pytest.approx(
+        (0.25, 1.0, 0.25))
+    assert got["se"] == pytest.approx(1.0)
+
+
+def test_where_the_interaction_dominates_the_standard_error_is_not_sqrt_2_too_wide():
+    """v[s, p] = e_sp ~ N(0, 1), no seed or pair effect, S = 3, P = 50: Var m = 1/150, which
+    the variance of m over 2,000 tables measures (relative sd √(2/2000) = 0.032; 0.13 is 4).
+    Over them (an SE² varies by about its value here, MS_seeds having 2 degrees of freedom: the
+    mean of 2,000 has a relative sd of about 0.023, so 0.1 is 4 of them) SE_seeds² + SE_pairs²,
+    the interaction counted twice, averages 2 Var m: an SE √2 too wide; SE_seeds² + SE_pairs² −
+    SE_res² averages Var m, unbiased; and SE², each variance component kept ≥ 0, 1.47 Var m
+    (measured over 20,000 tables: the truncation's price at 3 seeds), never below SE_res²."""
+    S, P, tables = 3, 50, 2000
+    torch.manual_seed(0)
+    got = [mean_over_seeds_and_pairs(torch.randn(S, P, dtype=torch.float64).tolist())
+           for _ in range(tables)]
+    var = 1 / (S * P)
+
+    def mean(f) -> float:
+        return sum(f(g) for g in got) / tables / var
+
+    assert mean(lambda g: g["mean"] ** 2) == pytest.approx(1, abs=0.13)
+    assert mean(lambda g: g["se_seeds"] ** 2 + g["se_pairs"] ** 2) == pytest.approx(2, abs=0.2)
+    assert mean(lambda g: g["se_seeds"] ** 2 + g["se_pairs"] ** 2 - g["se_res"] ** 2) \
+        == pytest.approx(1, abs=0.1)
+    assert mean(lambda g: g["se"] ** 2) == pytest.approx(1.47, abs=0.15)
+    assert all(g["se"] >= g["se_res"] for g in got)
+
+
+def test_a_negative_variance_component_counts_as_zero():
+    """Seed and pair means that agree more closely than the values vary (MS_seeds = 0.125,
+    MS_pairs = 0.46, MS_res = 5.1): the unbiased sum is negative, and SE is the interaction's
+    share alone, SE_res, not 0 (which would claim an order for any gap)."""
+    got = gap([[11.0, 20.0, 32.0, 40.0], [11.0, 21.0, 30.0, 41.0]],
+              [[10.0, 22.0, 30.0, 41.0], [12.0, 20.0, 31.0, 39.0]])
+    assert got["se_seeds"] ** 2 + got["se_pairs"] ** 2 < got["se_res"] ** 2
+    assert got["se"] == got["se_res"] == pytest.approx(math.sqrt(5.125 / 8))
 
 
 def test_the_standard_error_covers_the_spread_of_training_seeds():
@@ -63,12 +109,11 @@ def test_an_ordering_is_claimed_only_beyond_two_standard_errors():
     assert ordering({"far": far, "a": a, "near": near}) in ("a ≈ near < far", "near ≈ a < far")
 
 
-def test_named_streams_never_meet_each_other_or_trainings_validation():
-    """Training validates minibatch i with item_seed(seed, i); each named stream's minibatch j
-    draws from item_seed(stream_seed(seed, name), j). None of them may coincide."""
-    for seed in (0, 1, 12345):
-        seen = {item_seed(seed, i) for i in range(2000)}
-        for name in STREAMS:
-            mine = {item_seed(stream_seed(seed, name), j) for j in range(2000)}
-            assert not mine & seen
-            seen |= mine
+def test_by_default_an_order_needs_a_gap_of_two_standard_errors():
+    """Differences −0.5, 0.5, 1.5, 2.5 (mean 1, SE 0.645: 1.55 SE) claim no order at the default
+    z = 2 (which the summaries and the report rely on), but do at z = 1; 0, 1, 2, 3 (2.3 SE)
+    do at the default."""
+    zero = [[0.0] * 4]
+    assert ordering({"a": zero, "b": [[-0.5, 0.5, 1.5, 2.5]]}) == "a ≈ b"
+    assert ordering({"a": zero, "b": [[-0.5, 0.5, 1.5, 2.5]]}, z=1.0) == "a < b"
+    assert ordering({"a": zero, "b": [[0.0, 1.0, 2.0, 3.0]]}) == "a < b"

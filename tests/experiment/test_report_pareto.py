@@ -22,13 +22,15 @@ def scorer_run(ks: list[float]) -> dict:
 
 def test_warning_counts_the_unreliable_pairs_among_all_of_them():
     # 5 of 100 pairs above the threshold, 4 without a k̂ (fewer than 21 weights), 2 whose tail
-    # is one repeated path: the share is of the 100, and the 6 are named, each with its reason.
+    # is fewer than 5 distinct paths: the share is of the 100, and the 6 are named, each with
+    # its reason.
     ks = [0.9] * 5 + [NAN] * 6 + [0.1] * 89
     text = " ".join(reliability("cipher's test log Ẑ",
                                 pareto_summary(ks, [256] * 5 + [20] * 4 + [256] * 91)))
     assert "unreliable on 5 of 100 pairs (5%)" in text
     assert "not fitted on 4 of the 100 pairs" in text and "fewer than 21" in text
-    assert "not diagnosable on 2 of the 100 pairs, whose tail is one repeated path" in text
+    assert ("not diagnosable on 2 of the 100 pairs, whose tail is fewer than 5 distinct paths, "
+            "repeated") in text
 
 
 def test_the_threshold_is_that_of_each_pairs_number_of_paths():

@@ -17,6 +17,7 @@ from nfst.cli import main
 from nfst.errors import RunConfigError
 from nfst.experiment.run import Run
 from nfst.runtime import storage
+from nfst.runtime.distributed import stream_seed
 from nfst.train.checkpoint import training_words
 from tests.experiment.tiny import TASK, TINY, tiny_config
 
@@ -84,8 +85,10 @@ def test_run_writes_everything_and_skips_finished_stages(finished_run):
         assert metrics["curve"]["step"] == [0, 4, 8, 12]  # from the untrained sampler on
         # the untrained sampler evaluated is the one training started from
         from nfst.train.sampler import validate
+        early_stopping = stream_seed(run.training_seed(0), "early_stopping")
         assert validate(run.untrained_sampler(name), run.scorer(), run.lattices("dev"), 4, 16,
-                        0, run.device) == pytest.approx(metrics["curve"]["val_partial_kl"][0])
+                        early_stopping, run.device) == pytest.approx(
+                            metrics["curve"]["val_partial_kl"][0])
         assert metrics["untrained_partial_kl"] != metrics["partial_kl"]
         assert metrics["exclusive_kl_lower_bound"] <= metrics["exclusive_kl"] + \
             3 * metrics["exclusive_kl_lower_bound_se"]

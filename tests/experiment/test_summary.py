@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from nfst.evaluate.comparison import gap, mean_over_seeds_and_pairs, ordering
 from tests.experiment.constructed import SAMPLERS, constructed_results
 from tools.render import plot_series, render, render_gaps, render_proposals
 from tools.summary import BLOCK, names, page, series, summarize
@@ -44,6 +45,43 @@ def test_a_seeded_summary_gives_gaps_to_the_validation_reference_and_the_orderin
     assert "ordering swp ≈ sws < swa (`<` only where the paired gap exceeds 2" in table
     assert "commit `abc1234`" in table
     assert render_gaps({"a": summary}).splitlines()[0] == "| sampler | gap at a (to sws) |"
+
+
+def test_a_summary_keeps_the_per_pair_values_its_figures_come_from():
+    """Per sampler, the seeds × pairs partial KLs; the gaps, their SEs and the ordering are what
+    they give (``nfst.evaluate.comparison``), even where results.json's gap was computed
+    otherwise (an older standard error), and the ordering needs 2 SE: b's gap to a is 1.55 SE
+    (a ≈ b), c's to b 2.3 SE."""
+    a = [[10.0, 20.0, 30.0, 40.0], [11.0, 21.0, 31.0, 41.0]]
+    b = [[x + d for x, d in zip(row, (-0.5, 0.5, 1.5, 2.5))] for row in a]
+    c = [[x + d for x, d in zip(row, (0.0, 1.0, 2.0, 3.0))] for row in b]
+    results = constructed_results({"swp": (a, [20.0, 20.0], "p"), "sws": (b, [21.0, 21.0], "s"),
+                                   "swa": (c, [22.0, 22.0], "a")})
+    results["samplers"]["swa"]["gap"] = {"mean": 0.0, "se": 99.0}  # as an older run said
+    summary = json.loads(json.dumps(summarize(results, "c", "abc1234", "m")))
+    assert summary["ordering"] == "swp ≈ sws < swa"
+    per_pair = {s: m["per_pair_partial_kl_by_seed"] for s, m in summary["samplers"].items()}
+    assert per_pair == {"swp": a, "sws": b, "swa": c}
+    for name, m in summary["samplers"].items():
+        assert m["gap"] == gap(per_pair[name], per_pair[summary["reference"]])
+        assert m["partial_kl_se"] == mean_over_seeds_and_pairs(per_pair[name])["se"]
+    assert ordering(per_pair) == summary["ordering"]
+
+
+def test_committed_summaries_with_per_pair_values_agree_with_them():
+    """Where a committed summary holds per-pair values, its gaps and ordering are theirs."""
+    for path in (DOCS / "results").glob("*.json"):
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        for run in summary if isinstance(summary, list) else [summary]:
+            if not isinstance(run, dict) or "samplers" not in run:
+                continue
+            per_pair = {s: m.get("per_pair_partial_kl_by_seed")
+                        for s, m in run["samplers"].items()}
+            if None in per_pair.values():
+                continue
+            assert ordering(per_pair) == run["ordering"], path.name
+            for name, m in run["samplers"].items():
+                assert m["gap"] == pytest.approx(gap(per_pair[name], per_pair[run["reference"]]))
 
 
 def test_old_summaries_say_their_gaps_are_to_the_best_on_test():

@@ -110,8 +110,10 @@ def test_training_from_particles_lowers_the_kl(setup, objective):
                       smc=SMCConfig(particles=16)),
           lookahead=BetaLookahead.exact(scorer))
     after = exact_kl(batch, scorer, sampler).item()
-    # measured: 1.95 -> 0.13 (NASMC with the exact lookahead), 1.95 -> 0.39 (mixture)
-    assert after < 0.3 * before, (before, after)
+    # measured over training seeds 0–5 (NASMC) and 0–15 (mixture): from 1.95 to 0.05–0.06 of
+    # it with NASMC and the exact lookahead, to 0.06–0.70 with the mixture, whose exclusive-KL
+    # term is noisy (0.42 at seed 0)
+    assert after < (0.3 if objective == "nasmc" else 0.8) * before, (before, after)
 
 
 def test_lookahead_trained_through_its_proposal_as_in_000():

@@ -60,7 +60,7 @@ def _without_k(pareto: dict) -> str:
              f"nonzero importance weights"] if too_few else []
     if pareto["not_diagnosable"]:
         parts.append(f"k̂ is not diagnosable on {pareto['not_diagnosable']} of the {pairs} "
-                     f"pairs, whose tail is one repeated path")
+                     f"pairs, whose tail is fewer than 5 distinct paths, repeated")
     return "; ".join(parts)
 
 
