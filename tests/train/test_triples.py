@@ -187,7 +187,7 @@ def toy_pairs():
 def test_sleep_training_alone_reaches_a_small_exclusive_kl():
     """SWP fitted by maximum likelihood to triples alone (no usual step) on lattices of the
     pairs topology, against a unigram scorer whose posterior it can represent: the exact
-    KL(q ‖ p) of each validation lattice falls from at least 0.1 nats to below 0.03."""
+    KL(q ‖ p) of each validation lattice falls from at least 0.15 nats to below 0.05."""
     T, lats = toy_pairs()
     scorer = unigram(T, {"d": 0.25, "i": 0.15, "s": 0.35, "EOS": 0.25})
     torch.manual_seed(0)
@@ -203,8 +203,8 @@ def test_sleep_training_alone_reaches_a_small_exclusive_kl():
     after = [exact_exclusive_kl(result.sampler, scorer, [lat]) for lat in lats]
     assert [h["step"] for h in result.history if "dev_partial_kl" in h] == [0, 50, 100, 150]
     assert all(h.get("phase") == "sleep" for h in result.history[1:])
-    assert min(before) > 0.1, before
-    assert max(after) < 0.03, (before, after)
+    assert min(before) > 0.15, before
+    assert max(after) < 0.05, (before, after)
 
 
 def test_wake_sleep_mixes_triples_into_the_usual_minibatches():
@@ -237,16 +237,17 @@ def test_wake_sleep_mixes_triples_into_the_usual_minibatches():
     assert result.steps == 5
 
 
-# train_sampler's history on these settings before sleep training existed (194b843):
-# with sleep_steps and sleep_share at 0 the same minibatches, draws and figures
-TODAY = [[(0, None, 1.3154714760492539), (1, 0.5493582749666921, None),
-          (2, 1.0998243806229782, 1.3158207611082913), (3, 0.5486403482746188, None),
-          (4, 1.0990584431155221, 1.315491599257174), (5, 0.5497339695631777, None),
-          (6, 1.097817600454863, 1.3152800784429688)],
-         [(0, None, 1.310132899828441), (1, 0.6256773970017555, None),
-          (2, -1.3476806695184382, 1.2593932241979777), (3, 0.19589983797601151, None),
-          (4, 4.353198362039831, 1.3059054246181863), (5, -1.158094455320246, None),
-          (6, 1.4851707808507852, 1.3131137037999308)]]
+# train_sampler's history on these settings from the code before sleep training (its seed
+# streams as today's, 50dc180): with sleep_steps and sleep_share at 0 the same minibatches,
+# draws and figures
+TODAY = [[(0, None, 1.3154565433376753), (1, 0.5492801578974555, None),
+          (2, 1.1027894214279315, 1.3155731062771316), (3, 0.5501918646790281, None),
+          (4, 1.0981911476374373, 1.31519020860394), (5, 0.5492071933580713, None),
+          (6, 1.0957580296578953, 1.3147572648741457)],
+         [(0, None, 1.4910751147926877), (1, 0.9352167004593234, None),
+          (2, -1.0634560704570664, 1.4783005695034228), (3, 0.21940182263525926, None),
+          (4, 3.3517720470188834, 1.4870484476538437), (5, -1.0280665662223138, None),
+          (6, 2.822544276583855, 1.4754066950731488)]]
 
 
 def test_no_sleep_steps_train_as_before():
