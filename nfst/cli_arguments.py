@@ -45,7 +45,7 @@ class Setting(argparse.Action):
     """A run setting (``--preset``, ``--seed``, ...) or a path a run records (``--data-dir``),
     stored (``append``: appended) as argparse would, and its name recorded in ``given``: a
     stage command takes from the run it continues what was not given, and refuses a given
-    setting that differs (``nfst.experiment.commands.open_run``)."""
+    setting that differs (``nfst.experiment.opening.open_run``)."""
 
     def __init__(self, option_strings, dest, append: bool = False, **kw):
         super().__init__(option_strings, dest, **kw)
