@@ -115,7 +115,10 @@ def split(p) -> None:
 
 
 def sampler_list(text: str) -> tuple[str, ...]:
-    return check_samplers([n.strip() for n in text.split(",") if n.strip()])
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:  # a run of no samplers would train its scorer, then have nothing to do
+        raise argparse.ArgumentTypeError("expected at least one sampler, e.g. swa,swp-prefix")
+    return check_samplers(names)
 
 
 def run(p, samplers: bool = True, new: bool = False, old_out: bool = True) -> None:

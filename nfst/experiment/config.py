@@ -191,6 +191,9 @@ def check_run(config: RunConfig, p: Preset) -> None:
         except ValueError as exc:
             raise RunConfigError(f"{what} setting {exc}", "`nfst options` lists every setting "
                                  "with its value and meaning") from None
+    if not config.samplers:
+        raise RunConfigError("a run compares at least one sampler; none is given",
+                             "e.g. --samplers swa,swp-prefix")
     check_samplers({*config.samplers, p.scorer.bootstrap_sampler, p.sampler.teacher} - {""})
     objective = p.sampler.objective
     if p.sampler.teacher and objective != "is":

@@ -41,7 +41,7 @@ from ..models.ngram import NgramScorer
 from ..models.samplers import Vocabulary
 from ..models.scorer import LSTMScorer, Scorer
 from ..runtime import storage
-from ..tasks import Task, get_task, resolve_data_dir
+from ..tasks import Task, file_of_task, get_task, load_task_file, resolve_data_dir, task_names
 from ..train.ngram import fit_ngram
 from ..train.scorer import train_scorer
 from .config import RunConfig, apply_overrides, check_run, json_default
@@ -59,11 +59,13 @@ class Run(RunData, RunSamplers):
 
     def __init__(self, config: RunConfig, run_dir: Optional[str | Path] = None, *,
                  data_dir=None, cache_dir=None, device: str = "cpu", processes: int = 2,
-                 jobs: int = 1, quiet: bool = False):
+                 jobs: int = 1, quiet: bool = False, task_file: Optional[str] = None):
         self.config = config
         self.dir = Path(run_dir) if run_dir else config.default_dir()
         self.data_dir, self.cache_dir, self.quiet = data_dir, cache_dir, quiet
         self.device, self.processes, self.jobs = torch.device(device), processes, jobs
+        if task_file and config.task not in task_names():  # NFST_TASKS's files come first
+            load_task_file(task_file)
         self.task: Task = get_task(config.task, **config.task_settings)
         self.preset = apply_overrides(preset(config.preset), config.overrides)
         check_run(config, self.preset)
@@ -79,7 +81,10 @@ class Run(RunData, RunSamplers):
     @classmethod
     def open(cls, run_dir: str | Path, **kwargs) -> "Run":
         """The run recorded in ``run_dir/config.json``, with its own settings, reading its data
-        where it last did (``where.json``) unless ``data_dir`` or ``cache_dir`` is given."""
+        where it last did (``where.json``: its task file too) unless ``data_dir`` or
+        ``cache_dir`` is given; ``kwargs``: the constructor's (``device``, ``quiet``: no
+        progress bars, ...). Its stages are methods: :meth:`scorer`, :meth:`sampler`,
+        :meth:`lattices`, :meth:`evaluation`, ... (``nfst.open_run`` is this)."""
         return cls(RunConfig.recorded(run_dir), run_dir, **(recorded_where(run_dir) | kwargs))
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -90,11 +95,13 @@ class Run(RunData, RunSamplers):
             default=json_default))
 
     def where(self) -> dict:
-        """Where the run reads its data and caches its lattices, as absolute paths (None: no
-        data directory, no cache), recorded for the commands that continue it."""
-        data_dir = resolve_data_dir(self.data_dir)
+        """Where the run reads its data, caches its lattices and finds its task (the file
+        that defined it, ``nfst.tasks.file_of_task``), as absolute paths (None: no data
+        directory, no cache, a built-in task), recorded for the commands that continue it."""
+        data_dir, task_file = resolve_data_dir(self.data_dir), file_of_task(self.config.task)
         return {"data_dir": str(data_dir.resolve()) if data_dir else None,
-                "cache_dir": str(Path(self.cache_dir).resolve()) if self.cache_dir else None}
+                "cache_dir": str(Path(self.cache_dir).resolve()) if self.cache_dir else None,
+                "task_file": str(task_file) if task_file else None}
 
     def done(self, name: str) -> Optional[dict]:
         """The result of stage ``name`` if it has finished, else None."""

@@ -55,6 +55,9 @@ CASES = {
                               "--option 'sampler.stpes=1': the preset has no setting "
                               "'sampler.stpes'; the nearest: sampler.steps, scorer.steps, "
                               "scorer.ngram.steps", "`nfst options` lists every setting"),
+    "no samplers": (["run", "cipher", "--run-dir", "{t}/r", "--samplers", " , "], 2,
+                    "run: argument --samplers: expected at least one sampler, e.g. "
+                    "swa,swp-prefix", "see `nfst run --help`"),
     "unknown --option key": (["evaluate", "cipher", "--option", "zzz=1"], 2,
                              "--option 'zzz=1': the preset has no setting 'zzz'",
                              "`nfst options`"),
