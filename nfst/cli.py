@@ -63,7 +63,9 @@ COMMANDS: dict[str, Command] = {
                             "--samplers swa,swp"),
     "train-sampler": Command("train (or reuse) one sampler of a run, and add it to the run's "
                              "samplers", arguments.train_sampler, commands.train_sampler,
-                             "nfst train-sampler --run-dir runs/c --sampler swp-prefix"),
+                             "nfst train-sampler --run-dir runs/c --sampler swp-prefix\n"
+                             "nfst train-sampler --run-dir runs/c --sampler swp --seeds 3 "
+                             "--training-seed 2"),
     "evaluate": Command("partial KL, ESS and expected length of a run's samplers",
                         arguments.run, commands.evaluate,
                         "nfst evaluate --run-dir runs/c\n"

@@ -200,6 +200,9 @@ def sampler(p, new: bool = False, old_out: bool = True, **kw) -> None:
 def train_sampler(p) -> None:
     sampler(p, new=True, required=True)
     seeds(p)
+    add(p, "--training-seed", type=SEED, metavar="S", help="train only the S-th training "
+        "run (0 to SEEDS − 1; the default: every one): one (sampler, seed) per process, e.g. "
+        "per task of a cluster's array job, several at once into one run directory")
 
 
 def stats(p) -> None:

@@ -122,15 +122,21 @@ def train_scorer(o) -> None:
 
 
 def train_sampler(o) -> None:
-    """The sampler ``--sampler`` of every training seed of the run, trained or reused, and
-    recorded among the run's samplers (so the later stages compare it); no other sampler
-    (but its teacher, which its training needs)."""
+    """The sampler ``--sampler`` of every training seed of the run (``--training-seed S``: of
+    seed S alone), trained or reused, and recorded among the run's samplers (so the later
+    stages compare it); no other sampler (but its teacher, which its training needs).
+    Processes may train samplers of one run at once (``nfst.experiment.rundir``)."""
     run = open_run(o, sampler=o.sampler)
-    for seed in range(run.config.seeds):
+    seeds = range(run.config.seeds) if o.training_seed is None else [o.training_seed]
+    if seeds[-1] >= run.config.seeds:
+        raise RunConfigError(f"--training-seed {o.training_seed}: the run trains seeds 0 to "
+                             f"{run.config.seeds - 1} (--seeds {run.config.seeds})",
+                             f"give --seeds {o.training_seed + 1} (or more) with it")
+    for seed in seeds:
         run.train_sampler(o.sampler, seed)
     run.run_dir.claim()  # records the sampler where it was already trained
     _say(run, *(f"sampler: {run.dir / 'samplers' / sampler_key(o.sampler, s)}.pt"
-                for s in range(run.config.seeds)))
+                for s in seeds))
 
 
 def evaluate(o) -> None:

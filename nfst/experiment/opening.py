@@ -42,6 +42,8 @@ def open_run(o, sampler: Optional[str] = None) -> Run:
              k in given}
     run = Run(config, run_dir, **(recorded_where(run_dir) | where))
     _check_given(o, run)
+    if sampler is not None:
+        run.run_dir.join(sampler)
     return run
 
 
@@ -69,6 +71,8 @@ def _new_run(o, run_dir: Path, sampler: Optional[str]) -> Run:
                            overrides=tuple(o.overrides))
         run = Run(config, run_dir, **run_kwargs(o))  # the settings given are checked first
         if may_start:
+            if sampler is not None:  # one process that adds it beside others at once
+                run.run_dir.join(sampler)
             return run
     elif may_start:
         raise RunConfigError(f"{run_dir}: no run recorded there (no config.json) to take the "

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 
@@ -112,50 +112,67 @@ class Run(RunData, RunSamplers):
             print(f"[{self.config.task}] {text}", flush=True)
 
     # -- stages -------------------------------------------------------------------------------
+    def _once(self, name: str, make: Callable[[list[Lattice]], None]) -> None:
+        """Make the model file ``NAME.pt`` (``ngram``, ``scorer``) with ``make``, given the
+        training lattices, unless it is there: once they have loaded and the directory is
+        claimed, under the run's lock ``name``, so that of several processes sharing the run
+        one makes it and the others, having waited, load it."""
+        path = self.dir / f"{name}.pt"
+        if path.exists():
+            return
+        train = self.lattices("train")
+        self.run_dir.claim()  # before the first checkpoint
+        with self.run_dir.lock(name):
+            # made by another process while this one waited? (torchrun's ranks decided above)
+            if self.run_dir.world == 1 and path.exists():
+                return
+            make(train)
+
     def ngram(self) -> NgramScorer:
         """The mark n-gram scorer fitted by exact maximum likelihood (``nfst.train.ngram``)."""
-        path = self.dir / "ngram.pt"
-        cfg = self.preset.scorer.ngram
-        if not path.exists():
-            started = time.time()
-            result = fit_ngram(self.lattices("train"), cfg, device=self.device,
-                               quiet=self.quiet)
-            self.run_dir.claim()
-            if self.rank == 0:
-                save_scorer(result.scorer, path)
-            self.run_dir.finish("ngram", {"seconds": time.time() - started, "order": cfg.order,
-                                   "history": result.history})
-        state = storage.load(path)["state"]  # files of every version hold it
-        scorer = NgramScorer(self.vocabulary.size, cfg.order, histories=state.get("histories"))
+        self._once("ngram", self._fit_ngram)
+        state = storage.load(self.dir / "ngram.pt")["state"]  # files of every version hold it
+        scorer = NgramScorer(self.vocabulary.size, self.preset.scorer.ngram.order,
+                             histories=state.get("histories"))
         scorer.load_state_dict(state)
         return scorer.to(self.device).freeze()
 
+    def _fit_ngram(self, train: list[Lattice]) -> None:
+        cfg = self.preset.scorer.ngram
+        started = time.time()
+        result = fit_ngram(train, cfg, device=self.device, quiet=self.quiet)
+        if self.rank == 0:
+            save_scorer(result.scorer, self.dir / "ngram.pt")
+        self.run_dir.finish("ngram", {"seconds": time.time() - started, "order": cfg.order,
+                               "history": result.history})
+
     def scorer(self) -> Scorer:
         """p̃_θ: the LSTM scorer, trained on first use, or the n-gram (``scorer.kind``)."""
-        path = self.dir / "scorer.pt"
         cfg = self.preset.scorer
         if cfg.kind == "ngram":
             return self.ngram()
-        if not path.exists():
-            ngram = None if cfg.proposal == "bootstrap" else self.ngram()
-            self.run_dir.claim()  # before its first checkpoint
-            started = time.time()
-            result = train_scorer(self.lattices("train"), cfg, vocabulary=self.vocabulary,
-                                  seed=self.config.seed, device=self.device, ngram=ngram,
-                                  checkpoint=self.dir / "checkpoints" / "scorer.ckpt",
-                                  quiet=self.quiet)
-            if self.rank == 0:
-                save_scorer(result.scorer, path)
-            tail = result.history[-max(1, len(result.history) // 10):]
-            self.run_dir.finish("scorer", {
-                "seconds": time.time() - started, "proposal": cfg.proposal,
-                "final_iwae": result.history[-1]["iwae"],
-                "train_iwae": sum(h["iwae"] for h in tail) / len(tail),
-                "curve": {"step": [h["step"] for h in result.history],
-                          "iwae": [h["iwae"] for h in result.history]}})
+        self._once("scorer", self._train_scorer)
         scorer = LSTMScorer(self.vocabulary.size, cfg.hidden, cfg.layers, cfg.dropout)
-        scorer.load_state_dict(storage.load(path)["state"])
+        scorer.load_state_dict(storage.load(self.dir / "scorer.pt")["state"])
         return scorer.to(self.device).freeze()
+
+    def _train_scorer(self, train: list[Lattice]) -> None:
+        cfg = self.preset.scorer
+        ngram = None if cfg.proposal == "bootstrap" else self.ngram()
+        started = time.time()
+        result = train_scorer(train, cfg, vocabulary=self.vocabulary, seed=self.config.seed,
+                              device=self.device, ngram=ngram,
+                              checkpoint=self.dir / "checkpoints" / "scorer.ckpt",
+                              quiet=self.quiet)
+        if self.rank == 0:
+            save_scorer(result.scorer, self.dir / "scorer.pt")
+        tail = result.history[-max(1, len(result.history) // 10):]
+        self.run_dir.finish("scorer", {
+            "seconds": time.time() - started, "proposal": cfg.proposal,
+            "final_iwae": result.history[-1]["iwae"],
+            "train_iwae": sum(h["iwae"] for h in tail) / len(tail),
+            "curve": {"step": [h["step"] for h in result.history],
+                      "iwae": [h["iwae"] for h in result.history]}})
 
     def evaluation(self) -> dict:
         """Partial KL, ESS and expected length of every sampler on the test pairs."""

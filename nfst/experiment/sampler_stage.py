@@ -64,7 +64,15 @@ class RunSamplers:
     def train_sampler(self, name: str, seed: int = 0, callback=None) -> Sampler:
         """The sampler ``name`` trained from training seed ``seed`` (after its teacher, which
         its training needs), or loaded if it is; ``callback``: ``train_sampler``'s, called
-        after every step."""
+        after every step. One process at a time trains it, under the run's lock: another
+        that shares the run waits, then loads it."""
+        if self.is_trained(name, seed):
+            return self.sampler(name, seed)
+        self.scorer()  # first: a command failing on the run's data leaves no lock file behind
+        with self.run_dir.lock(f"sampler-{sampler_key(name, seed)}"):
+            return self._train_sampler(name, seed, callback)
+
+    def _train_sampler(self, name: str, seed: int, callback) -> Sampler:
         key = sampler_key(name, seed)
         if not self.is_trained(name, seed):
             scorer = self.scorer()

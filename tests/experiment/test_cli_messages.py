@@ -266,6 +266,10 @@ CASES = {
                                        "--sampler", "swa", "--seed", "1", "--set", "eval_size=5"],
                                       2, "{t}/RUN records a run with --seed 0, eval_size=4, not "
                                       "--seed 1, --set eval_size=5", "drop the flag"),
+    "a training seed the run lacks": (["train-sampler", "--run-dir", "{t}/RUN", "--sampler",
+                                       "swa", "--training-seed", "1"], 2,
+                                      "--training-seed 1: the run trains seeds 0 to 0 (--seeds "
+                                      "1)", "give --seeds 2 (or more) with it"),
     "another task": (["evaluate", "scan", "--run-dir", "{t}/RUN"], 2,
                      "{t}/RUN records a run of the task cipher, not scan", "give the task cipher"),
     # a stage after the sampler stage never trains a sampler: it names those to train
