@@ -174,6 +174,10 @@ def train_scorer(p) -> None:
 def run_all(p) -> None:
     run(p)
     jobs(p)
+    add(p, "--from", dest="from_run", metavar="RUN", help="a new run on RUN's task, data, "
+        "settings and frozen scorer (copied, never trained), with the --option settings "
+        "given after RUN's (not the scorer's): trains and compares samplers only (default "
+        "--run-dir: beside RUN, named after it and the options)")
 
 
 def reproduce(p) -> None:

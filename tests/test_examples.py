@@ -66,26 +66,6 @@ def test_cipher_choice_splits_partial_kl_by_the_picked_cipher(tmp_path, capsys, 
                for r in rows)
 
 
-def test_sampler_ablation_keeps_the_runs_task_settings():
-    """examples/sampler_ablation.py trains against RUN's scorer, so its run must compile RUN's
-    lattices: RUN's task settings, seed and options, with the ablation's added."""
-    import importlib.util
-
-    from nfst.experiment.config import RunConfig
-
-    path = Path(__file__).parent.parent / "examples" / "sampler_ablation.py"
-    spec = importlib.util.spec_from_file_location("sampler_ablation", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    base = RunConfig(task="tr", preset="large", seed=2, seeds=3, samplers=("swa", "sws"),
-                     task_settings={"train_size": 500}, overrides=("sampler.lr=0.001",))
-    config = module.ablation_config(base, "swp,sws", ("sampler.d=64",))
-    assert (config.task, config.preset, config.seed, config.seeds) == ("tr", "large", 2, 1)
-    assert config.samplers == ("swp", "sws")
-    assert config.task_settings == {"train_size": 500}
-    assert config.overrides == ("sampler.lr=0.001", "sampler.d=64", "evaluate.log_z_samples=64")
-
-
 def test_the_slurm_recipe_trains_one_sampler_and_seed_per_array_task(tmp_path):
     """examples/slurm_array.sh, with stand-ins for sbatch (it logs each submission and answers
     a job id) and nfst (it prints its arguments): the scorer, then an array of one task per

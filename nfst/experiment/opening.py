@@ -1,6 +1,7 @@
 """The run a command works on, from its parsed options (``nfst.experiment.commands``): the run
-its directory records, with the recorded settings, or a new one (``nfst run``, a stage command
-given ``--new``)."""
+its directory records, with the recorded settings; a new one (``nfst run``, a stage command
+given ``--new``); or a new one made from another run's frozen scorer (``nfst run --from RUN``;
+``nfst.experiment.branch``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import NfstError, RunConfigError
+from .branch import branch_config, branch_dir, trains_scorer
 from .config import (DEFAULT_SAMPLERS, RunConfig, apply_overrides, option_value,
                      parse_assignment, parse_settings)
 from .run import Run
@@ -24,7 +26,8 @@ def open_run(o, sampler: Optional[str] = None) -> Run:
     given replace the recorded ones (``nfst evaluate --samplers a,b`` compares exactly those)
     and ``sampler`` (``nfst train-sampler``'s) joins them. A new run where none is recorded:
     for ``nfst run`` and a stage command given ``--new``; other stage commands refuse, rather
-    than start a run in a mistyped directory."""
+    than start a run in a mistyped directory. ``nfst run --from RUN``: where none is recorded,
+    a run made from RUN (:func:`~.branch.branch_config`)."""
     run_dir = _run_dir(o)
     if not (run_dir / "config.json").exists():
         return _new_run(o, run_dir, sampler)
@@ -38,19 +41,29 @@ def open_run(o, sampler: Optional[str] = None) -> Run:
     config = dataclasses.replace(
         recorded, samplers=samplers + ((sampler,) if sampler not in (None, *samplers) else ()),
         seeds=o.seeds if "seeds" in given else recorded.seeds)
-    where = {k: v for k, v in run_kwargs(o).items() if k not in ("data_dir", "cache_dir") or
-             k in given}
-    run = Run(config, run_dir, **(recorded_where(run_dir) | where))
+    run = Run(config, run_dir, **(recorded_where(run_dir) | _where_given(o)))
     _check_given(o, run)
     if sampler is not None:
         run.run_dir.join(sampler)
     return run
 
 
+def _where_given(o) -> dict:
+    """:func:`run_kwargs`, less the data and cache directories where not given: a recorded
+    run's are used instead."""
+    given = getattr(o, "given", set())
+    return {k: v for k, v in run_kwargs(o).items() if k not in ("data_dir", "cache_dir") or
+            k in given}
+
+
 def _run_dir(o) -> Path:
-    """``--run-dir``, else the default directory of the task, preset and seed given."""
+    """``--run-dir``, else with ``--from`` a directory beside that run's
+    (:func:`~.branch.branch_dir`), else the default directory of the task, preset and seed
+    given."""
     if o.run_dir:
         return Path(o.run_dir)
+    if getattr(o, "from_run", None):
+        return branch_dir(o.from_run, o.overrides)
     if o.task is None:
         raise NfstError(f"{o.command}: the following arguments are required: TASK or --run-dir",
                         f"--run-dir DIR continues the run recorded there; see `nfst "
@@ -60,8 +73,21 @@ def _run_dir(o) -> Path:
 
 def _new_run(o, run_dir: Path, sampler: Optional[str]) -> Run:
     """A run of the settings given, in ``run_dir`` (which records none), for ``nfst run`` and
-    a stage command given ``--new``; ``sampler``: train-sampler's, the run's one sampler."""
+    a stage command given ``--new``; ``sampler``: train-sampler's, the run's one sampler;
+    ``nfst run --from RUN``: a run made from RUN, whose task and settings a TASK or a setting
+    given must agree with."""
     may_start = o.command == "run" or getattr(o, "new", False)
+    if getattr(o, "from_run", None):
+        given = getattr(o, "given", set())
+        config = branch_config(o.from_run, o.overrides,
+                               o.samplers if "samplers" in given else None,
+                               o.seeds if "seeds" in given else None)
+        if o.task is not None and o.task != config.task:
+            raise RunConfigError(f"--from {o.from_run} is a run of the task {config.task}, not "
+                                 f"{o.task}", "give its task (or none)")
+        run = Run(config, run_dir, **(recorded_where(o.from_run) | _where_given(o)))
+        _check_given(o, run)
+        return run
     if o.task is not None:
         config = RunConfig(task=o.task, preset=o.preset, seed=o.seed,
                            samplers=(sampler,) if sampler else getattr(o, "samplers",
@@ -89,8 +115,12 @@ def _new_run(o, run_dir: Path, sampler: Optional[str]) -> Run:
 
 def _check_given(o, run: Run) -> None:
     """Refuse run settings given in ``o`` (but the task) that differ from those ``run``
-    records."""
+    records, and a ``--from`` that is not the run it was made from."""
     given, differ = getattr(o, "given", set()), []  # (recorded, given)
+    base = getattr(o, "from_run", None)
+    if base and str(Path(base).resolve()) != run.config.from_run:
+        differ.append((f"--from {run.config.from_run}" if run.config.from_run else
+                       "a scorer of its own", f"--from {base}"))
     for flag, name in (("--preset", "preset"), ("--seed", "seed")):
         if name in given and getattr(o, name) != getattr(run.config, name):
             differ.append((f"{flag} {getattr(run.config, name)}", f"{flag} {getattr(o, name)}"))
@@ -103,10 +133,15 @@ def _check_given(o, run: Run) -> None:
         if type(run.task)(run.task.settings, **{key: value}).settings != run.task.settings:
             differ.append((f"{key}={getattr(run.task.settings, key)!r}", f"--set {item}"))
     if differ:
+        options = [g for _, g in differ if g.startswith("--option ")]
+        on_scorer = len(options) == len(differ) and not any(
+            trains_scorer(parse_assignment(g.removeprefix("--option "))[0]) for g in options)
         raise RunConfigError(f"{run.dir} records a run with {', '.join(r for r, _ in differ)}, "
                              f"not {', '.join(g for _, g in differ)}",
                              "drop the flag to continue that run, or give another --run-dir "
-                             "for a new one")
+                             "for a new one" + (f" (on this run's scorer: `nfst run --from "
+                                                f"{run.dir} --run-dir NEW {' '.join(options)}`)"
+                                                if on_scorer else ""))
 
 
 def run_kwargs(o) -> dict:

@@ -44,6 +44,7 @@ from ..runtime import storage
 from ..tasks import Task, file_of_task, get_task, load_task_file, resolve_data_dir, task_names
 from ..train.ngram import fit_ngram
 from ..train.scorer import train_scorer
+from .branch import adopt
 from .config import RunConfig, apply_overrides, check_run, json_default
 from .data_stage import RunData
 from .evaluation import evaluate_run
@@ -116,7 +117,8 @@ class Run(RunData, RunSamplers):
         """Make the model file ``NAME.pt`` (``ngram``, ``scorer``) with ``make``, given the
         training lattices, unless it is there: once they have loaded and the directory is
         claimed, under the run's lock ``name``, so that of several processes sharing the run
-        one makes it and the others, having waited, load it."""
+        one makes it and the others, having waited, load it. A run made ``--from`` another
+        copies it from there instead (``nfst.experiment.branch.adopt``), never trains it."""
         path = self.dir / f"{name}.pt"
         if path.exists():
             return
@@ -126,7 +128,10 @@ class Run(RunData, RunSamplers):
             # made by another process while this one waited? (torchrun's ranks decided above)
             if self.run_dir.world == 1 and path.exists():
                 return
-            make(train)
+            if self.config.from_run:
+                adopt(self.run_dir, Path(self.config.from_run), name)
+            else:
+                make(train)
 
     def ngram(self) -> NgramScorer:
         """The mark n-gram scorer fitted by exact maximum likelihood (``nfst.train.ngram``)."""
@@ -218,10 +223,12 @@ class Run(RunData, RunSamplers):
         if self.done("compile") is None:
             self.say("compiling lattices")
             self.run_dir.finish("compile", self.stage_compile())
-        self.say(f"n-gram: {'reusing' if self.done('ngram') else 'fitting'}")
+        made = f"taking it from {self.config.from_run}" if self.config.from_run else None
+        self.say(f"n-gram: {'reusing' if self.done('ngram') else made or 'fitting'}")
         self.ngram()
         if self.preset.scorer.kind == "lstm":
-            self.say(f"scorer: {'reusing' if (self.dir / 'scorer.pt').exists() else 'training'}")
+            reused = (self.dir / "scorer.pt").exists()
+            self.say(f"scorer: {'reusing' if reused else made or 'training'}")
         self.scorer()
         self.train_samplers()
         self.smoothing()  # evaluates first

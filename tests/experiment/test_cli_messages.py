@@ -270,6 +270,12 @@ CASES = {
                                        "swa", "--training-seed", "1"], 2,
                                       "--training-seed 1: the run trains seeds 0 to 0 (--seeds "
                                       "1)", "give --seeds 2 (or more) with it"),
+    "another --option, of the samplers": (["train-sampler", "--run-dir", "{t}/RUN", "--sampler",
+                                           "swa", "--option", "sampler.lr=0.01"], 2,
+                                          "{t}/RUN records a run with sampler.lr=0.003, not "
+                                          "--option sampler.lr=0.01", "on this run's scorer: "
+                                          "`nfst run --from {t}/RUN --run-dir NEW --option "
+                                          "sampler.lr=0.01`"),
     "another task": (["evaluate", "scan", "--run-dir", "{t}/RUN"], 2,
                      "{t}/RUN records a run of the task cipher, not scan", "give the task cipher"),
     # a stage after the sampler stage never trains a sampler: it names those to train
