@@ -54,7 +54,8 @@ COMMANDS: dict[str, Command] = {
                    "nfst run tr --data-dir DATA --samplers swa,swp-prefix --run-dir runs/tr\n"
                    "nfst run cipher --option sampler.steps=100 --option scorer.kind=ngram\n"
                    "nfst run --from runs/cipher-small-0 --run-dir runs/lr --option "
-                   "sampler.lr=0.01"),
+                   "sampler.lr=0.01\n"
+                   "nfst run --run-dir runs/lr --continue --option sampler.steps=400"),
     "reproduce": Command("003's comparison: run tr, scan and cipher at a preset, then merge "
                          "them into one report", arguments.reproduce, commands.reproduce,
                          "nfst reproduce --preset small --data-dir DATA\n"

@@ -174,10 +174,14 @@ def train_scorer(p) -> None:
 def run_all(p) -> None:
     run(p)
     jobs(p)
-    add(p, "--from", dest="from_run", metavar="RUN", help="a new run on RUN's task, data, "
+    g = p.add_mutually_exclusive_group()
+    add(g, "--from", dest="from_run", metavar="RUN", help="a new run on RUN's task, data, "
         "settings and frozen scorer (copied, never trained), with the --option settings "
         "given after RUN's (not the scorer's): trains and compares samplers only (default "
         "--run-dir: beside RUN, named after it and the options)")
+    add(g, "--continue", dest="extend", action="store_true", help="train the run's samplers "
+        "on from their checkpoints to a larger budget, given with --option sampler.steps=N "
+        "or sampler.patience=N (recorded in place of the run's)")
 
 
 def reproduce(p) -> None:

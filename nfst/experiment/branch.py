@@ -1,21 +1,31 @@
 """Runs made from recorded runs: a new run on another's task, data and frozen scorer that
-trains samplers only (``nfst run --from RUN``: sampler settings compared against one scorer)."""
+trains samplers only (``nfst run --from RUN``: sampler settings compared against one scorer),
+and a run whose samplers train on to a larger budget (``nfst run --continue``)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Optional, Sequence
 
 from ..errors import RunConfigError
 from ..runtime import storage
-from .config import RunConfig, apply_overrides, merge_overrides, option_value, parse_assignment
+from ..train.checkpoint import BUDGET
+from .config import (RunConfig, apply_overrides, json_default, merge_overrides, option_value,
+                     parse_assignment, upgraded)
 from .presets import Preset, preset
 from .rundir import RunDir
 
 SCORER_SETTINGS = ("scorer", "train_pairs")
 """The preset settings that a run's scorer and n-gram are trained from (beside its task, task
 settings and seed): a run made from another keeps them, and that run's scorer."""
+
+CONTINUABLE = tuple(f"sampler.{key}" for key in BUDGET)
+"""The settings that ``nfst run --continue`` may raise: the samplers' training budget."""
+
+AFTER_SAMPLERS = ("samplers", "evaluate", "smc")
+"""The stages built on the trained samplers, beside each sampler's own (``sampler-KEY``)."""
 
 
 def trains_scorer(key: str) -> bool:
@@ -82,3 +92,49 @@ def adopt(run_dir: RunDir, base_dir: Path, name: str) -> None:
         storage.write_atomically(run_dir.stage_file(name), stage.read_bytes())
         storage.write_atomically(run_dir.path / f"{name}.pt", model.read_bytes())
     run_dir.barrier()
+
+
+def raise_budget(run_dir: str | Path, overrides: Sequence[str]) -> None:
+    """Record a larger budget for the samplers of the run in ``run_dir`` (``overrides`` of
+    :data:`CONTINUABLE`, e.g. ``sampler.steps=400``; ``nfst run --continue``), and forget
+    what their training made (each sampler's stage record, and :data:`AFTER_SAMPLERS`,
+    ``results.json``), so that the run's next stages train each sampler on from its
+    checkpoint, its best parameters and early stopping included, to the new budget. An
+    error, before any change, for another setting or a budget lowered; nothing changes
+    where the budget given is the recorded one."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.json").exists():
+        raise RunConfigError(f"{run_dir}: no run recorded there to continue",
+                             f"start one: `nfst run TASK --run-dir {run_dir}`")
+    for item in overrides:
+        if parse_assignment(item)[0] not in CONTINUABLE:
+            raise RunConfigError(f"--continue raises the samplers' budget "
+                                 f"({', '.join(CONTINUABLE)}), not --option {item}",
+                                 f"other settings need a new run on this one's scorer: `nfst "
+                                 f"run --from {run_dir} --run-dir NEW --option {item}`")
+    recorded = RunConfig.recorded(run_dir)
+    config = dataclasses.replace(recorded, overrides=merge_overrides(recorded.overrides,
+                                                                     overrides))
+    old, new = _preset(recorded), _preset(config)
+    for key in CONTINUABLE:
+        if option_value(new, key) < option_value(old, key):
+            raise RunConfigError(f"--continue raises the budget: {key}={option_value(new, key)} "
+                                 f"is below the run's {option_value(old, key)}",
+                                 f"a smaller budget needs a new run: `nfst run --from {run_dir} "
+                                 f"--run-dir NEW --option {key}=...`")
+    if new == old:
+        return
+    settings = upgraded(json.loads((run_dir / "config.json").read_text()))
+    record = RunDir(run_dir, settings)  # the run as recorded
+    settings = json.loads(json.dumps(settings | {
+        "run": settings["run"] | {"overrides": list(config.overrides)}, "preset": new},
+        default=json_default))
+    record.barrier()  # under torchrun every rank has decided on the old record
+    if record.rank == 0:
+        with record.lock("records"):  # forgotten first: an interruption leaves the old budget
+            for stage in [p.stem for p in (run_dir / "stages").glob("sampler-*.json")] + \
+                    list(AFTER_SAMPLERS):
+                record.forget(stage)
+            (run_dir / "results.json").unlink(missing_ok=True)
+            storage.write_atomically(record.config_file, json.dumps(settings, indent=1).encode())
+    record.barrier()

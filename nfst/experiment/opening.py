@@ -1,6 +1,7 @@
 """The run a command works on, from its parsed options (``nfst.experiment.commands``): the run
 its directory records, with the recorded settings; a new one (``nfst run``, a stage command
-given ``--new``); or a new one made from another run's frozen scorer (``nfst run --from RUN``;
+given ``--new``); a new one made from another run's frozen scorer (``nfst run --from RUN``);
+or the recorded one with its samplers' budget raised (``nfst run --continue``;
 ``nfst.experiment.branch``)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import NfstError, RunConfigError
-from .branch import branch_config, branch_dir, trains_scorer
+from .branch import branch_config, branch_dir, raise_budget, trains_scorer
 from .config import (DEFAULT_SAMPLERS, RunConfig, apply_overrides, option_value,
                      parse_assignment, parse_settings)
 from .run import Run
@@ -27,8 +28,11 @@ def open_run(o, sampler: Optional[str] = None) -> Run:
     and ``sampler`` (``nfst train-sampler``'s) joins them. A new run where none is recorded:
     for ``nfst run`` and a stage command given ``--new``; other stage commands refuse, rather
     than start a run in a mistyped directory. ``nfst run --from RUN``: where none is recorded,
-    a run made from RUN (:func:`~.branch.branch_config`)."""
+    a run made from RUN (:func:`~.branch.branch_config`); ``--continue``: the recorded run
+    with the budget given (:func:`~.branch.raise_budget`)."""
     run_dir = _run_dir(o)
+    if getattr(o, "extend", False):
+        raise_budget(run_dir, o.overrides)
     if not (run_dir / "config.json").exists():
         return _new_run(o, run_dir, sampler)
     given = getattr(o, "given", set())

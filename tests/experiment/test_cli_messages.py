@@ -276,6 +276,12 @@ CASES = {
                                           "--option sampler.lr=0.01", "on this run's scorer: "
                                           "`nfst run --from {t}/RUN --run-dir NEW --option "
                                           "sampler.lr=0.01`"),
+    "continue with no run": (["run", "--run-dir", "{t}/r", "--continue", "--option",
+                              "sampler.steps=9"], 2, "{t}/r: no run recorded there to continue",
+                             "start one: `nfst run TASK --run-dir {t}/r`"),
+    "from and continue": (["run", "--from", "{t}/RUN", "--continue"], 2,
+                          "run: argument --continue: not allowed with argument --from",
+                          "see `nfst run --help`"),
     "another task": (["evaluate", "scan", "--run-dir", "{t}/RUN"], 2,
                      "{t}/RUN records a run of the task cipher, not scan", "give the task cipher"),
     # a stage after the sampler stage never trains a sampler: it names those to train
