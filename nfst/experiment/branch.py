@@ -66,7 +66,7 @@ def branch_config(base_dir: str | Path, overrides: Sequence[str] = (),
     models = ("ngram",) + (("scorer",) if old.scorer.kind == "lstm" else ())
     missing = [m for m in models if not (Path(base_dir) / f"{m}.pt").exists()]
     if missing:
-        raise RunConfigError(f"--from {base_dir}: its {' and '.join(missing)} is not trained",
+        raise RunConfigError(f"--from {base_dir}: no trained {' or '.join(missing)} there",
                              f"train it first: `nfst train-scorer --run-dir {base_dir}`")
     return config
 

@@ -6,6 +6,7 @@ or the recorded one with its samplers' budget raised (``nfst run --continue``;
 
 from __future__ import annotations
 
+import argparse
 import copy
 import dataclasses
 from pathlib import Path
@@ -32,6 +33,8 @@ def open_run(o, sampler: Optional[str] = None) -> Run:
     with the budget given (:func:`~.branch.raise_budget`)."""
     run_dir = _run_dir(o)
     if getattr(o, "extend", False):
+        if (run_dir / "config.json").exists():  # what else is given, checked first
+            open_run(argparse.Namespace(**vars(o) | {"extend": False, "overrides": []}))
         raise_budget(run_dir, o.overrides)
     if not (run_dir / "config.json").exists():
         return _new_run(o, run_dir, sampler)

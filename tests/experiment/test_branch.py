@@ -102,5 +102,8 @@ def test_continue_takes_a_larger_budget_only(finished_run, tmp_path, capsys):
     status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue", "--option",
                         "sampler.steps=6")
     assert status == 2 and "sampler.steps=6 is below the run's 12" in err
+    status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue", "--option",
+                        "sampler.steps=20", "--seed", "1")  # checked before the budget moves
+    assert status == 2 and "records a run with --seed 0, not --seed 1" in err
     assert (copy / "config.json").read_text() == before
     assert (copy / "stages" / "evaluate.json").exists()
