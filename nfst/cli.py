@@ -55,7 +55,10 @@ COMMANDS: dict[str, Command] = {
     "run": Command("the whole pipeline for a task: compile, train, evaluate, SMC, report",
                    arguments.run_all, commands.run, "nfst run cipher --preset small\n"
                    "nfst run tr --data-dir DATA --samplers swa,swp-prefix --run-dir runs/tr\n"
-                   "nfst run cipher --option sampler.steps=100 --option scorer.kind=ngram"),
+                   "nfst run cipher --option sampler.steps=100 --option scorer.kind=ngram\n"
+                   "nfst run --from runs/cipher-small-0 --run-dir runs/lr --option "
+                   "sampler.lr=0.01\n"
+                   "nfst run --run-dir runs/lr --continue --option sampler.steps=400"),
     "reproduce": Command("003's comparison: run tr, scan and cipher at a preset, then merge "
                          "them into one report", arguments.reproduce, commands.reproduce,
                          "nfst reproduce --preset small --data-dir DATA\n"
@@ -66,7 +69,9 @@ COMMANDS: dict[str, Command] = {
                             "--samplers swa,swp"),
     "train-sampler": Command("train (or reuse) one sampler of a run, and add it to the run's "
                              "samplers", arguments.train_sampler, commands.train_sampler,
-                             "nfst train-sampler --run-dir runs/c --sampler swp-prefix"),
+                             "nfst train-sampler --run-dir runs/c --sampler swp-prefix\n"
+                             "nfst train-sampler --run-dir runs/c --sampler swp --seeds 3 "
+                             "--training-seed 2"),
     "evaluate": Command("partial KL, ESS and expected length of a run's samplers",
                         arguments.run, commands.evaluate,
                         "nfst evaluate --run-dir runs/c\n"

@@ -45,7 +45,7 @@ class Setting(argparse.Action):
     """A run setting (``--preset``, ``--seed``, ...) or a path a run records (``--data-dir``),
     stored (``append``: appended) as argparse would, and its name recorded in ``given``: a
     stage command takes from the run it continues what was not given, and refuses a given
-    setting that differs (``nfst.experiment.commands.open_run``)."""
+    setting that differs (``nfst.experiment.opening.open_run``)."""
 
     def __init__(self, option_strings, dest, append: bool = False, **kw):
         super().__init__(option_strings, dest, **kw)
@@ -115,7 +115,10 @@ def split(p) -> None:
 
 
 def sampler_list(text: str) -> tuple[str, ...]:
-    return check_samplers([n.strip() for n in text.split(",") if n.strip()])
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:  # a run of no samplers would train its scorer, then have nothing to do
+        raise argparse.ArgumentTypeError("expected at least one sampler, e.g. swa,swp-prefix")
+    return check_samplers(names)
 
 
 def run(p, samplers: bool = True, new: bool = False, old_out: bool = True) -> None:
@@ -171,6 +174,14 @@ def train_scorer(p) -> None:
 def run_all(p) -> None:
     run(p)
     jobs(p)
+    g = p.add_mutually_exclusive_group()
+    add(g, "--from", dest="from_run", metavar="RUN", help="a new run on RUN's task, data, "
+        "settings and frozen scorer (copied, never trained), with the --option settings "
+        "given after RUN's (not the scorer's): trains and compares samplers only (default "
+        "--run-dir: beside RUN, named after it and the options)")
+    add(g, "--continue", dest="extend", action="store_true", help="train the run's samplers "
+        "on from their checkpoints to a larger budget, given with --option sampler.steps=N "
+        "or sampler.patience=N (recorded in place of the run's)")
 
 
 def reproduce(p) -> None:
@@ -197,6 +208,9 @@ def sampler(p, new: bool = False, old_out: bool = True, **kw) -> None:
 def train_sampler(p) -> None:
     sampler(p, new=True, required=True)
     seeds(p)
+    add(p, "--training-seed", type=SEED, metavar="S", help="train only the S-th training "
+        "run (0 to SEEDS − 1; the default: every one): one (sampler, seed) per process, e.g. "
+        "per task of a cluster's array job, several at once into one run directory")
 
 
 def stats(p) -> None:

@@ -71,6 +71,14 @@ def load_task_file(path: str | os.PathLike) -> list[str]:
     return names
 
 
+def file_of_task(name: str) -> Path | None:
+    """The file that defined the task ``name`` (loaded by :func:`load_task_file` or from
+    ``NFST_TASKS``), None for a built-in task or one registered by other code: a run records
+    it, so that later commands on the run find the task without ``NFST_TASKS``."""
+    _load_tasks()
+    return next((path for path, names in _LOADED_FILES.items() if name in names), None)
+
+
 def _load_tasks() -> None:
     """Import the task files named in $NFST_TASKS (the built-in tasks are already loaded)."""
     for entry in os.environ.get(TASKS_ENV, "").split(os.pathsep):

@@ -66,21 +66,39 @@ def test_cipher_choice_splits_partial_kl_by_the_picked_cipher(tmp_path, capsys, 
                for r in rows)
 
 
-def test_sampler_ablation_keeps_the_runs_task_settings():
-    """examples/sampler_ablation.py trains against RUN's scorer, so its run must compile RUN's
-    lattices: RUN's task settings, seed and options, with the ablation's added."""
-    import importlib.util
+def test_the_slurm_recipe_trains_one_sampler_and_seed_per_array_task(tmp_path):
+    """examples/slurm_array.sh, with stand-ins for sbatch (it logs each submission and answers
+    a job id) and nfst (it prints its arguments): the scorer, then an array of one task per
+    (sampler, training seed) after it, then the rest of the run after the array; task i
+    trains sampler i mod n from training seed i div n."""
+    import os
+    import subprocess
 
-    from nfst.experiment.config import RunConfig
-
-    path = Path(__file__).parent.parent / "examples" / "sampler_ablation.py"
-    spec = importlib.util.spec_from_file_location("sampler_ablation", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    base = RunConfig(task="tr", preset="large", seed=2, seeds=3, samplers=("swa", "sws"),
-                     task_settings={"train_size": 500}, overrides=("sampler.lr=0.001",))
-    config = module.ablation_config(base, "swp,sws", ("sampler.d=64",))
-    assert (config.task, config.preset, config.seed, config.seeds) == ("tr", "large", 2, 1)
-    assert config.samplers == ("swp", "sws")
-    assert config.task_settings == {"train_size": 500}
-    assert config.overrides == ("sampler.lr=0.001", "sampler.d=64", "evaluate.log_z_samples=64")
+    script = Path(__file__).parent.parent / "examples" / "slurm_array.sh"
+    bin_dir, log = tmp_path / "bin", tmp_path / "sbatch.log"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text('#!/bin/sh\necho "$@" >> "$LOG"\n'
+                                    'echo $((100 + $(wc -l < "$LOG")))\n')
+    (bin_dir / "nfst").write_text('#!/bin/sh\necho "$@"\n')
+    for stand_in in bin_dir.iterdir():
+        stand_in.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "SLURM_ARRAY_TASK_ID"} | {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "LOG": str(log)}
+    subprocess.run(["bash", str(script), "runs/r", "cipher", "swa,swp", "2", "--preset", "tiny",
+                    "--data-dir", "my data"], env=env, check=True, capture_output=True)
+    scorer, array, rest = log.read_text().splitlines()
+    assert scorer.endswith("--wrap nfst train-scorer cipher --new --run-dir runs/r --samplers "
+                           "swa,swp --quiet --preset tiny --data-dir my\\ data")
+    assert array.startswith("--parsable --dependency=afterok:101 --array=0-3 ")
+    assert array.endswith("slurm_array.sh runs/r swa,swp 2")
+    assert "--dependency=afterok:102 --wrap nfst run --run-dir runs/r" in rest
+    trained = []
+    for task in range(4):
+        argv = subprocess.run(["bash", str(script), "runs/r", "swa,swp", "2"], check=True,
+                              env=env | {"SLURM_ARRAY_TASK_ID": str(task)},
+                              capture_output=True, text=True).stdout.split()
+        assert argv[:3] == ["train-sampler", "--run-dir", "runs/r"]
+        trained.append((argv[argv.index("--sampler") + 1], argv[argv.index("--seeds") + 1],
+                        argv[argv.index("--training-seed") + 1]))
+    assert trained == [("swa", "2", "0"), ("swp", "2", "0"), ("swa", "2", "1"),
+                       ("swp", "2", "1")]

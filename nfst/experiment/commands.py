@@ -7,18 +7,16 @@ one in the runtime every command shares.
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable
 
 from ..errors import NfstError, RunConfigError
-from .config import (DEFAULT_SAMPLERS, RunConfig, apply_overrides, describe_options,
-                     option_value, parse_assignment, parse_settings)
+from .config import RunConfig, describe_options, parse_settings
+from .opening import open_run, run_kwargs
 from .run import Run
-from .rundir import recorded_where, sampler_key
+from .rundir import sampler_key
 
 
 def execute(command: Callable, options) -> None:
@@ -83,112 +81,6 @@ def options(o) -> None:
         print(f"{key:{width}s}  {value:{value_width}s}  {meaning}".rstrip())
 
 
-def open_run(o, sampler: Optional[str] = None) -> Run:
-    """The run that the run directory records, with its recorded settings, reading its data
-    where it last did (``where.json``) unless ``--data-dir`` or ``--cache-dir`` is given: TASK
-    may be left out. A run setting given (``o.given``: on the command line or in ``--config``)
-    must agree with the record. The samplers and the training seeds are not settings: those
-    given replace the recorded ones (``nfst evaluate --samplers a,b`` compares exactly those)
-    and ``sampler`` (``nfst train-sampler``'s) joins them. A new run where none is recorded:
-    for ``nfst run`` and a stage command given ``--new``; other stage commands refuse, rather
-    than start a run in a mistyped directory."""
-    run_dir = _run_dir(o)
-    if not (run_dir / "config.json").exists():
-        return _new_run(o, run_dir, sampler)
-    given = getattr(o, "given", set())
-    recorded = RunConfig.recorded(run_dir)
-    if o.task is not None and o.task != recorded.task:  # before the task reads its data
-        raise RunConfigError(f"{run_dir} records a run of the task {recorded.task}, not "
-                             f"{o.task}", f"give the task {recorded.task} (or none) to "
-                             "continue that run, or another --run-dir for a new one")
-    samplers = tuple(o.samplers) if "samplers" in given else recorded.samplers
-    config = dataclasses.replace(
-        recorded, samplers=samplers + ((sampler,) if sampler not in (None, *samplers) else ()),
-        seeds=o.seeds if "seeds" in given else recorded.seeds)
-    where = {k: v for k, v in _where(o).items() if k not in ("data_dir", "cache_dir") or
-             k in given}
-    run = Run(config, run_dir, **(recorded_where(run_dir) | where))
-    _check_given(o, run)
-    return run
-
-
-def _run_dir(o) -> Path:
-    """``--run-dir``, else the default directory of the task, preset and seed given."""
-    if o.run_dir:
-        return Path(o.run_dir)
-    if o.task is None:
-        raise NfstError(f"{o.command}: the following arguments are required: TASK or --run-dir",
-                        f"--run-dir DIR continues the run recorded there; see `nfst "
-                        f"{o.command} --help`")
-    return RunConfig(task=o.task, preset=o.preset, seed=o.seed).default_dir()
-
-
-def _new_run(o, run_dir: Path, sampler: Optional[str]) -> Run:
-    """A run of the settings given, in ``run_dir`` (which records none), for ``nfst run`` and
-    a stage command given ``--new``; ``sampler``: train-sampler's, the run's one sampler."""
-    may_start = o.command == "run" or getattr(o, "new", False)
-    if o.task is not None:
-        config = RunConfig(task=o.task, preset=o.preset, seed=o.seed,
-                           samplers=(sampler,) if sampler else getattr(o, "samplers",
-                                                                       DEFAULT_SAMPLERS),
-                           seeds=getattr(o, "seeds", 1),
-                           task_settings=parse_settings(o.task_settings),
-                           overrides=tuple(o.overrides))
-        run = Run(config, run_dir, **_where(o))  # the settings given are checked first
-        if may_start:
-            return run
-    elif may_start:
-        raise RunConfigError(f"{run_dir}: no run recorded there (no config.json) to take the "
-                             "task from", f"give the task: `nfst {o.command} TASK --run-dir "
-                             f"{run_dir}" + (" --new`" if "new" in o else "`"))
-    task = o.task or "TASK"
-    raise RunConfigError(f"{run_dir}: no run recorded there (no config.json)",
-                         f"start one with `nfst run {task} --run-dir {run_dir}`" + (
-                             (", or give --new" if o.task else ", or give TASK and --new")
-                             if "new" in o else
-                             f" (stage by stage: `nfst train-scorer {task} --run-dir "
-                             f"{run_dir} --new`)"))
-
-
-def _check_given(o, run: Run) -> None:
-    """Refuse run settings given in ``o`` (but the task) that differ from those ``run``
-    records."""
-    given, differ = getattr(o, "given", set()), []  # (recorded, given)
-    for flag, name in (("--preset", "preset"), ("--seed", "seed")):
-        if name in given and getattr(o, name) != getattr(run.config, name):
-            differ.append((f"{flag} {getattr(run.config, name)}", f"{flag} {getattr(o, name)}"))
-    for item in o.overrides if "overrides" in given else ():
-        key = parse_assignment(item)[0]
-        if apply_overrides(copy.deepcopy(run.preset), [item]) != run.preset:
-            differ.append((f"{key}={option_value(run.preset, key)!r}", f"--option {item}"))
-    for item in o.task_settings if "task_settings" in given else ():
-        key, value = parse_assignment(item, "--set")
-        if type(run.task)(run.task.settings, **{key: value}).settings != run.task.settings:
-            differ.append((f"{key}={getattr(run.task.settings, key)!r}", f"--set {item}"))
-    if differ:
-        raise RunConfigError(f"{run.dir} records a run with {', '.join(r for r, _ in differ)}, "
-                             f"not {', '.join(g for _, g in differ)}",
-                             "drop the flag to continue that run, or give another --run-dir "
-                             "for a new one")
-
-
-def _where(o) -> dict:
-    """How a command's runs read data, where they run and how they report (not settings)."""
-    return dict(data_dir=o.data_dir, cache_dir=o.cache_dir, device=o.device,
-                processes=o.processes, jobs=_jobs(o), quiet=o.quiet)
-
-
-def _jobs(o) -> int:
-    """``--jobs``: by default the cores available (1 for commands without the flag)."""
-    from .jobs import available_cores
-    jobs = getattr(o, "jobs", 1)
-    if jobs is None:
-        return available_cores()
-    if jobs < 1:
-        raise RunConfigError(f"--jobs {jobs}: at least one job is needed",
-                             "e.g. --jobs 2 (the default: the cores available)")
-    return jobs
-
 
 def _say(run: Run, *lines: str) -> None:
     """Print what a command did, once: under torchrun every rank runs it, rank 0 speaks."""
@@ -213,7 +105,8 @@ def reproduce(o) -> None:
         config = RunConfig(task=task, preset=o.preset, seed=o.seed, seeds=o.seeds,
                            task_settings=parse_settings(o.task_settings),
                            overrides=tuple(o.overrides))
-        runs.append(Run(config, Path(o.runs_dir) / f"{task}-{o.preset}-{o.seed}", **_where(o)))
+        runs.append(Run(config, Path(o.runs_dir) / f"{task}-{o.preset}-{o.seed}",
+                        **run_kwargs(o)))
     for run in runs:
         print(f"{run.config.task}: {run.run()}", flush=True)
     out = o.out or Path(o.runs_dir) / f"reproduce-{o.preset}-{o.seed}"
@@ -229,15 +122,21 @@ def train_scorer(o) -> None:
 
 
 def train_sampler(o) -> None:
-    """The sampler ``--sampler`` of every training seed of the run, trained or reused, and
-    recorded among the run's samplers (so the later stages compare it); no other sampler
-    (but its teacher, which its training needs)."""
+    """The sampler ``--sampler`` of every training seed of the run (``--training-seed S``: of
+    seed S alone), trained or reused, and recorded among the run's samplers (so the later
+    stages compare it); no other sampler (but its teacher, which its training needs).
+    Processes may train samplers of one run at once (``nfst.experiment.rundir``)."""
     run = open_run(o, sampler=o.sampler)
-    for seed in range(run.config.seeds):
+    seeds = range(run.config.seeds) if o.training_seed is None else [o.training_seed]
+    if seeds[-1] >= run.config.seeds:
+        raise RunConfigError(f"--training-seed {o.training_seed}: the run trains seeds 0 to "
+                             f"{run.config.seeds - 1} (--seeds {run.config.seeds})",
+                             f"give --seeds {o.training_seed + 1} (or more) with it")
+    for seed in seeds:
         run.train_sampler(o.sampler, seed)
     run.run_dir.claim()  # records the sampler where it was already trained
     _say(run, *(f"sampler: {run.dir / 'samplers' / sampler_key(o.sampler, s)}.pt"
-                for s in range(run.config.seeds)))
+                for s in seeds))
 
 
 def evaluate(o) -> None:

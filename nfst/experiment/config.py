@@ -42,6 +42,13 @@ def parse_assignment(item: str, flag: str = "--option") -> tuple[str, Any]:
         return key.strip(), text
 
 
+def merge_overrides(old: Sequence[str], new: Sequence[str]) -> tuple[str, ...]:
+    """The ``--option`` settings ``old`` with ``new`` after them, less the old ones whose key a
+    new one sets again (they would be overridden anyway)."""
+    keys = {parse_assignment(item)[0] for item in new}
+    return tuple(item for item in old if parse_assignment(item)[0] not in keys) + tuple(new)
+
+
 def parse_settings(items: Sequence[str]) -> dict:
     """``["train_size=500", "seed=1"]`` -> ``{"train_size": 500, "seed": 1}`` (task settings)."""
     return dict(parse_assignment(item, "--set") for item in items)
@@ -128,6 +135,9 @@ class RunConfig:
     task_settings: dict = field(default_factory=dict)
     overrides: tuple[str, ...] = ()
     """Preset settings as dotted ``KEY=VALUE``, e.g. ``sampler.steps=100``."""
+    from_run: str = ""
+    """The run directory (an absolute path) whose frozen scorer and n-gram this run took, and
+    trains samplers against, rather than train its own (``nfst run --from``); "": none."""
 
     def default_dir(self) -> Path:
         return Path("runs") / f"{self.task}-{self.preset}-{self.seed}"
@@ -191,6 +201,9 @@ def check_run(config: RunConfig, p: Preset) -> None:
         except ValueError as exc:
             raise RunConfigError(f"{what} setting {exc}", "`nfst options` lists every setting "
                                  "with its value and meaning") from None
+    if not config.samplers:
+        raise RunConfigError("a run compares at least one sampler; none is given",
+                             "e.g. --samplers swa,swp-prefix")
     check_samplers({*config.samplers, p.scorer.bootstrap_sampler, p.sampler.teacher} - {""})
     objective = p.sampler.objective
     if p.sampler.teacher and objective != "is":

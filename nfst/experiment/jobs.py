@@ -5,7 +5,10 @@ independent jobs. A worker process opens the run directory (its recorded setting
 ``scorer.pt``, the lattice cache) and trains one sampler exactly as the sequential stage would:
 the same seed, the same initialisation, the same intra-op thread count, hence the same figures
 to the last digit. Workers are spawned (not forked: torch's threads do not survive a fork) and
-report a line per validation instead of a progress bar, which several processes would garble.
+report a line per validation instead of a progress bar, which several processes would garble
+(none under ``--quiet``).
+On a host with several GPUs, each worker takes one, in turn
+(``nfst.runtime.devices.worker_device``).
 """
 
 from __future__ import annotations
@@ -13,9 +16,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
+
+import torch
 
 from .rundir import sampler_key
+
+_device: Optional[str] = None
+"""In a worker process: the device its pool gave it (:func:`_take_device`)."""
 
 
 def available_cores() -> int:
@@ -52,15 +60,21 @@ def longest_first(run, todo: Sequence[tuple[str, int]]) -> list[tuple[str, int]]
 def train_in_workers(run, jobs_todo: Sequence[tuple[str, int]], jobs: int) -> None:
     """Train the (sampler, training seed) pairs ``jobs_todo`` of ``run`` (an
     ``nfst.experiment.run.Run`` whose scorer stage is done), at most ``jobs`` at a time, each
-    in its own process, started in the order given."""
+    in its own process, started in the order given; worker i on device
+    ``worker_device(run.device, i, GPUs present)``."""
+    from ..runtime.devices import worker_device
     from ..runtime.threads import loop_threads
-    where = dict(data_dir=run.data_dir, cache_dir=run.cache_dir, device=str(run.device),
-                 processes=1, quiet=True)
+    where = dict(data_dir=run.data_dir, cache_dir=run.cache_dir, processes=1, quiet=True)
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(jobs, len(jobs_todo)), mp_context=context) as pool:
+    workers = min(jobs, len(jobs_todo))
+    devices = context.SimpleQueue()  # each worker process takes one as it starts
+    for worker in range(workers):
+        devices.put(worker_device(str(run.device), worker, torch.cuda.device_count()))
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_take_device,
+                             initargs=(devices,)) as pool:
         # type(run).open (Run.open) pickles by name: the workers import it themselves
         futures = [pool.submit(_train_one, type(run).open, str(run.dir), name, seed, where,
-                               loop_threads()) for name, seed in jobs_todo]
+                               loop_threads(), run.quiet) for name, seed in jobs_todo]
         try:
             for future in as_completed(futures):
                 future.result()  # a worker's error (or interruption) is the stage's
@@ -74,8 +88,13 @@ _interrupted = False
 already queued to it when the stage stopped)."""
 
 
+def _take_device(devices) -> None:
+    global _device
+    _device = devices.get()
+
+
 def _train_one(open_run: Callable, run_dir: str, name: str, seed: int, where: dict,
-               threads: int) -> None:
+               threads: int, quiet: bool) -> None:
     global _interrupted
     from ..errors import Interrupted
     from ..runtime.interrupt import graceful_interrupts
@@ -84,10 +103,10 @@ def _train_one(open_run: Callable, run_dir: str, name: str, seed: int, where: di
         raise Interrupted(f"{sampler_key(name, seed)} not started: the stage was interrupted")
     set_threads(threads)
     with graceful_interrupts():
-        run = open_run(run_dir, **where)
+        run = open_run(run_dir, device=_device, **where)
 
         def report(step: int, record: dict) -> None:
-            if "dev_partial_kl" in record:
+            if "dev_partial_kl" in record and not quiet:
                 print(f"[{run.config.task}] sampler {sampler_key(name, seed)} step {step}: "
                       f"dev partial KL {record['dev_partial_kl']:.2f}", flush=True)
         try:

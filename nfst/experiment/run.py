@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 
@@ -42,10 +42,11 @@ from ..models.samplers import Vocabulary
 from ..models.scorer import LSTMScorer, Scorer
 from ..runtime import storage
 from ..runtime.distributed import stream_seed
-from ..tasks import Task, get_task, resolve_data_dir
+from ..tasks import Task, file_of_task, get_task, load_task_file, resolve_data_dir, task_names
 from ..train.checkpoint import training_words
 from ..train.ngram import fit_ngram
 from ..train.scorer import train_scorer
+from .branch import adopt
 from .config import RunConfig, apply_overrides, check_run, json_default
 from .data_stage import RunData
 from .evaluation import evaluate_run
@@ -61,11 +62,13 @@ class Run(RunData, RunSamplers):
 
     def __init__(self, config: RunConfig, run_dir: Optional[str | Path] = None, *,
                  data_dir=None, cache_dir=None, device: str = "cpu", processes: int = 2,
-                 jobs: int = 1, quiet: bool = False):
+                 jobs: int = 1, quiet: bool = False, task_file: Optional[str] = None):
         self.config = config
         self.dir = Path(run_dir) if run_dir else config.default_dir()
         self.data_dir, self.cache_dir, self.quiet = data_dir, cache_dir, quiet
         self.device, self.processes, self.jobs = torch.device(device), processes, jobs
+        if task_file and config.task not in task_names():  # NFST_TASKS's files come first
+            load_task_file(task_file)
         self.task: Task = get_task(config.task, **config.task_settings)
         self.preset = apply_overrides(preset(config.preset), config.overrides)
         check_run(config, self.preset)
@@ -81,7 +84,10 @@ class Run(RunData, RunSamplers):
     @classmethod
     def open(cls, run_dir: str | Path, **kwargs) -> "Run":
         """The run recorded in ``run_dir/config.json``, with its own settings, reading its data
-        where it last did (``where.json``) unless ``data_dir`` or ``cache_dir`` is given."""
+        where it last did (``where.json``: its task file too) unless ``data_dir`` or
+        ``cache_dir`` is given; ``kwargs``: the constructor's (``device``, ``quiet``: no
+        progress bars, ...). Its stages are methods: :meth:`scorer`, :meth:`sampler`,
+        :meth:`lattices`, :meth:`evaluation`, ... (``nfst.open_run`` is this)."""
         return cls(RunConfig.recorded(run_dir), run_dir, **(recorded_where(run_dir) | kwargs))
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -92,11 +98,13 @@ class Run(RunData, RunSamplers):
             default=json_default))
 
     def where(self) -> dict:
-        """Where the run reads its data and caches its lattices, as absolute paths (None: no
-        data directory, no cache), recorded for the commands that continue it."""
-        data_dir = resolve_data_dir(self.data_dir)
+        """Where the run reads its data, caches its lattices and finds its task (the file
+        that defined it, ``nfst.tasks.file_of_task``), as absolute paths (None: no data
+        directory, no cache, a built-in task), recorded for the commands that continue it."""
+        data_dir, task_file = resolve_data_dir(self.data_dir), file_of_task(self.config.task)
         return {"data_dir": str(data_dir.resolve()) if data_dir else None,
-                "cache_dir": str(Path(self.cache_dir).resolve()) if self.cache_dir else None}
+                "cache_dir": str(Path(self.cache_dir).resolve()) if self.cache_dir else None,
+                "task_file": str(task_file) if task_file else None}
 
     def done(self, name: str) -> Optional[dict]:
         """The result of stage ``name`` if it has finished, else None."""
@@ -107,51 +115,72 @@ class Run(RunData, RunSamplers):
             print(f"[{self.config.task}] {text}", flush=True)
 
     # -- stages -------------------------------------------------------------------------------
+    def _once(self, name: str, make: Callable[[list[Lattice]], None]) -> None:
+        """Make the model file ``NAME.pt`` (``ngram``, ``scorer``) with ``make``, given the
+        training lattices, unless it is there: once they have loaded and the directory is
+        claimed, under the run's lock ``name``, so that of several processes sharing the run
+        one makes it and the others, having waited, load it. A run made ``--from`` another
+        copies it from there instead (``nfst.experiment.branch.adopt``), never trains it."""
+        path = self.dir / f"{name}.pt"
+        if path.exists():
+            return
+        train = self.lattices("train")
+        self.run_dir.claim()  # before the first checkpoint
+        with self.run_dir.lock(name):
+            # made by another process while this one waited? (torchrun's ranks decided above)
+            if self.run_dir.world == 1 and path.exists():
+                return
+            if self.config.from_run:
+                adopt(self.run_dir, Path(self.config.from_run), name)
+            else:
+                make(train)
+
     def ngram(self) -> NgramScorer:
         """The mark n-gram scorer fitted by exact maximum likelihood (``nfst.train.ngram``)."""
-        path = self.dir / "ngram.pt"
-        cfg = self.preset.scorer.ngram
-        if not path.exists():
-            started = time.time()
-            result = fit_ngram(self.lattices("train"), cfg, device=self.device,
-                               quiet=self.quiet)
-            self.run_dir.claim()
-            if self.rank == 0:
-                save_scorer(result.scorer, path)
-            self.run_dir.finish("ngram", {"seconds": time.time() - started, "order": cfg.order,
-                                   "history": result.history})
-        state = storage.load(path)["state"]  # files of every version hold it
-        scorer = NgramScorer(self.vocabulary.size, cfg.order, histories=state.get("histories"))
+        self._once("ngram", self._fit_ngram)
+        state = storage.load(self.dir / "ngram.pt")["state"]  # files of every version hold it
+        scorer = NgramScorer(self.vocabulary.size, self.preset.scorer.ngram.order,
+                             histories=state.get("histories"))
         scorer.load_state_dict(state)
         return scorer.to(self.device).freeze()
 
+    def _fit_ngram(self, train: list[Lattice]) -> None:
+        cfg = self.preset.scorer.ngram
+        started = time.time()
+        result = fit_ngram(train, cfg, device=self.device, quiet=self.quiet)
+        if self.rank == 0:
+            save_scorer(result.scorer, self.dir / "ngram.pt")
+        self.run_dir.finish("ngram", {"seconds": time.time() - started, "order": cfg.order,
+                               "history": result.history})
+
     def scorer(self) -> Scorer:
         """p̃_θ: the LSTM scorer, trained on first use, or the n-gram (``scorer.kind``)."""
-        path = self.dir / "scorer.pt"
         cfg = self.preset.scorer
         if cfg.kind == "ngram":
             return self.ngram()
-        if not path.exists():
-            ngram = None if cfg.proposal == "bootstrap" else self.ngram()
-            self.run_dir.claim()  # before its first checkpoint
-            started = time.time()
-            result = train_scorer(self.lattices("train"), cfg, vocabulary=self.vocabulary,
-                                  seed=stream_seed(self.config.seed, "scorer"),
-                                  device=self.device, ngram=ngram,
-                                  checkpoint=self.dir / "checkpoints" / "scorer.ckpt",
-                                  quiet=self.quiet)
-            if self.rank == 0:
-                save_scorer(result.scorer, path)
-            tail = result.history[-max(1, len(result.history) // 10):]
-            self.run_dir.finish("scorer", {
-                "seconds": time.time() - started, "proposal": cfg.proposal,
-                "final_iwae": result.history[-1]["iwae"],
-                "train_iwae": sum(h["iwae"] for h in tail) / len(tail),
-                "curve": {"step": [h["step"] for h in result.history],
-                          "iwae": [h["iwae"] for h in result.history]}})
+        self._once("scorer", self._train_scorer)
         scorer = LSTMScorer(self.vocabulary.size, cfg.hidden, cfg.layers, cfg.dropout)
-        scorer.load_state_dict(storage.load(path)["state"])
+        scorer.load_state_dict(storage.load(self.dir / "scorer.pt")["state"])
         return scorer.to(self.device).freeze()
+
+    def _train_scorer(self, train: list[Lattice]) -> None:
+        cfg = self.preset.scorer
+        ngram = None if cfg.proposal == "bootstrap" else self.ngram()
+        started = time.time()
+        result = train_scorer(train, cfg, vocabulary=self.vocabulary,
+                              seed=stream_seed(self.config.seed, "scorer"),
+                              device=self.device, ngram=ngram,
+                              checkpoint=self.dir / "checkpoints" / "scorer.ckpt",
+                              quiet=self.quiet)
+        if self.rank == 0:
+            save_scorer(result.scorer, self.dir / "scorer.pt")
+        tail = result.history[-max(1, len(result.history) // 10):]
+        self.run_dir.finish("scorer", {
+            "seconds": time.time() - started, "proposal": cfg.proposal,
+            "final_iwae": result.history[-1]["iwae"],
+            "train_iwae": sum(h["iwae"] for h in tail) / len(tail),
+            "curve": {"step": [h["step"] for h in result.history],
+                      "iwae": [h["iwae"] for h in result.history]}})
 
     def evaluation(self) -> dict:
         """Partial KL, ESS and expected length of every sampler on the test pairs."""
@@ -197,11 +226,12 @@ class Run(RunData, RunSamplers):
         if self.done("compile") is None:
             self.say("compiling lattices")
             self.run_dir.finish("compile", self.stage_compile())
-        self.say(f"n-gram: {'reusing' if self.done('ngram') else 'fitting'}")
+        made = f"taking it from {self.config.from_run}" if self.config.from_run else None
+        self.say(f"n-gram: {'reusing' if self.done('ngram') else made or 'fitting'}")
         self.ngram()
         if self.preset.scorer.kind == "lstm":
-            self.say("scorer: " + ("reusing" if (self.dir / "scorer.pt").exists() else
-                                   training_words(self.dir / "checkpoints" / "scorer.ckpt")))
+            made = made or training_words(self.dir / "checkpoints" / "scorer.ckpt")
+            self.say("scorer: " + ("reusing" if (self.dir / "scorer.pt").exists() else made))
         self.scorer()
         self.train_samplers()
         self.smoothing()  # evaluates first

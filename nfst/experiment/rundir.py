@@ -1,18 +1,25 @@
 """A run directory's bookkeeping: the settings it was made with (``config.json``), where it reads
 its data and caches its lattices (``where.json``), its finished stages (``stages/NAME.json``,
-each written atomically) and, under torchrun, the barriers that keep the ranks in step around
-them.
+each written atomically), the locks that let processes share a run (``locks/``) and, under
+torchrun, the barriers that keep the ranks in step around them.
 
 A directory is claimed (``config.json`` written) by the first stage about to write into it, once
 that stage's inputs have loaded: a command that fails on its data leaves nothing behind, and
 the next command may use the directory with other settings. Once claimed, a run with other
 settings is refused, so results never mix. ``where.json`` is not a setting: the same data may
 move, and the last command's paths are recorded, for the next command to find.
+
+Several processes may work on one run at once (``nfst train-sampler`` processes, a cluster's
+array jobs on a shared file system): each stage has its own record, a process records the
+run's settings under a lock (``records``), reading the record again, and a stage that trains
+a model does it under that model's lock (:meth:`RunDir.lock`), so one process trains it and
+the others, once it is trained, load it.
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Optional
 
@@ -21,6 +28,7 @@ import torch
 from ..errors import RunConfigError
 from ..runtime import storage
 from ..runtime.distributed import rank_and_world
+from ..runtime.locks import file_lock
 from .config import agrees, upgraded
 
 
@@ -52,6 +60,7 @@ class RunDir:
         self.path = Path(path)
         self.settings, self.where = settings, where
         self._where_recorded = where is None
+        self.joins: tuple[str, ...] = ()
         self.rank, self.world = rank_and_world()
         self._check_place()
         self._claimed = self._check()
@@ -92,20 +101,46 @@ class RunDir:
                                  f"(see {self.config_file})")
         return same_samplers
 
+    def join(self, sampler: str) -> None:
+        """Record ``sampler`` among the run's samplers as the record stands when the run is
+        claimed (``nfst train-sampler``'s): of processes that each add one at once, none
+        drops another's."""
+        self.joins += (sampler,)
+
+    def lock(self, name: str):
+        """A context that holds the run's lock ``name`` (``locks/NAME.lock``,
+        ``nfst.runtime.locks``): processes that share the run take turns. None under
+        torchrun, whose ranks are one job that moves in step (and would wait for each other,
+        at the lock and at the next barrier)."""
+        if self.world > 1:
+            return nullcontext()
+        return file_lock(self.path / "locks" / f"{name}.lock")
+
     def claim(self) -> None:
         """Record the settings in ``config.json`` and ``where`` in ``where.json`` (once each);
-        a stage calls this before it first writes into the directory. Atomic, so another rank
-        reading them sees all or nothing."""
+        a stage calls this before it first writes into the directory. Under the run's lock
+        ``records``, and checked again against the record as it stands then (another process
+        may have recorded the run meanwhile), with the samplers joined (:meth:`join`) added
+        to the recorded ones; atomic, so another rank reading them sees all or nothing."""
         if not self._claimed:
             self._claimed = True
             if self.rank == 0:
-                text = json.dumps(self.settings, indent=1)
-                storage.write_atomically(self.config_file, text.encode())
+                with self.lock("records"):
+                    self._record()
         if not self._where_recorded:
             self._where_recorded = True
             if self.rank == 0 and recorded_where(self.path) != self.where:
                 storage.write_atomically(self.path / WHERE,
                                          json.dumps(self.where, indent=1).encode())
+
+    def _record(self) -> None:
+        if self.joins and self.config_file.exists():
+            recorded = json.loads(self.config_file.read_text())["run"].get("samplers", [])
+            self.settings["run"]["samplers"] = \
+                recorded + [s for s in self.joins if s not in recorded]
+        if not self._check():
+            text = json.dumps(self.settings, indent=1)
+            storage.write_atomically(self.config_file, text.encode())
 
     def barrier(self) -> None:
         """Under torchrun: wait until every rank is here."""

@@ -77,26 +77,43 @@ class RunSamplers:
         n = config.sleep_steps * B + round(config.sleep_share * B) * config.steps
         if not n:
             return None
-        path, done = self.dir / "triples" / f"seed-{seed}.pt", self.done(f"triples-{seed}")
-        if done is None or done["triples"] < n or not path.exists():
-            self.say(f"drawing {n} triples from the scorer{_seed_words(seed)}")
-            started, stats = time.time(), TripleStats()
-            triples = draw_triples(self.scorer(), self.T, n, stats=stats, device=self.device,
-                                   seed=stream_seed(self.training_seed(seed), "triples"),
-                                   max_length=config.sleep_max_length)
-            if self.rank == 0:
-                storage.save(path, triples)
-            train = self.lattices("train")
-            self.run_dir.finish(f"triples-{seed}", {
-                **triple_summary(triples, stats), "draw_seconds": round(time.time() - started, 2),
-                "train_x_length": length_summary(lat.x for lat in train),
-                "train_y_length": length_summary(lat.y for lat in train)})
+        path = self.dir / "triples" / f"seed-{seed}.pt"
+        with self.run_dir.lock(f"triples-{seed}"):  # one draw, whichever process needs it
+            if not self._triples_drawn(path, seed, n):
+                self._draw_triples(path, seed, n)
         return TripleFeed(self.T, storage.load(path))
+
+    def _triples_drawn(self, path, seed: int, n: int) -> bool:
+        done = self.done(f"triples-{seed}")
+        return done is not None and done["triples"] >= n and path.exists()
+
+    def _draw_triples(self, path, seed: int, n: int) -> None:
+        config = self.preset.sampler
+        self.say(f"drawing {n} triples from the scorer{_seed_words(seed)}")
+        started, stats = time.time(), TripleStats()
+        triples = draw_triples(self.scorer(), self.T, n, stats=stats, device=self.device,
+                               seed=stream_seed(self.training_seed(seed), "triples"),
+                               max_length=config.sleep_max_length)
+        if self.rank == 0:
+            storage.save(path, triples)
+        train = self.lattices("train")
+        self.run_dir.finish(f"triples-{seed}", {
+            **triple_summary(triples, stats), "draw_seconds": round(time.time() - started, 2),
+            "train_x_length": length_summary(lat.x for lat in train),
+            "train_y_length": length_summary(lat.y for lat in train)})
 
     def train_sampler(self, name: str, seed: int = 0, callback=None) -> Sampler:
         """The sampler ``name`` trained from training seed ``seed`` (after its teacher, which
         its training needs), or loaded if it is; ``callback``: ``train_sampler``'s, called
-        after every step."""
+        after every step. One process at a time trains it, under the run's lock: another
+        that shares the run waits, then loads it."""
+        if self.is_trained(name, seed):
+            return self.sampler(name, seed)
+        self.scorer()  # first: a command failing on the run's data leaves no lock file behind
+        with self.run_dir.lock(f"sampler-{sampler_key(name, seed)}"):
+            return self._train_sampler(name, seed, callback)
+
+    def _train_sampler(self, name: str, seed: int, callback) -> Sampler:
         key = sampler_key(name, seed)
         if not self.is_trained(name, seed):
             scorer = self.scorer()

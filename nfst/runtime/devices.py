@@ -1,4 +1,5 @@
-"""Devices: resolving a device name, and joining a torchrun process group."""
+"""Devices: resolving a device name, placing worker processes on GPUs, and joining a torchrun
+process group."""
 
 from __future__ import annotations
 
@@ -37,4 +38,15 @@ def resolve_device(name: str) -> torch.device:
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
         raise NfstError(f"--device {name}: there are {torch.cuda.device_count()} CUDA devices",
                         "use cuda:N with N below that, or cuda")
+    return device
+
+
+def worker_device(device: str, worker: int, gpus: int) -> str:
+    """The device of the ``worker``-th (from 0) of a command's worker processes (``--jobs``),
+    on ``device``, the command's, with ``gpus`` GPUs present: on ``cuda`` without an index
+    (``--device cuda``, or ``auto`` where there is a GPU) worker i takes cuda:(i mod gpus), so
+    that the workers spread over the GPUs; a device named with its index (``cuda:1``) and the
+    CPU are every worker's."""
+    if device == "cuda" and gpus > 0:
+        return f"cuda:{worker % gpus}"
     return device

@@ -41,7 +41,11 @@ def check_finite(value: torch.Tensor, what: str, step: int,
         raise TrainingDivergedError(f"{what} is {float(value.detach())} at step {step}{where}")
 
 
-RESUMABLE_CHANGES = ("steps", "checkpoint_every")
+BUDGET = ("steps", "patience")
+"""A trainer's budget: the config fields with which a finished training resumes to train on
+(more steps, more patience; ``nfst run --continue`` raises a run's samplers' budget)."""
+
+RESUMABLE_CHANGES = BUDGET + ("checkpoint_every",)
 """Config fields that may differ between a checkpoint and the run resuming it."""
 
 
@@ -64,7 +68,7 @@ _FRESH_START = "delete it to train from the start"
 
 def load_checkpoint(path: Optional[str | os.PathLike], config) -> Optional[dict]:
     """The checkpoint at ``path`` if there is one; it must come from the same config (up to
-    RESUMABLE_CHANGES: a finished run can be resumed with more steps). A file that is no
+    RESUMABLE_CHANGES: a finished run can be resumed with a larger budget). A file that is no
     checkpoint, or one written by an nfst with other settings, is refused with a hint."""
     if path is None or not Path(path).exists():
         return None

@@ -35,11 +35,14 @@ class EarlyStopping:
 
     def state(self) -> dict:
         return {"best": self.best, "best_step": self.best_step, "since_best": self.since_best,
-                "stopped": self.stopped, "best_params": self.best_params}
+                "best_params": self.best_params}
 
     def restore(self, state: dict) -> None:
-        self.best, self.best_step, self.since_best, self.stopped, self.best_params = (
-            state[key] for key in ("best", "best_step", "since_best", "stopped", "best_params"))
+        """The state of a checkpoint; whether to stop is decided again with this patience, so
+        that training stopped by a smaller one goes on (``nfst.train.checkpoint.BUDGET``)."""
+        self.best, self.best_step, self.since_best, self.best_params = (
+            state[key] for key in ("best", "best_step", "since_best", "best_params"))
+        self.stopped = self.since_best >= max(self.patience, 1)  # as update() decides
 
 
 def copy_params(module: torch.nn.Module) -> dict:

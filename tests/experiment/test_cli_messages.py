@@ -55,6 +55,9 @@ CASES = {
                               "--option 'sampler.stpes=1': the preset has no setting "
                               "'sampler.stpes'; the nearest: sampler.steps, scorer.steps, "
                               "scorer.ngram.steps", "`nfst options` lists every setting"),
+    "no samplers": (["run", "cipher", "--run-dir", "{t}/r", "--samplers", " , "], 2,
+                    "run: argument --samplers: expected at least one sampler, e.g. "
+                    "swa,swp-prefix", "see `nfst run --help`"),
     "unknown --option key": (["evaluate", "cipher", "--option", "zzz=1"], 2,
                              "--option 'zzz=1': the preset has no setting 'zzz'",
                              "`nfst options`"),
@@ -263,6 +266,22 @@ CASES = {
                                        "--sampler", "swa", "--seed", "1", "--set", "eval_size=5"],
                                       2, "{t}/RUN records a run with --seed 0, eval_size=4, not "
                                       "--seed 1, --set eval_size=5", "drop the flag"),
+    "a training seed the run lacks": (["train-sampler", "--run-dir", "{t}/RUN", "--sampler",
+                                       "swa", "--training-seed", "1"], 2,
+                                      "--training-seed 1: the run trains seeds 0 to 0 (--seeds "
+                                      "1)", "give --seeds 2 (or more) with it"),
+    "another --option, of the samplers": (["train-sampler", "--run-dir", "{t}/RUN", "--sampler",
+                                           "swa", "--option", "sampler.lr=0.01"], 2,
+                                          "{t}/RUN records a run with sampler.lr=0.003, not "
+                                          "--option sampler.lr=0.01", "on this run's scorer: "
+                                          "`nfst run --from {t}/RUN --run-dir NEW --option "
+                                          "sampler.lr=0.01`"),
+    "continue with no run": (["run", "--run-dir", "{t}/r", "--continue", "--option",
+                              "sampler.steps=9"], 2, "{t}/r: no run recorded there to continue",
+                             "start one: `nfst run TASK --run-dir {t}/r`"),
+    "from and continue": (["run", "--from", "{t}/RUN", "--continue"], 2,
+                          "run: argument --continue: not allowed with argument --from",
+                          "see `nfst run --help`"),
     "another task": (["evaluate", "scan", "--run-dir", "{t}/RUN"], 2,
                      "{t}/RUN records a run of the task cipher, not scan", "give the task cipher"),
     # a stage after the sampler stage never trains a sampler: it names those to train

@@ -4,6 +4,7 @@ the workers that learn from it start. (That workers reproduce the sequential sta
 tests/experiment/test_run.py's.)"""
 
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -17,30 +18,38 @@ from tests.experiment.tiny import TINY, tiny_config
 
 class ThreadsSeen:
     """Stands in for a Run in a worker process: training a sampler writes down the worker's
-    thread counts (torch's and the level loops') to ``NAME-SEED.json``."""
+    thread counts (torch's and the level loops'), its process and the device it was opened on
+    to ``NAME-SEED.json``. It computes nothing, so it may stand on GPUs the host lacks."""
 
-    def __init__(self, run_dir):
+    def __init__(self, run_dir, device="cpu"):
         self.dir, self.data_dir, self.cache_dir = Path(run_dir), None, None
-        self.device = torch.device("cpu")
+        self.device, self.quiet = torch.device(device), True
 
     @classmethod
-    def open(cls, run_dir, **where):
-        return cls(run_dir)
+    def open(cls, run_dir, device, **where):
+        return cls(run_dir, device)
 
     def train_sampler(self, name: str, seed: int, callback=None) -> None:
-        seen = {"torch": torch.get_num_threads(), "loops": loop_threads()}
+        seen = {"torch": torch.get_num_threads(), "loops": loop_threads(),
+                "process": os.getpid(), "device": str(self.device)}
         (self.dir / f"{name}-{seed}.json").write_text(json.dumps(seen))
 
 
-def test_a_worker_computes_with_the_parents_thread_count(tmp_path):
-    """3 threads in the parent: not the default of a fresh process (1 or the cores)."""
+def test_a_worker_computes_with_the_parents_thread_count(tmp_path, monkeypatch):
+    """3 threads in the parent: not the default of a fresh process (1 or the cores). On
+    ``cuda`` with two GPUs (as the parent counts them), each worker process takes one of its
+    own."""
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     set_threads(3)
     try:
-        train_in_workers(ThreadsSeen(tmp_path), [("swa", 0), ("swp", 1)], 2)
+        train_in_workers(ThreadsSeen(tmp_path, "cuda"), [("swa", 0), ("swp", 1)], 2)
     finally:
         set_threads(1)
-    for name in ("swa-0", "swp-1"):
-        assert json.loads((tmp_path / f"{name}.json").read_text()) == {"torch": 3, "loops": 3}
+    seen = [json.loads((tmp_path / f"{name}.json").read_text()) for name in ("swa-0", "swp-1")]
+    assert all((s["torch"], s["loops"]) == (3, 3) for s in seen)
+    devices = {s["process"]: s["device"] for s in seen}
+    assert set(devices.values()) <= {"cuda:0", "cuda:1"}
+    assert len(set(devices.values())) == len(devices)
 
 
 def test_the_teacher_is_trained_before_the_workers_start(tmp_path, monkeypatch):

@@ -31,15 +31,17 @@ def test_a_teacher_is_trained_first_and_its_paths_train_the_others(tmp_path):
 
 
 def test_samplers_trained_in_parallel_match_those_trained_one_after_another(finished_run,
-                                                                           tmp_path):
+                                                                           tmp_path, capfd):
     """The sampler stage in two worker processes reproduces the sequential stage exactly:
-    the same parameters and the same training history (wall times aside)."""
+    the same parameters and the same training history (wall times aside); quiet, the workers
+    say nothing either."""
     run, _ = finished_run
     copy = tmp_path / "run"
     shutil.copytree(run.dir, copy, ignore=shutil.ignore_patterns("sampler*", "*.ckpt"))
     parallel = Run.open(copy, cache_dir=run.cache_dir, quiet=True, processes=1, jobs=2)
     parallel.train_samplers()
     assert parallel.done("samplers")["jobs"] == 2
+    assert capfd.readouterr().out == ""
     for name in run.config.samplers:
         ours, theirs = (r.done(f"sampler-{name}") for r in (parallel, run))
         assert {k: v for k, v in ours.items() if k != "seconds"} == \

@@ -4,6 +4,8 @@ from the record (no TASK, no --data-dir, from another working directory), trains
 samplers it is named, and `nfst evaluate` compares exactly the trained samplers named."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -11,6 +13,7 @@ from nfst.cli import main
 from nfst.experiment.config import RunConfig
 from nfst.experiment.run import Run
 from tests.experiment.tiny import TINY
+from tests.tasks.test_registry import USER_TASK
 
 LETTERS = {"a": "ا", "b": "ب", "k": "ک", "d": "د"}
 TR_FILE = "dakshina-ur/ur.translit.sampled.{}.tsv"
@@ -47,7 +50,7 @@ def test_stage_by_stage_without_task_or_data_dir_trains_only_what_is_named(
                            "--samplers", "swa,swp", *(a for o in TINY for a in ("--option", o)))
     assert status == 0, err
     assert json.loads((run_dir / "where.json").read_text()) == {
-        "data_dir": str(data.resolve()), "cache_dir": str(cache.resolve())}
+        "data_dir": str(data.resolve()), "cache_dir": str(cache.resolve()), "task_file": None}
     assert json.loads((run_dir / "config.json").read_text())["run"]["samplers"] == ["swa", "swp"]
     assert not (run_dir / "samplers").exists()
 
@@ -124,3 +127,18 @@ def test_a_data_directory_given_replaces_the_recorded_one(tmp_path, monkeypatch,
     status, _, err = _nfst(capsys, "evaluate", "--run-dir", str(run_dir), "--data-dir",
                            str(moved))
     assert status == 2 and "not trained yet: swa" in err, err
+
+
+def test_a_run_records_its_task_file(tmp_path, monkeypatch):
+    """A run of a task from a task file records the file (where.json): a later process opens
+    the run without NFST_TASKS."""
+    task_file = tmp_path / "mirror.py"
+    task_file.write_text(USER_TASK.format(name="mirror-recorded"))
+    monkeypatch.setenv("NFST_TASKS", str(task_file))
+    Run(RunConfig(task="mirror-recorded", samplers=("swa",)), tmp_path / "run").run_dir.claim()
+    assert json.loads((tmp_path / "run" / "where.json").read_text())["task_file"] == \
+        str(task_file.resolve())
+    monkeypatch.delenv("NFST_TASKS")
+    code = f"import nfst; print(nfst.open_run({str(tmp_path / 'run')!r}, quiet=True).task.name)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "mirror-recorded", done.stderr

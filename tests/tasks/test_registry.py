@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from nfst.fst.dataset import compile_dataset
-from nfst.tasks import (DataError, MalformedLine, Task, TaskError, data_file, get_task,
-                        load_task_file, read_records, register_task, resolve_data_dir, task_names)
+from nfst.tasks import (DataError, MalformedLine, Task, TaskError, data_file, file_of_task,
+                        get_task, load_task_file, read_records, register_task, resolve_data_dir,
+                        task_names)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tasks.md"
 
@@ -72,6 +73,14 @@ def test_load_task_file_registers_its_tasks_once(tmp_path):
     assert task.pairs("train") == [(("a", "b"), ("b", "a")), (("b",), ("b",))]  # deduplicated
     data = compile_dataset(task.mfst(), task.pairs("train"), progress=False)
     assert len(data.lattices) == 2 and not data.skipped
+
+
+def test_the_file_a_task_came_from(tmp_path):
+    path = tmp_path / "mirror.py"
+    path.write_text(USER_TASK.format(name="mirror-from"))
+    load_task_file(path)
+    assert file_of_task("mirror-from") == path.resolve()
+    assert file_of_task("cipher") is None  # built in
 
 
 def test_task_files_from_the_environment(tmp_path, monkeypatch):

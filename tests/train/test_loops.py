@@ -296,6 +296,27 @@ def test_train_sampler_stops_on_min_delta(monkeypatch):
         assert result.best_step == (12 if min_delta == 0 else 0)
 
 
+def test_more_patience_trains_on_from_the_checkpoint(tmp_path):
+    """No check improves by min_delta: patience 1 stops training at the first check (step 2),
+    patience 3 at the third (step 6). Resumed from its checkpoint with patience 3, the
+    training stopped at step 2 ends where patience 3 takes it from the start (``nfst run
+    --continue``): the same history and parameters."""
+    lats, scorer, _ = setup()
+    results = []
+    for patiences, checkpoint in (((1, 3), tmp_path / "resumed.ckpt"), ((3,), None)):
+        for patience in patiences:
+            sampler = new_sampler("swa", lats).float()
+            config = small_config(steps=12, patience=patience, min_delta=1e9)
+            result = train_sampler(sampler, scorer, lats, lats, config, quiet=True,
+                                   checkpoint=checkpoint)
+            assert (result.steps, result.stopped_by) == (2 * patience, "patience")
+        results.append(result)
+    resumed, fresh = results
+    assert resumed.history == fresh.history
+    ours, theirs = (r.sampler.state_dict() for r in results)
+    assert all(torch.equal(ours[key], theirs[key]) for key in theirs)
+
+
 def test_improvements_smaller_than_min_delta_do_not_count():
     """A validation curve that creeps down by 0.02 a check: every check improves on the last,
     so without a threshold training never stops; with min_delta 0.1 three checks (0.06) do not

@@ -1,0 +1,140 @@
+"""Runs made from recorded runs: a new run on another's task, data and frozen scorer that
+trains samplers only (``nfst run --from RUN``: sampler settings compared against one scorer),
+and a run whose samplers train on to a larger budget (``nfst run --continue``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Optional, Sequence
+
+from ..errors import RunConfigError
+from ..runtime import storage
+from ..train.checkpoint import BUDGET
+from .config import (RunConfig, apply_overrides, json_default, merge_overrides, option_value,
+                     parse_assignment, upgraded)
+from .presets import Preset, preset
+from .rundir import RunDir
+
+SCORER_SETTINGS = ("scorer", "train_pairs")
+"""The preset settings that a run's scorer and n-gram are trained from (beside its task, task
+settings and seed): a run made from another keeps them, and that run's scorer."""
+
+CONTINUABLE = tuple(f"sampler.{key}" for key in BUDGET)
+"""The settings that ``nfst run --continue`` may raise: the samplers' training budget."""
+
+AFTER_SAMPLERS = ("samplers", "evaluate", "smc")
+"""The stages built on the trained samplers, beside each sampler's own (``sampler-KEY``)."""
+
+
+def trains_scorer(key: str) -> bool:
+    """Whether the ``--option`` key ``key`` is one of :data:`SCORER_SETTINGS`."""
+    return key.split(".")[0] in SCORER_SETTINGS
+
+
+def _preset(config: RunConfig) -> Preset:
+    return apply_overrides(preset(config.preset), config.overrides)
+
+
+def branch_config(base_dir: str | Path, overrides: Sequence[str] = (),
+                  samplers: Optional[Sequence[str]] = None,
+                  seeds: Optional[int] = None) -> RunConfig:
+    """The configuration of a run made from the run recorded in ``base_dir`` (``--from``):
+    that run's task with its settings, its preset, seed and options, ``overrides`` after them,
+    and ``from_run`` naming it; ``samplers`` and ``seeds``: the new run's (None: the base
+    run's). An error, before any work, if ``overrides`` change what the base run's scorer was
+    trained from (:data:`SCORER_SETTINGS`), or if it has no trained scorer to take."""
+    if not (Path(base_dir) / "config.json").exists():
+        raise RunConfigError(f"--from {base_dir}: no run recorded there (no config.json)",
+                             "give the directory of a run whose scorer is trained")
+    base = RunConfig.recorded(base_dir)
+    config = dataclasses.replace(
+        base, overrides=merge_overrides(base.overrides, overrides),
+        samplers=tuple(samplers or base.samplers), seeds=seeds or base.seeds,
+        from_run=str(Path(base_dir).resolve()))
+    old, new = _preset(base), _preset(config)
+    keys = {item: parse_assignment(item)[0] for item in overrides}
+    changed = [item for item, key in keys.items() if trains_scorer(key) and
+               option_value(old, key) != option_value(new, key)]
+    if changed:
+        raise RunConfigError(f"--from {base_dir} takes its scorer, which --option "
+                             f"{', --option '.join(changed)} would change",
+                             "change the samplers' (sampler.*) or the evaluation's (evaluate.*) "
+                             "settings; another scorer needs a new run: `nfst run TASK --run-dir "
+                             "DIR --option ...`")
+    models = ("ngram",) + (("scorer",) if old.scorer.kind == "lstm" else ())
+    missing = [m for m in models if not (Path(base_dir) / f"{m}.pt").exists()]
+    if missing:
+        raise RunConfigError(f"--from {base_dir}: no trained {' or '.join(missing)} there",
+                             f"train it first: `nfst train-scorer --run-dir {base_dir}`")
+    return config
+
+
+def branch_dir(base_dir: str | Path, overrides: Sequence[str]) -> Path:
+    """Where a run made from ``base_dir`` goes when no ``--run-dir`` is given: beside it,
+    named after it and the settings it changes (``runs/cipher-small-0+sampler.lr=0.01``)."""
+    base = Path(base_dir)
+    changes = ",".join(item.replace("/", "_").replace(" ", "") for item in overrides)
+    return base.parent / f"{base.name}+{changes or 'from'}"
+
+
+def adopt(run_dir: RunDir, base_dir: Path, name: str) -> None:
+    """Copy the frozen model ``name`` (``ngram``, ``scorer``) and its stage record from the run
+    in ``base_dir`` into ``run_dir``, whose run was made from it (``--from``), rather than
+    train it. A copy, not a link: the new run stays whole if the base run moves or goes."""
+    model, stage = base_dir / f"{name}.pt", base_dir / "stages" / f"{name}.json"
+    if not model.exists() or not stage.exists():
+        raise RunConfigError(f"{run_dir.path} takes its {name} from {base_dir}, which has "
+                             "none trained", f"train it there: `nfst train-scorer --run-dir "
+                             f"{base_dir}`")
+    if run_dir.rank == 0:  # the model last: its file says the stage is done
+        storage.write_atomically(run_dir.stage_file(name), stage.read_bytes())
+        storage.write_atomically(run_dir.path / f"{name}.pt", model.read_bytes())
+    run_dir.barrier()
+
+
+def raise_budget(run_dir: str | Path, overrides: Sequence[str]) -> None:
+    """Record a larger budget for the samplers of the run in ``run_dir`` (``overrides`` of
+    :data:`CONTINUABLE`, e.g. ``sampler.steps=400``; ``nfst run --continue``), and forget
+    what their training made (each sampler's stage record, and :data:`AFTER_SAMPLERS`,
+    ``results.json``), so that the run's next stages train each sampler on from its
+    checkpoint, its best parameters and early stopping included, to the new budget. An
+    error, before any change, for another setting or a budget lowered; nothing changes
+    where the budget given is the recorded one."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.json").exists():
+        raise RunConfigError(f"{run_dir}: no run recorded there to continue",
+                             f"start one: `nfst run TASK --run-dir {run_dir}`")
+    for item in overrides:
+        if parse_assignment(item)[0] not in CONTINUABLE:
+            raise RunConfigError(f"--continue raises the samplers' budget "
+                                 f"({', '.join(CONTINUABLE)}), not --option {item}",
+                                 f"other settings need a new run on this one's scorer: `nfst "
+                                 f"run --from {run_dir} --run-dir NEW --option {item}`")
+    recorded = RunConfig.recorded(run_dir)
+    config = dataclasses.replace(recorded, overrides=merge_overrides(recorded.overrides,
+                                                                     overrides))
+    old, new = _preset(recorded), _preset(config)
+    for key in CONTINUABLE:
+        if option_value(new, key) < option_value(old, key):
+            raise RunConfigError(f"--continue raises the budget: {key}={option_value(new, key)} "
+                                 f"is below the run's {option_value(old, key)}",
+                                 f"a smaller budget needs a new run: `nfst run --from {run_dir} "
+                                 f"--run-dir NEW --option {key}=...`")
+    if new == old:
+        return
+    settings = upgraded(json.loads((run_dir / "config.json").read_text()))
+    record = RunDir(run_dir, settings)  # the run as recorded
+    settings = json.loads(json.dumps(settings | {
+        "run": settings["run"] | {"overrides": list(config.overrides)}, "preset": new},
+        default=json_default))
+    record.barrier()  # under torchrun every rank has decided on the old record
+    if record.rank == 0:
+        with record.lock("records"):  # forgotten first: an interruption leaves the old budget
+            for stage in [p.stem for p in (run_dir / "stages").glob("sampler-*.json")] + \
+                    list(AFTER_SAMPLERS):
+                record.forget(stage)
+            (run_dir / "results.json").unlink(missing_ok=True)
+            storage.write_atomically(record.config_file, json.dumps(settings, indent=1).encode())
+    record.barrier()

@@ -1,0 +1,109 @@
+"""Runs made from runs: `nfst run --from RUN` trains samplers only, against RUN's scorer, into
+a whole run of its own; `nfst run --continue` trains a run's samplers on, from their
+checkpoints, to a larger budget, as far as a run given that budget from the start."""
+
+import json
+import shutil
+
+import pytest
+import torch
+
+import nfst.experiment.run
+from nfst.cli import main
+from nfst.experiment.branch import raise_budget
+from nfst.experiment.run import Run
+from nfst.runtime import storage
+from tests.experiment.tiny import tiny_config
+
+QUIET = ["--quiet", "--processes", "1", "--jobs", "1"]
+
+
+def _nfst(capsys, *argv):
+    status = main([*argv, *QUIET])
+    return status, capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    """A run of one sampler whose LSTM scorer (and n-gram) is trained, nothing else."""
+    tmp = tmp_path_factory.mktemp("scored")
+    run = Run(tiny_config(samplers=("swp",)), tmp / "a", cache_dir=tmp / "cache", quiet=True,
+              processes=1)
+    run.scorer()
+    return run
+
+
+def test_from_trains_samplers_only_against_the_runs_scorer(scored, tmp_path, capsys,
+                                                           monkeypatch):
+    def never(*args, **kwargs):
+        raise AssertionError("a run made --from another trained a scorer")
+    monkeypatch.setattr(nfst.experiment.run, "train_scorer", never)
+    monkeypatch.setattr(nfst.experiment.run, "fit_ngram", never)
+    new = tmp_path / "b"
+    argv = ["run", "--from", str(scored.dir), "--run-dir", str(new), "--option",
+            "sampler.lr=0.01", "--option", "evaluate.smc_particles=[4]", "--option",
+            "evaluate.smc_pairs=1"]  # the evaluation's settings may change too (SMC: faster)
+    status, err = _nfst(capsys, *argv)
+    assert status == 0, err
+    for model in ("scorer.pt", "ngram.pt", "stages/scorer.json"):
+        assert (new / model).read_bytes() == (scored.dir / model).read_bytes()
+    results = json.loads((new / "results.json").read_text())
+    assert results["config"]["run"]["from_run"] == str(scored.dir.resolve())
+    assert results["config"]["run"]["overrides"][-3:] == argv[6::2]  # after the run's
+    assert results["config"]["preset"]["sampler"]["lr"] == 0.01
+    assert list(results["samplers"]) == ["swp"] and (new / "report" / "report.md").exists()
+    assert _nfst(capsys, *argv) == (0, "")  # the same command again: the same run, finished
+
+
+def test_from_refuses_to_change_the_scorer_and_creates_nothing(scored, tmp_path, capsys):
+    new = tmp_path / "b"
+    status, err = _nfst(capsys, "run", "--from", str(scored.dir), "--run-dir", str(new),
+                        "--option", "scorer.steps=5")
+    assert status == 2 and f"--from {scored.dir} takes its scorer, which --option " \
+        "scorer.steps=5 would change" in err
+    status, err = _nfst(capsys, "run", "--from", str(tmp_path / "nowhere"), "--run-dir",
+                        str(new))
+    assert status == 2 and "no run recorded there" in err
+    assert not new.exists()
+
+
+def test_continue_trains_on_to_the_figures_of_the_larger_budget(finished_run, tmp_path):
+    """The finished run's samplers trained 12 steps; continued to 20, each ends where a
+    sampler trained 20 steps from the start ends: the same history, the same parameters."""
+    run, _ = finished_run
+    longer, fresh = tmp_path / "longer", tmp_path / "fresh"
+    shutil.copytree(run.dir, longer)
+    shutil.copytree(run.dir, fresh, ignore=shutil.ignore_patterns("sampler*", "*.ckpt"))
+    for path in (longer, fresh):
+        raise_budget(path, ["sampler.steps=20"])
+    assert not (longer / "stages" / "sampler-swp.json").exists()  # trained on by the next stage
+    assert not (longer / "stages" / "evaluate.json").exists()
+    runs = [Run.open(path, cache_dir=run.cache_dir, quiet=True, processes=1)
+            for path in (longer, fresh)]
+    for each in runs:
+        each.train_sampler("swp")
+    ours, theirs = (r.done("sampler-swp") for r in runs)
+    assert ours["steps"] == 20 and ours["stopped_by"] == theirs["stopped_by"]
+    assert ours["history"] == theirs["history"]
+    ours, theirs = (storage.load(path / "samplers" / "swp.pt")["state"]
+                    for path in (longer, fresh))
+    assert all(torch.equal(ours[key], theirs[key]) for key in theirs)
+
+
+def test_continue_takes_a_larger_budget_only(finished_run, tmp_path, capsys):
+    run, _ = finished_run
+    copy = tmp_path / "run"
+    shutil.copytree(run.dir, copy)
+    before = (copy / "config.json").read_text()
+    status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue", "--option",
+                        "sampler.lr=0.1")
+    assert status == 2 and "--continue raises the samplers' budget (sampler.steps, " \
+        "sampler.patience), not --option sampler.lr=0.1" in err
+    status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue", "--option",
+                        "sampler.steps=6")
+    assert status == 2 and "sampler.steps=6 is below the run's 12" in err
+    status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue", "--option",
+                        "sampler.steps=20", "--seed", "1")  # checked before the budget moves
+    assert status == 2 and "records a run with --seed 0, not --seed 1" in err
+    assert (copy / "config.json").read_text() == before
+    assert (copy / "stages" / "evaluate.json").exists()

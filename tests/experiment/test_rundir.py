@@ -1,0 +1,58 @@
+"""Processes that share a run directory: `nfst train-sampler` processes started at once (a
+cluster's array jobs) record every sampler and train the same figures as one after another."""
+
+import json
+import os
+import subprocess
+import sys
+
+from nfst.cli import main
+from nfst.experiment.run import Run
+from tests.experiment.tiny import TASK, TINY, tiny_config
+
+
+def _train_sampler(run_dir, cache, sampler):
+    """`nfst train-sampler --new` of the finished_run fixture's settings, in a process."""
+    argv = [sys.executable, "-m", "nfst.cli", "train-sampler", "cipher", "--sampler", sampler,
+            "--run-dir", str(run_dir), "--new", "--cache-dir", str(cache), "--quiet",
+            "--processes", "1", "--option", "scorer.kind=ngram",
+            *(a for o in TINY for a in ("--option", o)),
+            *(a for k, v in TASK.items() for a in ("--set", f"{k}={v}"))]
+    return subprocess.Popen(argv, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_train_sampler_processes_at_once_give_the_figures_of_one_run(finished_run,
+                                                                         tmp_path, capsys):
+    """Both start on an empty directory: one fits the n-gram (the scorer) while the other
+    waits for it, each records its sampler beside the other's, and `nfst evaluate` then gives
+    the partial KLs of the whole run to the last digit."""
+    run, _ = finished_run
+    shared = tmp_path / "shared"
+    processes = [_train_sampler(shared, run.cache_dir, name) for name in ("swa", "swp")]
+    for process in processes:
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+    recorded = json.loads((shared / "config.json").read_text())["run"]["samplers"]
+    assert sorted(recorded) == ["swa", "swp"]
+    assert main(["evaluate", "--run-dir", str(shared), "--quiet", "--processes", "1"]) == 0
+    capsys.readouterr()
+    ours = json.loads((shared / "stages" / "evaluate.json").read_text())["samplers"]
+    theirs = run.done("evaluate")["samplers"]
+    for name in ("swa", "swp"):
+        assert ours[name]["per_pair_partial_kl"] == theirs[name]["per_pair_partial_kl"]
+        assert ours[name]["partial_kl"] == theirs[name]["partial_kl"]
+
+
+def test_samplers_joined_at_once_are_all_recorded(tmp_path):
+    """Two commands open a run recording swa; each adds a sampler, then records the run:
+    the second reads the record again and keeps the first one's."""
+    Run(tiny_config(samplers=("swa",)), tmp_path / "run", quiet=True).run_dir.claim()
+    opened = [Run(tiny_config(samplers=("swa", name)), tmp_path / "run", quiet=True)
+              for name in ("swp", "sws")]
+    for run, name in zip(opened, ("swp", "sws")):
+        run.run_dir.join(name)
+    for run in opened:
+        run.run_dir.claim()
+    recorded = json.loads((tmp_path / "run" / "config.json").read_text())["run"]["samplers"]
+    assert recorded == ["swa", "swp", "sws"]
