@@ -68,9 +68,12 @@ CASES = {
                                     "--run-dir", "{t}/r", "--new"], 2,
                                    "--option 'scorer.hidden=big': expected a positive int, got "
                                    "'big'", "sampler.steps=100"),
-    "--option size of 0": (["run", "cipher", "--option", "sampler.steps=0"], 2,
-                           "--option 'sampler.steps=0': expected a positive int, got 0",
+    "--option size of 0": (["run", "cipher", "--option", "sampler.k=0"], 2,
+                           "--option 'sampler.k=0': expected a positive int, got 0",
                            "sampler.steps=100"),
+    "--option negative sleep": (["run", "cipher", "--option", "sampler.sleep_steps=-1"], 2,
+                                "--option 'sampler.sleep_steps=-1': expected an int of at least 0, "
+                                "got -1", "sampler.steps=100"),
     "--option None for a number": (["run", "cipher", "--option", "sampler.k=None"], 2,
                                    "--option 'sampler.k=None': expected a positive int, got "
                                    "None", "sampler.steps=100"),
