@@ -16,7 +16,8 @@ from ..runtime import storage
 from ..runtime.distributed import stream_seed
 from ..train.checkpoint import training_words
 from ..train.sampler import train_sampler
-from ..train.triples import TripleFeed, TripleStats, draw_triples, length_summary, triple_summary
+from ..train.sleep import TripleFeed
+from ..train.triples import TripleStats, draw_triples, length_summary, triple_summary
 from .rundir import sampler_key
 
 

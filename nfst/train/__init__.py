@@ -11,7 +11,8 @@ from .objectives import (EMABaseline, exclusive_kl_loss, inclusive_kl_loss, iwae
                          iwae_loss, sampler_loss)
 from .sampler import SamplerResult, SamplerTrainConfig, train_sampler
 from .scorer import ScorerConfig, ScorerResult, train_scorer
-from .triples import TripleFeed, draw_triples
+from .sleep import TripleFeed
+from .triples import draw_triples
 
 __all__ = ["AdaptConfig", "EMABaseline", "LoopConfig", "NgramConfig", "NgramResult",
            "SamplerResult", "SamplerTrainConfig", "ScorerConfig", "ScorerResult", "Trainer",

@@ -22,16 +22,12 @@ from ..fst.lattice import Lattice
 from ..models.samplers import Sampler, SamplerConfig
 from ..models.scorer import Scorer
 from ..runtime.distributed import stream_seed
-from ..smc.engine import SMCConfig
-from ..smc.resampling import ess
 from ..smc.lookahead import Lookahead
-from ..smc.without_replacement import inclusive_kl_loss as distinct_inclusive_kl_loss
-from .defensive import defensive_loss
 from .early_stopping import EarlyStopping, copy_params
 from .loop import LoopConfig, Trainer, check_config, train_loop
-from .nasmc import nasmc_lookahead, particle_loss
-from .objectives import EMABaseline, sampler_loss
-from .triples import TripleFeed
+from .nasmc import nasmc_lookahead
+from .sampler_loss import StepLoss
+from .sleep import SleepBatch, TripleFeed, sleep_batch
 
 
 Objective = Literal["is", "nasmc", "mixture", "posterior"]
@@ -103,7 +99,7 @@ class SamplerResult:
     """With the parameters of the best validation step, in eval mode."""
     history: list[dict]
     """Step 0: the untrained sampler's dev_partial_kl; then per step: step, loss, grad_norm
-    (before clipping), ess (:func:`weight_ess`; None for the SMC objectives); validation
+    (before clipping), ess (:func:`~nfst.train.sampler_loss.weight_ess`; None for the SMC objectives); validation
     steps add dev_partial_kl."""
     best_step: int
     best_dev_partial_kl: float
@@ -128,86 +124,6 @@ def validate(sampler: Sampler, scorer: Scorer, dev: Sequence[Lattice], k: int, b
     return sum(float(partial_kl(s.log_q, s.log_p)) for s in samples) / len(samples)
 
 
-def weight_ess(log_w: torch.Tensor) -> float:
-    """Mean over pairs of the effective sample size 1 / Σ_k w̄_k² of the self-normalised
-    weights w̄ = softmax_k(log_w), log_w (B, k): 1 when one path takes all the weight, k when
-    the weights are equal."""
-    return float(ess(log_w.detach().double()).mean())
-
-
-@dataclass
-class SleepBatch:
-    """A minibatch with triples (``nfst.train.triples``): their lattices ``sleep``, the arcs
-    ``arcs`` (n, 1, L) of each ω there (-1 padded), and the pairs of the usual training
-    ``wake`` (None in the sleep phase)."""
-
-    sleep: Optional[LatticeBatch]
-    arcs: Optional[torch.Tensor]
-    wake: Optional[LatticeBatch] = None
-
-    @property
-    def size(self) -> int:
-        return sum(len(b.lattices) for b in (self.sleep, self.wake) if b is not None) or 1
-
-
-class _StepLoss(torch.nn.Module):
-    """One minibatch's loss as a module's forward, so DistributedDataParallel can wrap it
-    (the frozen scorer has no trainable parameters, so only the sampler's are reduced)."""
-
-    def __init__(self, sampler: Sampler, scorer: Scorer, config: SamplerTrainConfig,
-                 teacher: Optional[Sampler] = None, lookahead: Optional[Lookahead] = None):
-        super().__init__()
-        self.sampler, self.scorer, self.config = sampler, scorer, config
-        # lists: the frozen teacher and the lookahead are no submodules DDP should see
-        self._teacher, self._lookahead = [teacher], [lookahead]
-        self.baseline = EMABaseline() if config.baseline == "ema" else None
-
-    def forward(self, batch: LatticeBatch | SleepBatch, generator: torch.Generator
-                ) -> tuple[tuple[torch.Tensor], Optional[float]]:
-        """((the minibatch loss,), the ESS of its training weights): on a
-        :class:`SleepBatch`, the mean over its pairs of −log q(ω) of the triples and of the
-        usual loss of its ``wake`` pairs; else the loss of ``config.objective`` (see
-        SamplerTrainConfig; the ESS is None for the SMC objectives and for paths without
-        replacement). The lookahead shapes the SMC targets of the particle objectives."""
-        if not isinstance(batch, SleepBatch):
-            return self._wake(batch, generator)
-        if batch.sleep is None:  # every triple of the step left out: no gradient from them
-            loss = sum(p.sum() * 0 for p in self.sampler.parameters())
-        else:
-            loss = -self.sampler.score(batch.sleep, batch.arcs).sum()
-        if batch.wake is None:
-            return (loss / batch.size,), None
-        (wake,), ess = self._wake(batch.wake, generator)
-        return ((loss + wake * len(batch.wake.lattices)) / batch.size,), ess
-
-    def _wake(self, batch: LatticeBatch, generator: torch.Generator
-              ) -> tuple[tuple[torch.Tensor], Optional[float]]:
-        sampler, scorer, config, teacher = self.sampler, self.scorer, self.config, \
-            self._teacher[0]
-        if config.objective == "is" and config.without_replacement:
-            return (distinct_inclusive_kl_loss(sampler, scorer, batch, config.k, generator),), \
-                None
-        if config.objective == "is" and teacher is not None:
-            loss, log_w = defensive_loss(sampler, teacher, scorer, batch, config.k,
-                                         config.teacher_share, generator)
-            return (loss,), weight_ess(log_w)
-        if config.objective == "posterior":
-            with torch.no_grad():
-                arcs = scorer.posterior().sample(batch, config.k, generator).arcs
-            return (-sampler.score(batch, arcs).mean(),), None
-        if config.objective == "is":
-            paths = sampler.sample(batch, config.k, generator)
-            with torch.no_grad():
-                log_p = scorer.score_paths(paths)
-            return ((sampler_loss(log_p, paths.log_q, config.lam, self.baseline),),
-                    weight_ess(log_p - paths.log_q))
-        # the mixture's REINFORCE term needs paths drawn from q itself: no resampling then
-        threshold = 0.0 if config.objective == "mixture" and config.lam > 0 else 0.5
-        smc_config = SMCConfig(particles=config.k, resample_threshold=threshold)
-        return (particle_loss(batch, sampler, scorer, self._lookahead[0], smc_config,
-                              config.objective, config.lam, generator, self.baseline),), None
-
-
 class _SamplerTrainer(Trainer):
     """``train_sampler``'s part of the loop: its loss, validation and early stopping."""
 
@@ -224,7 +140,7 @@ class _SamplerTrainer(Trainer):
         opt = torch.optim.Adam(sampler.parameters(), lr=config.lr)
         # Under torchrun each process takes its share of every minibatch and DDP averages the
         # gradients; parameters stay identical, so validation and early stopping agree.
-        self.loss = _StepLoss(sampler, scorer, config, teacher, lookahead)
+        self.loss = StepLoss(sampler, scorer, config, teacher, lookahead)
         self.loss_names = (f"the {sampler.name} sampler's loss",)
         self.optimizers = {f"the {sampler.name} sampler": opt}
         self.saved = {"sampler": sampler, "opt": opt}
@@ -251,18 +167,7 @@ class _SamplerTrainer(Trainer):
             start = config.sleep_steps * B + step * n_sleep
         shard = slice(self.rank, None, self.world) if self.distributed else slice(None)
         wake = [] if n_sleep == B else minibatch(self.lattices, B, self.seed, step)[n_sleep:]
-        wake = LatticeBatch(wake[shard], self.device) if wake[shard] else None
-        if not n_sleep:
-            return wake
-        lattices, arcs = self.triples.take(start, n_sleep)
-        if not lattices[shard]:
-            return wake or SleepBatch(None, None)
-        sleep = LatticeBatch(lattices[shard], self.device)
-        arcs, offsets = arcs[shard], sleep.arc_offsets.tolist()
-        padded = torch.full((len(arcs), 1, max(1, *map(len, arcs))), -1, dtype=torch.long)
-        for i, a in enumerate(arcs):  # the batch numbers arcs after the lattices before
-            padded[i, 0, :len(a)] = torch.from_numpy(a + offsets[i])
-        return SleepBatch(sleep, padded.to(self.device), wake)
+        return sleep_batch(self.triples, start, n_sleep, wake[shard], shard, self.device)
 
     def validate(self) -> float:
         config = self.config
@@ -315,7 +220,7 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     The history starts with the untrained sampler's validation (step 0), which also counts
     for early stopping. ``teacher``: a trained sampler for ``config.teacher`` (required when it
     is set). Every step records its loss, the gradient norm before clipping and the ESS of the
-    training weights (:func:`weight_ess`).
+    training weights (:func:`~nfst.train.sampler_loss.weight_ess`).
 
     Every ``eval_every`` steps the partial KL on ``dev`` is measured; training stops after
     ``patience`` validations without improvement, and the best parameters are restored.

@@ -1,7 +1,6 @@
 """Triples drawn from a scorer (nfst.train.triples) against the exact posterior, and sleep
 training (sampler.sleep_steps, sleep_share) through train_sampler."""
 
-import dataclasses
 import math
 from collections import Counter
 
@@ -15,9 +14,10 @@ from nfst.fst.mfst import MarkedFST
 from nfst.models.samplers import SamplerConfig
 from nfst.models.scorer import ArcFactoredScorer, Scorer
 from nfst.train.sampler import SamplerTrainConfig, train_sampler
-from nfst.train.triples import (MarkReader, TripleFeed, TripleStats, draw_triples, path_arcs)
+from nfst.train.sleep import TripleFeed
+from nfst.train.triples import MarkReader, TripleStats, draw_triples, path_arcs
 from tests.helpers.brute import chi_square_critical
-from tests.helpers.lattices import cipher_lattice, del_ins_lattices, vocabulary_of
+from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import new_sampler
 from tests.helpers.scorers import random_scorer
 from tests.train.test_loops import exact_exclusive_kl
