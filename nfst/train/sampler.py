@@ -155,7 +155,7 @@ class _SamplerTrainer(Trainer):
         """Step ``step``'s minibatch: in the sleep phase ``batch_size`` fresh triples; after
         it the usual training's minibatch of step ``step - sleep_steps`` (so that with no
         sleep steps it is today's), a share ``sleep_share`` of it replaced by fresh
-        triples. Triples are taken in the pool's order, each once until it runs out."""
+        triples. Triples are taken in the feed's order, each once until it runs out."""
         config, B = self.config, self.config.batch_size
         if not (config.sleep_steps or config.sleep_share):
             return super().batch(step)
