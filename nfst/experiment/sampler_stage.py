@@ -73,6 +73,11 @@ class RunSamplers:
         (``triples/seed-S.pt``, its summary in ``stages/triples-S.json``); None without sleep
         training. A draw that is too small for today's settings is drawn again, larger: the
         same seed gives the same first triples."""
+        path = self._drawn_triples(seed)
+        return None if path is None else TripleFeed(self.T, storage.load(path))
+
+    def _drawn_triples(self, seed: int):
+        """The file of :meth:`triples`, drawn first if need be; None without sleep training."""
         config = self.preset.sampler
         B = config.batch_size
         n = config.sleep_steps * B + round(config.sleep_share * B) * config.steps
@@ -82,7 +87,7 @@ class RunSamplers:
         with self.run_dir.lock(f"triples-{seed}"):  # one draw, whichever process needs it
             if not self._triples_drawn(path, seed, n):
                 self._draw_triples(path, seed, n)
-        return TripleFeed(self.T, storage.load(path))
+        return path
 
     def _triples_drawn(self, path, seed: int, n: int) -> bool:
         done = self.done(f"triples-{seed}")
@@ -188,7 +193,7 @@ class RunSamplers:
             return
         started = time.time()
         for seed in sorted({s for _, s in todo}):
-            self.triples(seed)  # in this process: one draw for every worker
+            self._drawn_triples(seed)  # in this process: one draw for every worker
         for seed in sorted({s for _, s in todo} if teacher else ()):
             self.train_sampler(teacher, seed)  # in this process: every worker needs it
         rest = longest_first(self, [(n, s) for n, s in todo if n != teacher])

@@ -34,9 +34,6 @@ class TripleFeed:
         self._queue: list = []  # (index, AsyncResult), in index order
         self._next = 0
 
-    def __len__(self) -> int:
-        return len(self.triples)
-
     def take(self, start: int, count: int) -> tuple[list[Lattice], list[np.ndarray]]:
         """The lattices and ω's arcs of triples ``start .. start + count - 1``, cycling
         through the list when it runs out (failures left out)."""
@@ -67,9 +64,6 @@ class TripleFeed:
         if self._pool is not None:
             self._pool.terminate()
             self._pool = None
-
-    def __getstate__(self) -> dict:  # a worker process gets the triples, not the pool
-        return {**self.__dict__, "_pool": None, "_queue": []}
 
 
 _feed: Optional[tuple[MarkedFST, list[Triple]]] = None
