@@ -24,9 +24,12 @@ $(BIN)/nfst: pyproject.toml
 
 setup: $(BIN)/nfst
 
-# The test command builds the documentation too: a broken link or reference fails it.
+# The test command builds the documentation too: a broken link or reference fails it. The suite
+# runs in TEST_WORKERS processes (pytest-xdist), a test file to each, so that a file's module
+# fixtures and a documentation page's one run stay in one process.
+TEST_WORKERS ?= 2
 test: docs
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # Material for MkDocs prints a notice on every build that it reaches end of life on 2027-05-05
 # (its successor is Zensical); noted here, silenced there.
