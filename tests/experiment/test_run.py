@@ -65,7 +65,7 @@ def test_stage_commands_and_a_full_run_share_one_directory(tmp_path):
         Run(tiny_config(samplers=("swp",), seed=1), tmp_path / "run", quiet=True)
 
 
-def test_run_writes_everything_and_skips_finished_stages(finished_run):
+def test_run_writes_everything_and_skips_finished_stages(finished_run, tmp_path):
     """A whole run with the n-gram as scorer (a WFST): the estimates a run reports are checked
     against the exact values it reports beside them."""
     run, report = finished_run
@@ -117,11 +117,13 @@ def test_run_writes_everything_and_skips_finished_stages(finished_run):
     recorded = json.loads((out / "config.json").read_text())
     assert recorded["preset"]["sampler"]["steps"] == 12 and recorded["task_settings"]["seed"] == 0
 
-    stamp = (out / "stages" / "evaluate.json").stat().st_mtime_ns
+    copy = tmp_path / "run"  # the run is shared (finished_run): run a copy again
+    shutil.copytree(out, copy)
+    stamp = (copy / "stages" / "evaluate.json").stat().st_mtime_ns
     t = time.time()
-    Run(config, out, cache_dir=run.cache_dir, quiet=True).run()
+    Run(config, copy, cache_dir=run.cache_dir, quiet=True).run()
     assert time.time() - t < 10  # nothing retrained
-    assert (out / "stages" / "evaluate.json").stat().st_mtime_ns == stamp
+    assert (copy / "stages" / "evaluate.json").stat().st_mtime_ns == stamp
 
     with pytest.raises(RunConfigError):
         Run(tiny_config(), out, cache_dir=run.cache_dir, quiet=True)
@@ -137,19 +139,24 @@ def test_corrupt_model_file_is_reported(tmp_path, capsys):
     assert "integrity" in capsys.readouterr().err
 
 
-def _cli(out, cache):
-    return [sys.executable, "-m", "nfst.cli", "train-sampler", "cipher", "--sampler", "swa",
-            "--run-dir", str(out), "--new", "--cache-dir", str(cache), "--quiet",
-            "--processes", "1"] + \
-        [a for o in TINY for a in ("--option", o)] + \
+def _options(*extra: str) -> list[str]:
+    return [a for o in (*TINY, *extra) for a in ("--option", o)] + \
         [a for k, v in TASK.items() for a in ("--set", f"{k}={v}")]
 
 
-def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
+def _cli(out, cache):
+    """`nfst train-sampler --new` of swa with the settings of the finished_run fixture."""
+    return [sys.executable, "-m", "nfst.cli", "train-sampler", "cipher", "--sampler", "swa",
+            "--run-dir", str(out), "--new", "--cache-dir", str(cache), "--quiet",
+            "--processes", "1"] + _options("scorer.kind=ngram")
+
+
+def test_sigkill_then_resume_matches_uninterrupted(finished_run, tmp_path):
+    """Killed part-way, then run again: the sampler of the finished run, which trained
+    uninterrupted with the same settings."""
+    run, _ = finished_run
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    subprocess.run(_cli(tmp_path / "a", tmp_path / "cache"), check=True, env=env,
-                   capture_output=True)
-    victim = subprocess.Popen(_cli(tmp_path / "b", tmp_path / "cache"), env=env,
+    victim = subprocess.Popen(_cli(tmp_path / "b", run.cache_dir), env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ckpt = tmp_path / "b" / "checkpoints" / "swa.ckpt"
     deadline = time.time() + 120
@@ -160,21 +167,21 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     assert not (tmp_path / "b" / "samplers" / "swa.pt").exists(), "killed too late"
-    subprocess.run(_cli(tmp_path / "b", tmp_path / "cache"), check=True, env=env,
+    subprocess.run(_cli(tmp_path / "b", run.cache_dir), check=True, env=env,
                    capture_output=True)
-    a = storage.load(tmp_path / "a" / "samplers" / "swa.pt")["state"]
+    a = storage.load(run.dir / "samplers" / "swa.pt")["state"]
     b = storage.load(tmp_path / "b" / "samplers" / "swa.pt")["state"]
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)
-    ha = json.loads((tmp_path / "a" / "stages" / "sampler-swa.json").read_text())
+    ha = json.loads((run.dir / "stages" / "sampler-swa.json").read_text())
     hb = json.loads((tmp_path / "b" / "stages" / "sampler-swa.json").read_text())
     assert ha["best_dev_partial_kl"] == hb["best_dev_partial_kl"]
     assert ha["history"] == hb["history"]
 
 
-def test_sigterm_checkpoints_a_whole_step_and_says_so(tmp_path):
+def test_sigterm_checkpoints_a_whole_step_and_says_so(finished_run, tmp_path):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(_cli(tmp_path / "c", tmp_path / "cache"), env=env,
+    proc = subprocess.Popen(_cli(tmp_path / "c", finished_run[0].cache_dir), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ckpt = tmp_path / "c" / "checkpoints" / "swa.ckpt"
     deadline = time.time() + 120
@@ -186,11 +193,6 @@ def test_sigterm_checkpoints_a_whole_step_and_says_so(tmp_path):
     assert "interrupted after step" in err and "hint: run the same command again" in err
     step = int(err.split("interrupted after step ")[1].split(";")[0])
     assert storage.load(ckpt)["step"] == step < 12
-
-
-def _options(*extra: str) -> list[str]:
-    return [a for o in (*TINY, *extra) for a in ("--option", o)] + \
-        [a for k, v in TASK.items() for a in ("--set", f"{k}={v}")]
 
 
 def test_ctrl_c_in_the_scorer_stage_exits_130(tmp_path, capsys):
