@@ -10,8 +10,9 @@ A run's summary carries, per sampler, the partial KL as a mean ± SE over traini
 test pairs, the validation partial KL, the gap to the run's reference sampler ± SE and the
 per-pair partial KLs of every training seed they are computed from (``nfst.evaluate.comparison``,
 computed here from those values, so that a summary of an older results.json gets today's
-standard errors); and the run's reference, seeds and ordering, which the per-pair values let a
-reader check. A series is a list of rows with named columns (e.g. a
+standard errors), its training wall time and, where it was sleep-trained, the triples' record
+(acceptance, lengths, seconds); and the run's reference, seeds and ordering, which the
+per-pair values let a reader check. A series is a list of rows with named columns (e.g. a
 sweep), written from a JSON file of rows.
 
 From the checkout's root::
@@ -50,6 +51,7 @@ KINDS = ("gaps:", "proposals:")
 SAMPLER_KEYS = ("partial_kl", "partial_kl_by_seed", "validation_partial_kl",
                 "untrained_partial_kl", "stopped_by", "steps", "best_step", "ess",
                 "expected_length", "exclusive_kl", "inclusive_kl")
+OPTIONAL_KEYS = ("train_seconds", "sleep")  # where the run has them (sleep: sleep training)
 NUMBERS = re.compile(r"\[\s*(-?[\d.e+-]+(?:,\s*-?[\d.e+-]+)*)\s*\]")  # a list of numbers
 
 
@@ -74,6 +76,7 @@ def summarize(results: dict, command: str, commit: str, machine: str) -> dict:
             "kind", "test_log_z", "test_log_z_se", "test_log_z_exact",
             "ngram_test_log_likelihood", *share)},
         "samplers": {s: {k: samplers[s][k] for k in (*SAMPLER_KEYS, *share)}
+                     | {k: samplers[s][k] for k in OPTIONAL_KEYS if samplers[s].get(k)}
                      | {"partial_kl_se": mean_over_seeds_and_pairs(per_pair[s])["se"],
                         "gap": gap(per_pair[s], per_pair[results["reference"]]),
                         "per_pair_partial_kl_by_seed": per_pair[s]}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ..errors import RunConfigError
+from ..errors import NfstError, RunConfigError
 from ..models.samplers import SAMPLERS
 from ..runtime.settings import check_settings, nearest, setting_value
 from .presets import EvaluationConfig, Preset, preset
@@ -205,6 +205,10 @@ def check_run(config: RunConfig, p: Preset) -> None:
         raise RunConfigError("a run compares at least one sampler; none is given",
                              "e.g. --samplers swa,swp-prefix")
     check_samplers({*config.samplers, p.scorer.bootstrap_sampler, p.sampler.teacher} - {""})
+    try:
+        p.sampler.check_sleep()
+    except NfstError as exc:
+        raise RunConfigError(f"sampler.{exc.args[0]}", exc.hint) from None
     objective = p.sampler.objective
     if p.sampler.teacher and objective != "is":
         raise RunConfigError(f"a teacher trains with the objective 'is' only, not "

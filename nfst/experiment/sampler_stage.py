@@ -78,9 +78,7 @@ class RunSamplers:
 
     def _drawn_triples(self, seed: int):
         """The file of :meth:`triples`, drawn first if need be; None without sleep training."""
-        config = self.preset.sampler
-        B = config.batch_size
-        n = config.sleep_steps * B + round(config.sleep_share * B) * config.steps
+        n = self.preset.sampler.triples_needed()
         if not n:
             return None
         path = self.dir / "triples" / f"seed-{seed}.pt"

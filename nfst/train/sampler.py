@@ -92,6 +92,23 @@ class SamplerTrainConfig(LoopConfig):
     """Most marks of a string drawn for a triple (longer strings are rejected: the triples of
     a pair all of whose paths are shorter stay exact)."""
 
+    def sleep_pairs(self) -> int:
+        """Fresh triples in each minibatch of the usual training: round(sleep_share · batch_size)."""
+        return round(self.sleep_share * self.batch_size)
+
+    def triples_needed(self) -> int:
+        """Triples that training takes, each once: sleep_steps · batch_size + sleep_pairs() ·
+        steps."""
+        return self.sleep_steps * self.batch_size + self.sleep_pairs() * self.steps
+
+    def check_sleep(self) -> None:
+        """NfstError for a ``sleep_share`` that puts no triple in a minibatch (its rounding
+        would silently train without wake-sleep)."""
+        if self.sleep_share and not self.sleep_pairs():
+            raise NfstError(f"sleep_share={self.sleep_share} puts no fresh triple in a minibatch "
+                            f"of {self.batch_size}", f"use sleep_share=0, or at least "
+                            f"{1 / self.batch_size:.3g} (one pair of {self.batch_size})")
+
 
 @dataclass
 class SamplerResult:
@@ -163,7 +180,7 @@ class _SamplerTrainer(Trainer):
             start, n_sleep = step * B, B
         else:
             step -= config.sleep_steps
-            n_sleep = round(config.sleep_share * B)
+            n_sleep = config.sleep_pairs()
             start = config.sleep_steps * B + step * n_sleep
         shard = slice(self.rank, None, self.world) if self.distributed else slice(None)
         wake = [] if n_sleep == B else minibatch(self.lattices, B, self.seed, step)[n_sleep:]
@@ -228,8 +245,7 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     called after every step. ``lookahead``: the SMC targets' C, required by the ``nasmc``
     objective (see ``nasmc_lookahead``). ``triples``: the triples of ``config.sleep_steps`` and
     ``config.sleep_share``, required by them: ``TripleFeed(T, draw_triples(scorer, T, n))``
-    (``nfst.train.triples``) with n = sleep_steps · batch_size + round(sleep_share ·
-    batch_size) · steps for each to be used once.
+    (``nfst.train.triples``) with n = ``config.triples_needed()``, each to be used once.
 
     With sleep steps, the history's steps 1..sleep_steps (``"phase": "sleep"``) are the sleep
     phase, validated at its last step too; the usual training's steps follow."""
@@ -265,6 +281,7 @@ def _check(train: Sequence[Lattice], dev: Sequence[Lattice], config: SamplerTrai
     if not train or not dev:
         raise ValueError("train_sampler needs training and validation lattices")
     check_config(config)
+    config.check_sleep()
     if config.teacher and config.objective != "is":
         raise NfstError(f"a teacher trains with the objective 'is' only, not "
                         f"{config.objective!r}", "unset sampler.teacher or use objective=is")
