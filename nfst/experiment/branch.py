@@ -12,9 +12,8 @@ from typing import Optional, Sequence
 from ..errors import RunConfigError
 from ..runtime import storage
 from ..train.checkpoint import BUDGET
-from .config import (RunConfig, apply_overrides, json_default, merge_overrides, option_value,
-                     parse_assignment, upgraded)
-from .presets import Preset, preset
+from .config import (RunConfig, json_default, merge_overrides, option_value, parse_assignment,
+                     upgraded)
 from .rundir import RunDir
 
 SCORER_SETTINGS = ("scorer", "train_pairs")
@@ -33,10 +32,6 @@ def trains_scorer(key: str) -> bool:
     return key.split(".")[0] in SCORER_SETTINGS
 
 
-def _preset(config: RunConfig) -> Preset:
-    return apply_overrides(preset(config.preset), config.overrides)
-
-
 def branch_config(base_dir: str | Path, overrides: Sequence[str] = (),
                   samplers: Optional[Sequence[str]] = None,
                   seeds: Optional[int] = None) -> RunConfig:
@@ -53,7 +48,7 @@ def branch_config(base_dir: str | Path, overrides: Sequence[str] = (),
         base, overrides=merge_overrides(base.overrides, overrides),
         samplers=tuple(samplers or base.samplers), seeds=seeds or base.seeds,
         from_run=str(Path(base_dir).resolve()))
-    old, new = _preset(base), _preset(config)
+    old, new = base.resolved_preset(), config.resolved_preset()
     keys = {item: parse_assignment(item)[0] for item in overrides}
     changed = [item for item, key in keys.items() if trains_scorer(key) and
                option_value(old, key) != option_value(new, key)]
@@ -115,7 +110,7 @@ def raise_budget(run_dir: str | Path, overrides: Sequence[str]) -> None:
     recorded = RunConfig.recorded(run_dir)
     config = dataclasses.replace(recorded, overrides=merge_overrides(recorded.overrides,
                                                                      overrides))
-    old, new = _preset(recorded), _preset(config)
+    old, new = recorded.resolved_preset(), config.resolved_preset()
     for key in CONTINUABLE:
         if option_value(new, key) < option_value(old, key):
             raise RunConfigError(f"--continue raises the budget: {key}={option_value(new, key)} "

@@ -142,6 +142,10 @@ class RunConfig:
     def default_dir(self) -> Path:
         return Path("runs") / f"{self.task}-{self.preset}-{self.seed}"
 
+    def resolved_preset(self) -> Preset:
+        """The run's preset with its ``overrides`` applied."""
+        return apply_overrides(preset(self.preset), self.overrides)
+
     @classmethod
     def recorded(cls, run_dir: str | Path) -> "RunConfig":
         """The configuration recorded in ``run_dir/config.json``."""

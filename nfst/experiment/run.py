@@ -47,10 +47,9 @@ from ..train.checkpoint import training_words
 from ..train.ngram import fit_ngram
 from ..train.scorer import train_scorer
 from .branch import adopt
-from .config import RunConfig, apply_overrides, check_run, json_default
+from .config import RunConfig, check_run, json_default
 from .data_stage import RunData
 from .evaluation import evaluate_run
-from .presets import preset
 from .results import build_results
 from .rundir import RunDir, recorded_where
 from .sampler_stage import RunSamplers
@@ -70,7 +69,7 @@ class Run(RunData, RunSamplers):
         if task_file and config.task not in task_names():  # NFST_TASKS's files come first
             load_task_file(task_file)
         self.task: Task = get_task(config.task, **config.task_settings)
-        self.preset = apply_overrides(preset(config.preset), config.overrides)
+        self.preset = config.resolved_preset()
         check_run(config, self.preset)
         # Under torchrun every process runs every stage, sharing its work; rank 0 writes.
         self.run_dir = RunDir(self.dir, self.settings(), self.where())

@@ -19,7 +19,7 @@ from nfst.experiment.run import Run
 from nfst.runtime import storage
 from nfst.runtime.distributed import stream_seed
 from nfst.train.checkpoint import training_words
-from tests.experiment.tiny import TASK, TINY, tiny_config
+from tests.experiment.tiny import TINY, tiny_config, tiny_options
 
 def test_a_teacher_is_trained_first_and_its_paths_train_the_others(tmp_path):
     run = Run(tiny_config(samplers=("swa",), overrides=tuple(TINY) + ("sampler.teacher=swp",)),
@@ -139,16 +139,11 @@ def test_corrupt_model_file_is_reported(tmp_path, capsys):
     assert "integrity" in capsys.readouterr().err
 
 
-def _options(*extra: str) -> list[str]:
-    return [a for o in (*TINY, *extra) for a in ("--option", o)] + \
-        [a for k, v in TASK.items() for a in ("--set", f"{k}={v}")]
-
-
 def _cli(out, cache):
     """`nfst train-sampler --new` of swa with the settings of the finished_run fixture."""
     return [sys.executable, "-m", "nfst.cli", "train-sampler", "cipher", "--sampler", "swa",
             "--run-dir", str(out), "--new", "--cache-dir", str(cache), "--quiet",
-            "--processes", "1"] + _options("scorer.kind=ngram")
+            "--processes", "1"] + tiny_options("scorer.kind=ngram")
 
 
 def test_sigkill_then_resume_matches_uninterrupted(finished_run, tmp_path):
@@ -210,7 +205,7 @@ def test_ctrl_c_in_the_scorer_stage_exits_130(tmp_path, capsys):
     thread.start()
     status = main(["train-scorer", "cipher", "--new", "--run-dir", str(tmp_path / "run"),
                    "--cache-dir", str(tmp_path / "cache"), "--quiet", "--processes", "1",
-                   *_options("scorer.steps=100000", "scorer.checkpoint_every=1")])
+                   *tiny_options("scorer.steps=100000", "scorer.checkpoint_every=1")])
     thread.join()
     err = capsys.readouterr().err
     assert status == 130, err
@@ -229,7 +224,7 @@ def test_ctrl_c_in_the_parallel_sampler_stage_exits_130_and_starts_no_queued_sam
         [sys.executable, "-m", "nfst.cli", "run", "cipher", "--run-dir", str(run_dir),
          "--cache-dir", str(finished_run[0].cache_dir), "--quiet", "--processes", "1",
          "--jobs", "2", "--samplers", "swa,swp,nolookahead",
-         *_options("scorer.kind=ngram", "sampler.steps=100000", "sampler.patience=100000")],
+         *tiny_options("scorer.kind=ngram", "sampler.steps=100000", "sampler.patience=100000")],
         env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True, start_new_session=True)
     started = [run_dir / "checkpoints" / f"{n}.ckpt" for n in ("swa", "swp", "nolookahead")]

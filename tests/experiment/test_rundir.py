@@ -8,16 +8,14 @@ import sys
 
 from nfst.cli import main
 from nfst.experiment.run import Run
-from tests.experiment.tiny import TASK, TINY, tiny_config
+from tests.experiment.tiny import tiny_config, tiny_options
 
 
 def _train_sampler(run_dir, cache, sampler):
     """`nfst train-sampler --new` of the finished_run fixture's settings, in a process."""
     argv = [sys.executable, "-m", "nfst.cli", "train-sampler", "cipher", "--sampler", sampler,
             "--run-dir", str(run_dir), "--new", "--cache-dir", str(cache), "--quiet",
-            "--processes", "1", "--option", "scorer.kind=ngram",
-            *(a for o in TINY for a in ("--option", o)),
-            *(a for k, v in TASK.items() for a in ("--set", f"{k}={v}"))]
+            "--processes", "1", *tiny_options("scorer.kind=ngram")]
     return subprocess.Popen(argv, env=dict(os.environ, PYTHONUNBUFFERED="1"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -13,6 +13,12 @@ TINY = ["scorer.hidden=16", "scorer.bootstrap.d=16", "sampler.sampler.d=16", "sc
 TASK = {"train_size": 16, "eval_size": 4}
 
 
+def tiny_options(*extra: str) -> list[str]:
+    """The command line's ``--option``s and ``--set``s of TINY (then ``extra``) and TASK."""
+    return [a for o in (*TINY, *extra) for a in ("--option", o)] + \
+        [a for k, v in TASK.items() for a in ("--set", f"{k}={v}")]
+
+
 def tiny_config(**kw):
     return RunConfig(**{"task": "cipher", "samplers": ("swa", "swp"), "task_settings": TASK,
                         "overrides": tuple(TINY)} | kw)
