@@ -124,7 +124,7 @@ class MarkReader:
 
 
 def draw_triples(scorer: Scorer, T: MarkedFST, n: int, *, seed: int = 0,
-                 max_length: int = 200, batch_size: int = 512, max_readings: int = 1,
+                 max_length: int = 400, batch_size: int = 512, max_readings: int = 1,
                  keep: Optional[Callable[[tuple, tuple], float]] = None,
                  min_acceptance: float = 1e-3, stats: Optional[TripleStats] = None,
                  device: torch.device | str = "cpu") -> list[Triple]:
