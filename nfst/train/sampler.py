@@ -93,7 +93,8 @@ class SamplerTrainConfig(LoopConfig):
     a pair all of whose paths are shorter stay exact)."""
 
     def sleep_pairs(self) -> int:
-        """Fresh triples in each minibatch of the usual training: round(sleep_share · batch_size)."""
+        """Fresh triples in each minibatch of the usual training: round(sleep_share ·
+        batch_size)."""
         return round(self.sleep_share * self.batch_size)
 
     def triples_needed(self) -> int:

@@ -76,7 +76,8 @@ CASES = {
                                 "got -1", "sampler.steps=100"),
     "a sleep share below one pair": (["run", "cipher", "--option", "sampler.sleep_share=0.03"],
                                      2, "sampler.sleep_share=0.03 puts no fresh triple in a "
-                                     "minibatch of 16", "use sleep_share=0, or at least 0.0625 (one pair of 16)"),
+                                     "minibatch of 16",
+                                     "use sleep_share=0, or at least 0.0625 (one pair of 16)"),
     "--option None for a number": (["run", "cipher", "--option", "sampler.k=None"], 2,
                                    "--option 'sampler.k=None': expected a positive int, got "
                                    "None", "sampler.steps=100"),
