@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Optional, Sequence
 
@@ -23,7 +25,7 @@ import torch
 from .rundir import sampler_key
 
 _device: Optional[str] = None
-"""In a worker process: the device its pool gave it (:func:`_take_device`)."""
+"""In a worker process: the device its pool gave it (:func:`_start_worker`)."""
 
 
 def available_cores() -> int:
@@ -70,8 +72,8 @@ def train_in_workers(run, jobs_todo: Sequence[tuple[str, int]], jobs: int) -> No
     devices = context.SimpleQueue()  # each worker process takes one as it starts
     for worker in range(workers):
         devices.put(worker_device(str(run.device), worker, torch.cuda.device_count()))
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_take_device,
-                             initargs=(devices,)) as pool:
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                             initargs=(devices, os.getpid())) as pool:
         # type(run).open (Run.open) pickles by name: the workers import it themselves
         futures = [pool.submit(_train_one, type(run).open, str(run.dir), name, seed, where,
                                loop_threads(), run.quiet) for name, seed in jobs_todo]
@@ -88,9 +90,20 @@ _interrupted = False
 already queued to it when the stage stopped)."""
 
 
-def _take_device(devices) -> None:
+def _start_worker(devices, parent: int) -> None:
+    """Take a device from the pool's queue, and exit once ``parent`` is gone: a parent killed
+    by SIGKILL cleans nothing up, and a spawned worker holds both ends of the pool's task
+    queue, so it would wait for work forever. (Its checkpoints are whole: the same command
+    run again resumes.)"""
     global _device
     _device = devices.get()
+    threading.Thread(target=_exit_without, args=(parent,), daemon=True).start()
+
+
+def _exit_without(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def _train_one(open_run: Callable, run_dir: str, name: str, seed: int, where: dict,

@@ -1,19 +1,24 @@
 """The sampler stage's wiring around its worker processes (``nfst run --jobs N``): each worker
 computes with the parent's thread count, and a teacher is trained once, in the parent, before
-the workers that learn from it start. (That workers reproduce the sequential stage exactly is
-tests/experiment/test_run.py's.)"""
+the workers that learn from it start; they exit when the run is killed. (That workers
+reproduce the sequential stage exactly is tests/experiment/test_run.py's.)"""
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import pytest
 import torch
 
 import nfst.experiment.jobs
 from nfst.experiment.jobs import train_in_workers
 from nfst.experiment.run import Run
 from nfst.runtime.threads import loop_threads, set_threads
-from tests.experiment.tiny import TINY, tiny_config
+from tests.experiment.tiny import TINY, tiny_config, tiny_options
 
 
 class ThreadsSeen:
@@ -98,3 +103,66 @@ def test_the_longest_trainings_start_first():
     # seed 0's recorded times decide: SWS took longest there
     recorded = _Recorded({"swa": 50.0, "swp": 10.0, "swp-prefix": 60.0, "sws": 90.0})
     assert [n for n, _ in longest_first(recorded, todo)] == ["sws", "swp-prefix", "swa", "swp"]
+
+
+def gone(pid: int) -> bool:
+    """Exited: no such process, or a zombie nobody has reaped yet."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes below ``pid`` (read from /proc)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (ValueError, OSError):
+            continue
+    below, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        children = {c for c, parent in parents.items() if parent == p}
+        below |= children
+        todo += children
+    return below
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads processes from /proc (Linux)")
+def test_the_workers_exit_when_the_run_is_killed(finished_run, tmp_path):
+    """SIGKILL (nothing cleaned up) to `nfst run --jobs 2` while both workers train by sleep
+    steps: every process below it (the workers, their lattice feeds, multiprocessing's
+    resource tracker) exits within seconds; the workers waited for work forever."""
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nfst.cli", "run", "cipher", "--run-dir", str(run_dir),
+         "--cache-dir", str(finished_run[0].cache_dir), "--quiet", "--processes", "1",
+         "--jobs", "2", "--samplers", "swa,swp",
+         *tiny_options("scorer.kind=ngram", "sampler.sleep_steps=50", "sampler.steps=100000",
+                       "sampler.patience=100000")],
+        env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    started = [run_dir / "checkpoints" / f"{n}.ckpt" for n in ("swa", "swp")]
+    below: set[int] = set()
+    try:
+        deadline = time.time() + 120
+        while not all(c.exists() for c in started) and time.time() < deadline:
+            time.sleep(0.05)
+        below = descendants(proc.pid)
+        assert all(c.exists() for c in started) and len(below) >= 4, below  # workers, feeds
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.time() + 15
+        while not all(map(gone, below)) and time.time() < deadline:
+            time.sleep(0.1)
+        assert all(map(gone, below)), [p for p in below if not gone(p)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in below:
+            if not gone(p):
+                os.kill(p, signal.SIGKILL)
