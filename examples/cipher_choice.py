@@ -7,6 +7,7 @@ insertions.
 
     python examples/cipher_choice.py picks RUN [SAMPLERS]
     python examples/cipher_choice.py supervised RUN SAMPLER [STEPS] [LR]
+    python examples/cipher_choice.py lengths RUN [SAMPLERS] [N]
 
 ``picks``: for each sampler of RUN, untrained and trained (the samples of the run's
 evaluation: same k per test pair, seed and device), the share of samples that pick the
@@ -22,6 +23,15 @@ and the mean log q of the generating path. If q of the cipher stays at 1/5 on va
 test pairs, the sampler cannot learn the choice from these pairs even when told the answer;
 if it rises on training pairs only, it memorises them.
 
+``lengths``: where sleep training's triples and the test pairs part. For N (default 600) fresh
+triples drawn from RUN's scorer (``nfst.train.draw_triples``, training seed 1,000's: none that a run trains) and for
+the test pairs, by the length of x: the share of each trained sampler's samples (k 16) that
+pick the right cipher, "right" being the cipher of the drawn ω for a triple (an exact sample
+of the posterior, so a sampler equal to the posterior scores Σ_c p(c | x, y)² there) and the
+generating cipher for a test pair; and how the lengths of x spread over the triples, the
+validation and the test pairs. If a sampler picks well on triples of the test pairs' lengths
+but not on the test pairs, length is not what parts them.
+
 Reads NFST_CACHE_DIR like the command line. Prints one JSON object per line.
 """
 
@@ -36,8 +46,10 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.evaluate.samplers import draw
 from nfst.experiment.run import Run
+from nfst.fst.compile import compile_lattice
 from nfst.models.samplers import route_of_arcs
 from nfst.runtime.distributed import stream_seed
+from nfst.train.triples import draw_triples
 
 
 def is_cipher(mark: str) -> bool:
@@ -161,8 +173,52 @@ def supervised(run_dir: str, name: str, steps: str = "400", lr: str = "3e-3") ->
             report(step)
 
 
+LENGTHS = ((0, 4), (5, 7), (8, 11), (12, 99))  # buckets of len(x); cipher's test x: 8–17
+
+
+def bucket(x) -> str:
+    lo, hi = next(b for b in LENGTHS if b[0] <= len(x) <= b[1])
+    return f"x {lo}-{hi}"
+
+
+def lengths(run_dir: str, samplers: str = "", n: str = "600") -> None:
+    run = open_run(run_dir)
+    scorer, T = run.scorer(), run.T
+    triples = draw_triples(scorer, T, int(n), seed=stream_seed(run.training_seed(1000), "triples"))
+    drawn = [(compile_lattice(T, x, y), next(m for m in marks if is_cipher(m)))
+             for x, y, marks in triples]
+    drawn = [(lat, c) for lat, c in drawn if lat.num_arcs]
+    test = run.lattices("test")
+    truth = [next(m for m in lat.marks_of(arcs) if is_cipher(m))
+             for lat, arcs in generating_paths(run, "test")]
+    sets = {"triples": ([lat for lat, _ in drawn], [c for _, c in drawn]), "test": (test, truth)}
+    for split, lats in (("triples", sets["triples"][0]), ("dev", run.lattices("dev")),
+                        ("test", test)):
+        shares = {}
+        for lat in lats:
+            shares[bucket(lat.x)] = shares.get(bucket(lat.x), 0) + 1 / len(lats)
+        print(json.dumps({"pairs": split, "count": len(lats),
+                          "x_length": round(sum(len(lat.x) for lat in lats) / len(lats), 2),
+                          "share_by_x": {b: round(v, 3) for b, v in sorted(shares.items())}}),
+              flush=True)
+    for name in (samplers.split(",") if samplers else run.config.samplers):
+        sampler = run.sampler(name)
+        for split, (lats, right) in sets.items():
+            by: dict[str, list[float]] = {}
+            samples = draw(sampler, scorer, lats, 16, seed=1000, device=run.device)
+            for lat, pair, cipher in zip(lats, samples, right):
+                picked = [next(m for m in lat.marks_of([a for a in arcs if a >= 0])
+                               if is_cipher(m)) for arcs in pair.arcs.tolist()]
+                by.setdefault(bucket(lat.x), []).append(picked.count(cipher) / len(picked))
+            every = [v for values in by.values() for v in values]
+            print(json.dumps({"sampler": name, "pairs": split,
+                              "right_cipher": round(sum(every) / len(every), 3),
+                              "by_x": {b: [round(sum(v) / len(v), 3), len(v)]
+                                       for b, v in sorted(by.items())}}), flush=True)
+
+
 if __name__ == "__main__":
-    commands = {"picks": picks, "supervised": supervised}
+    commands = {"picks": picks, "supervised": supervised, "lengths": lengths}
     if len(sys.argv) < 3 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     torch.set_num_threads(1)

@@ -65,6 +65,19 @@ def test_cipher_choice_splits_partial_kl_by_the_picked_cipher(tmp_path, capsys, 
     assert all(math.log(r["train"]["q_generating_cipher"]) >= r["train"]["log_q_generating_path"]
                for r in rows)
 
+    module.lengths(str(tmp_path / "run"), "swp", "40")
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["pairs"] for r in rows] == ["triples", "dev", "test", "triples", "test"]
+    for r in rows[:3]:
+        assert abs(sum(r["share_by_x"].values()) - 1) < 0.01
+    for r, spread in zip(rows[3:], (rows[0], rows[2])):  # each bucket's pairs, all counted
+        counts = {b: n for b, (_, n) in r["by_x"].items()}
+        assert sum(counts.values()) == spread["count"]
+        assert all(abs(counts[b] / spread["count"] - v) < 0.01
+                   for b, v in spread["share_by_x"].items())
+        mean = sum(v * n for v, n in r["by_x"].values()) / spread["count"]
+        assert 0 <= r["right_cipher"] <= 1 and abs(mean - r["right_cipher"]) < 0.01
+
 
 def test_the_slurm_recipe_trains_one_sampler_and_seed_per_array_task(tmp_path):
     """examples/slurm_array.sh, with stand-ins for sbatch (it logs each submission and answers
