@@ -103,12 +103,15 @@ class Trainer:
         """True to end training before ``config.steps`` (early stopping)."""
         return False
 
+    @property
+    def shard(self) -> slice:
+        """This rank's share of a minibatch (all of it outside torchrun)."""
+        return slice(self.rank, None, self.world) if self.distributed else slice(None)
+
     def batch(self, step: int) -> LatticeBatch:
         """The minibatch of ``step`` (0-based), or this rank's share of it."""
         lattices = minibatch(self.lattices, self.config.batch_size, self.seed, step)
-        if self.distributed:
-            lattices = lattices[self.rank::self.world]
-        return LatticeBatch(lattices, self.device)
+        return LatticeBatch(lattices[self.shard], self.device)
 
     def first_records(self) -> list[dict]:
         """The history of a fresh run before its first step (e.g. a validation at step 0)."""

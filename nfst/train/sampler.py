@@ -183,9 +183,9 @@ class _SamplerTrainer(Trainer):
             step -= config.sleep_steps
             n_sleep = config.sleep_pairs()
             start = config.sleep_steps * B + step * n_sleep
-        shard = slice(self.rank, None, self.world) if self.distributed else slice(None)
         wake = [] if n_sleep == B else minibatch(self.lattices, B, self.seed, step)[n_sleep:]
-        return sleep_batch(self.triples, start, n_sleep, wake[shard], shard, self.device)
+        return sleep_batch(self.triples, start, n_sleep, wake[self.shard], self.shard,
+                           self.device)
 
     def validate(self) -> float:
         config = self.config
