@@ -42,7 +42,7 @@ from ..experiment.presets import preset
 from ..fst.compile import compile_lattice
 from ..runtime.threads import cpu_threads
 from ..train.objectives import inclusive_kl_loss, iwae_loss
-from ..train.triples import MarkReader, _ancestral
+from ..train.triples import MarkReader, draw_strings
 from ..models.samplers import SamplerConfig, Vocabulary, make_sampler
 from ..models.scorer import LSTMScorer, distinct_strings
 from ..tasks import get_task
@@ -156,7 +156,7 @@ def _triple_ms(scorer, T, lattices, device: torch.device, seed: int) -> dict:
     (done in a background process while the sampler steps)."""
     reader, n = MarkReader(T), 512
     t0 = time.perf_counter()
-    strings = _ancestral(scorer, n, 400, torch.Generator(device).manual_seed(seed), device)
+    strings = draw_strings(scorer, n, 400, torch.Generator(device).manual_seed(seed), device)
     for ids in strings:
         if ids is not None:
             reader.readings(tuple(T.mark_alphabet[m] for m in ids))

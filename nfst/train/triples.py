@@ -151,7 +151,7 @@ def draw_triples(scorer: Scorer, T: MarkedFST, n: int, *, seed: int = 0,
     generator = torch.Generator(device=device).manual_seed(seed)
     triples: list[Triple] = []
     while len(triples) < n:
-        for ids in _ancestral(scorer, batch_size, max_length, generator, device):
+        for ids in draw_strings(scorer, batch_size, max_length, generator, device):
             stats.drawn += 1
             if ids is None:
                 stats.too_long += 1
@@ -184,10 +184,11 @@ def draw_triples(scorer: Scorer, T: MarkedFST, n: int, *, seed: int = 0,
 
 
 @torch.no_grad()
-def _ancestral(scorer: Scorer, n: int, max_length: int, generator: torch.Generator,
-               device) -> list[Optional[list[int]]]:
+def draw_strings(scorer: Scorer, n: int, max_length: int, generator: torch.Generator,
+                 device) -> list[Optional[list[int]]]:
     """n mark strings (as id lists) drawn ancestrally from the scorer, one mark at a time
-    (003:11); None for each that had not ended after ``max_length`` marks."""
+    (003:11), paths of T or not (:func:`draw_triples` keeps those that are); None for each
+    that had not ended after ``max_length`` marks."""
     state = scorer.start(n)
     rows = torch.arange(n, device=device)  # the strings still open, in state order
     marks = torch.full((n, max_length + 1), -1, dtype=torch.long, device=device)
