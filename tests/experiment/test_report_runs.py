@@ -111,6 +111,27 @@ def test_compare_gives_paired_gaps_between_runs_on_one_scorer(two_runs, capsys):
     assert "within_run" not in result
 
 
+def test_compare_sets_every_run_and_sampler_against_one_reference_chosen_on_validation(
+        two_runs, tmp_path, capsys):
+    """C's sws has the lowest validation partial KL of the three runs' samplers, so it is the
+    group's reference although A's swp is 1 nat lower on every test pair (ahead: SE 0) and
+    C's swa 10 higher (behind); A's sws, 0.5–2 away either way, is level."""
+    c = {"swp": SAMPLERS["swp"],
+         "sws": ([[v + 1 for v in row] for row in SAMPLERS["swp"][0]], [20.0, 21.0], "x"),
+         "swa": ([[v + 11 for v in row] for row in SAMPLERS["swp"][0]], [30.0, 30.0], "y")}
+    runs = (*two_runs, write_run(tmp_path / "C", c, lr=0.02))
+    group = json.loads(_compare(capsys, *runs, "--json")[1])["groups"][0]
+    assert group["reference"] == "C:sws"
+    gaps = group["configurations"]
+    assert gaps["A:swp"] == gap(SAMPLERS["swp"][0], c["sws"][0])
+    assert gaps["A:swp"]["mean"] == -1 and gaps["C:swa"]["mean"] == 10
+    assert list(gaps)[-1] == "C:swa" and len(gaps) == 9  # worst last; 3 runs × 3 samplers
+    out = _compare(capsys, *runs)[1].split("against C:sws")[1]
+    lines = {line.split()[0]: line.split()[1:] for line in out.splitlines()[3:]}
+    assert lines["C:sws"] == ["reference"] and lines["A:swp"][-1] == "ahead"
+    assert lines["C:swa"][-1] == "behind" and lines["A:sws"][-1] == "level"
+
+
 def test_compare_gives_runs_on_other_scorers_only_their_own_gaps(tmp_path, capsys):
     runs = (write_run(tmp_path / "A"), write_run(tmp_path / "B", B_SAMPLERS, lr=0.01,
                                                  scorer=b"another scorer"))

@@ -7,7 +7,10 @@ partial KLs, over their training seeds and the test pairs, with its standard err
 standard errors. On one scorer log Z cancels from the gap, and what the pairs share (hard
 pairs are hard for every run) cancels too. Runs with different scorers have partial KLs offset
 by different log Z: they are not compared, only each run's within-run gaps (every sampler
-against its run's reference) are given, and said to be so.
+against its run's reference) are given, and said to be so. Within a group, every run's
+samplers are also set against one reference, the (run, sampler) with the lowest validation
+partial KL of them all: which settings and sampler to use, chosen as a run chooses its
+reference.
 """
 
 from __future__ import annotations
@@ -71,7 +74,21 @@ def _group(runs: list[dict], digest: str) -> dict:
             "ordering": ordering(values, z=Z)}
     return {"runs": [r["short"] for r in runs], "scorer": str(scorer_file(runs[0])),
             "scorer_sha256": digest, "seeds": seeds, "pairs": runs[0]["pairs"],
-            "samplers": samplers}
+            "samplers": samplers} | _configurations(runs, seeds)
+
+
+def _configurations(runs: list[dict], seeds: int) -> dict:
+    """Every (run, sampler) of a group, ``RUN:SAMPLER``, against the group's ``reference``:
+    the one with the lowest validation partial KL of them all (ties: the first run's, in
+    sampler order), so that which setting and sampler is best is chosen as a run chooses
+    its reference. ``configurations``: each one's gap to it (:func:`gap`), best first."""
+    values = {f"{r['short']}:{name}": r["samplers"][name]
+              for r in runs for name in ordered(r["samplers"], SAMPLER_ORDER)}
+    reference = min(values, key=lambda c: values[c]["validation_partial_kl"])
+    best = values[reference]["per_pair_partial_kl_by_seed"][:seeds]
+    gaps = {c: gap(v["per_pair_partial_kl_by_seed"][:seeds], best) for c, v in values.items()}
+    return {"reference": reference,
+            "configurations": dict(sorted(gaps.items(), key=lambda item: item[1]["mean"]))}
 
 
 def _apart(runs: list[dict], digests: list, groups: list[list[dict]]) -> list[str]:
@@ -140,6 +157,15 @@ def format_text(result: dict) -> str:
                       fmt(s["gap"][label]["mean"], s["gap"][label]["se"], 2))
                      for label, kl in s["partial_kl"].items()]
             lines += ["", name, text_table(rows), f"order: {s['ordering']}"]
+        lines += ["", wrap(f"Every run's samplers against {group['reference']}, the lowest "
+                           f"validation partial KL of them all: the test partial KL's gap, "
+                           f"paired as above; level where within {result['z']:g} SE.",
+                           WIDTH), ""]
+        rows = [("run:sampler", f"gap to {group['reference']}", "")]
+        rows += [(c, "reference", "") if c == group["reference"] else
+                 (c, fmt(g["mean"], g["se"], 2), _side(g, result["z"]))
+                 for c, g in group["configurations"].items()]
+        lines.append(text_table(rows))
     if "within_run" in result:
         lines += ["", wrap("Runs without one scorer and one set of test pairs are not "
                            "compared (" + "; ".join(result["apart"]) + "): a partial KL is offset "
@@ -153,6 +179,12 @@ def format_text(result: dict) -> str:
                  for s in samplers]
         lines.append(text_table(rows))
     return "\n".join(lines)
+
+
+def _side(gap: dict, z: float) -> str:
+    """Where a gap to the reference puts a configuration: behind, level or ahead of it."""
+    return ("behind" if gap["mean"] > z * gap["se"] else
+            "ahead" if -gap["mean"] > z * gap["se"] else "level")
 
 
 def between_section(runs: list[dict]) -> list[str]:
