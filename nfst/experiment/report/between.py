@@ -181,10 +181,9 @@ def format_text(result: dict) -> str:
     return "\n".join(lines)
 
 
-def _side(gap: dict, z: float) -> str:
-    """Where a gap to the reference puts a configuration: behind, level or ahead of it."""
-    return ("behind" if gap["mean"] > z * gap["se"] else
-            "ahead" if -gap["mean"] > z * gap["se"] else "level")
+def _side(g: dict, z: float) -> str:
+    """Where a gap ``g`` to the reference puts a configuration: behind, level or ahead."""
+    return "behind" if g["mean"] > z * g["se"] else "ahead" if -g["mean"] > z * g["se"] else "level"
 
 
 def between_section(runs: list[dict]) -> list[str]:
