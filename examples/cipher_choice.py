@@ -23,12 +23,12 @@ and the mean log q of the generating path. If q of the cipher stays at 1/5 on va
 test pairs, the sampler cannot learn the choice from these pairs even when told the answer;
 if it rises on training pairs only, it memorises them.
 
-``lengths``: where sleep training's triples and the test pairs part. For N (default 600) fresh
-triples drawn from RUN's scorer (``nfst.train.draw_triples``, training seed 1,000's: none that a run trains) and for
-the test pairs, by the length of x: the share of each trained sampler's samples (k 16) that
-pick the right cipher, "right" being the cipher of the drawn ω for a triple (an exact sample
-of the posterior, so a sampler equal to the posterior scores Σ_c p(c | x, y)² there) and the
-generating cipher for a test pair; and how the lengths of x spread over the triples, the
+``lengths``: where sleep training's triples and the test pairs part. For N (default 600)
+fresh triples drawn from RUN's scorer (``nfst.train.draw_triples``, training seed 1,000's:
+none that a run trains) and for the test pairs, by the length of x: the share of each trained
+sampler's samples (k 16) that pick the right cipher, "right" being the cipher of the drawn ω
+for a triple (an exact sample of the posterior, so a sampler equal to the posterior scores
+Σ_c p(c | x, y)² there) and the generating cipher for a test pair; and how the lengths of x spread over the triples, the
 validation and the test pairs. If a sampler picks well on triples of the test pairs' lengths
 but not on the test pairs, length is not what parts them.
 
@@ -37,6 +37,7 @@ Reads NFST_CACHE_DIR like the command line. Prints one JSON object per line.
 
 import json
 import os
+from collections import Counter
 import random
 import sys
 import time
@@ -54,6 +55,21 @@ from nfst.train.triples import draw_triples
 
 def is_cipher(mark: str) -> bool:
     return mark.startswith("cipher")
+
+
+def cipher_of(marks) -> str:
+    """The cipher a path's marks pick (its first decision)."""
+    return next(m for m in marks if is_cipher(m))
+
+
+def picked(lat, arcs: list[int]) -> str:
+    """The cipher of a sampled path: its lattice-local arcs, -1 padded."""
+    return cipher_of(lat.marks_of([a for a in arcs if a >= 0]))
+
+
+def generating_ciphers(run: Run) -> list[str]:
+    """The cipher that generated each compiled test pair."""
+    return [cipher_of(lat.marks_of(arcs)) for lat, arcs in generating_paths(run, "test")]
 
 
 def open_run(run_dir: str) -> Run:
@@ -85,8 +101,7 @@ def picks(run_dir: str, samplers: str = "") -> None:
     run = open_run(run_dir)
     test, scorer = run.lattices("test"), run.scorer()
     seed = stream_seed(run.training_seed(0), "test")  # the evaluation's test draws
-    truth = [next(m for m in lat.marks_of(arcs) if is_cipher(m))
-             for lat, arcs in generating_paths(run, "test")]
+    truth = generating_ciphers(run)
     for name in (samplers.split(",") if samplers else run.config.samplers):
         for state, sampler in (("untrained", run.untrained_sampler(name)),
                                ("trained", run.sampler(name))):
@@ -96,9 +111,7 @@ def picks(run_dir: str, samplers: str = "") -> None:
             for lat, pair, cipher in zip(test, samples, truth):
                 for arcs, log_q, log_p in zip(pair.arcs.tolist(), pair.log_q.tolist(),
                                               pair.log_p.tolist()):
-                    picked = next(m for m in lat.marks_of([a for a in arcs if a >= 0])
-                                  if is_cipher(m))
-                    (right if picked == cipher else wrong).append(log_q - log_p)
+                    (right if picked(lat, arcs) == cipher else wrong).append(log_q - log_p)
             n = len(right) + len(wrong)
             print(json.dumps({
                 "sampler": name, "state": state, "generating_cipher": round(len(right) / n, 3),
@@ -184,32 +197,27 @@ def bucket(x) -> str:
 def lengths(run_dir: str, samplers: str = "", n: str = "600") -> None:
     run = open_run(run_dir)
     scorer, T = run.scorer(), run.T
-    triples = draw_triples(scorer, T, int(n), seed=stream_seed(run.training_seed(1000), "triples"))
-    drawn = [(compile_lattice(T, x, y), next(m for m in marks if is_cipher(m)))
-             for x, y, marks in triples]
+    seed = stream_seed(run.training_seed(1000), "triples")
+    drawn = [(compile_lattice(T, x, y), cipher_of(marks))
+             for x, y, marks in draw_triples(scorer, T, int(n), seed=seed)]
     drawn = [(lat, c) for lat, c in drawn if lat.num_arcs]
-    test = run.lattices("test")
-    truth = [next(m for m in lat.marks_of(arcs) if is_cipher(m))
-             for lat, arcs in generating_paths(run, "test")]
-    sets = {"triples": ([lat for lat, _ in drawn], [c for _, c in drawn]), "test": (test, truth)}
+    sets = {"triples": ([lat for lat, _ in drawn], [c for _, c in drawn]),
+            "test": (run.lattices("test"), generating_ciphers(run))}
     for split, lats in (("triples", sets["triples"][0]), ("dev", run.lattices("dev")),
-                        ("test", test)):
-        shares = {}
-        for lat in lats:
-            shares[bucket(lat.x)] = shares.get(bucket(lat.x), 0) + 1 / len(lats)
+                        ("test", sets["test"][0])):
+        counts = Counter(bucket(lat.x) for lat in lats)
         print(json.dumps({"pairs": split, "count": len(lats),
                           "x_length": round(sum(len(lat.x) for lat in lats) / len(lats), 2),
-                          "share_by_x": {b: round(v, 3) for b, v in sorted(shares.items())}}),
-              flush=True)
+                          "share_by_x": {b: round(c / len(lats), 3)
+                                         for b, c in sorted(counts.items())}}), flush=True)
     for name in (samplers.split(",") if samplers else run.config.samplers):
         sampler = run.sampler(name)
         for split, (lats, right) in sets.items():
             by: dict[str, list[float]] = {}
             samples = draw(sampler, scorer, lats, 16, seed=1000, device=run.device)
             for lat, pair, cipher in zip(lats, samples, right):
-                picked = [next(m for m in lat.marks_of([a for a in arcs if a >= 0])
-                               if is_cipher(m)) for arcs in pair.arcs.tolist()]
-                by.setdefault(bucket(lat.x), []).append(picked.count(cipher) / len(picked))
+                hits = [picked(lat, arcs) == cipher for arcs in pair.arcs.tolist()]
+                by.setdefault(bucket(lat.x), []).append(sum(hits) / len(hits))
             every = [v for values in by.values() for v in values]
             print(json.dumps({"sampler": name, "pairs": split,
                               "right_cipher": round(sum(every) / len(every), 3),
