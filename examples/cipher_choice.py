@@ -29,8 +29,8 @@ none that a run trains) and for the test pairs, by the length of x: the share of
 sampler's samples (k 16) that pick the right cipher, "right" being the cipher of the drawn ω
 for a triple (an exact sample of the posterior, so a sampler equal to the posterior scores
 Σ_c p(c | x, y)² there) and the generating cipher for a test pair; and how the lengths of x
-spread over the triples, the validation and the test pairs. If a sampler picks well on triples of the test pairs' lengths
-but not on the test pairs, length is not what parts them.
+spread over the triples, the validation and the test pairs. If a sampler picks well on
+triples of the test pairs' lengths but not on the test pairs, length is not what parts them.
 
 Reads NFST_CACHE_DIR like the command line. Prints one JSON object per line.
 """
