@@ -37,10 +37,10 @@ Reads NFST_CACHE_DIR like the command line. Prints one JSON object per line.
 
 import json
 import os
-from collections import Counter
 import random
 import sys
 import time
+from collections import Counter
 
 import torch
 
