@@ -48,11 +48,12 @@ class TripleFeed:
         return lattices, arcs
 
     def _get(self, i: int):
+        if self._pool is not None and (not self._queue or self._queue[0][0] != i):
+            self.close()  # its pending compiles are of other items: stop them, not wait on them
         if self._pool is None:
             import multiprocessing as mp
             ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
             self._pool = ctx.Pool(1, initializer=_feed_init, initargs=(self.T, self.triples))
-        if not self._queue or self._queue[0][0] != i:
             self._queue, self._next = [], i
         while len(self._queue) < self.ahead:
             self._queue.append((self._next, self._pool.apply_async(_feed_compile,
