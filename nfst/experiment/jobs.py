@@ -22,6 +22,8 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
+from ..errors import Interrupted
+from ..runtime.interrupt import exit_status, graceful_interrupts, interrupt_requested
 from .rundir import sampler_key
 
 _device: Optional[str] = None
@@ -72,15 +74,18 @@ def train_in_workers(run, jobs_todo: Sequence[tuple[str, int]], jobs: int) -> No
     devices = context.SimpleQueue()  # each worker process takes one as it starts
     for worker in range(workers):
         devices.put(worker_device(str(run.device), worker, torch.cuda.device_count()))
+    stop = context.Value("i", 0)  # the signal that stopped this process, for the workers
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                             initargs=(devices, os.getpid())) as pool:
+                             initargs=(devices, os.getpid(), stop)) as pool:
         # type(run).open (Run.open) pickles by name: the workers import it themselves
         futures = [pool.submit(_train_one, type(run).open, str(run.dir), name, seed, where,
                                loop_threads(), run.quiet) for name, seed in jobs_todo]
         try:
             for future in as_completed(futures):
                 future.result()  # a worker's error (or interruption) is the stage's
-        except BaseException:  # that, or this process interrupted: start no more samplers
+        except BaseException as e:  # that, or this process interrupted: start no more samplers
+            if isinstance(e, (KeyboardInterrupt, Interrupted)):
+                stop.value = exit_status() - 128  # the workers pass it on to their samplers
             pool.shutdown(cancel_futures=True)
             raise
 
@@ -89,28 +94,35 @@ _interrupted = False
 """In a worker process: a signal stopped one of its samplers, so it starts no other (those
 already queued to it when the stage stopped)."""
 
+_training = False
+"""In a worker process: a sampler is training."""
 
-def _start_worker(devices, parent: int) -> None:
-    """Take a device from the pool's queue, and exit once ``parent`` is gone: a parent killed
-    by SIGKILL cleans nothing up, and a spawned worker holds both ends of the pool's task
-    queue, so it would wait for work forever. (Its checkpoints are whole: the same command
-    run again resumes.)"""
+
+def _start_worker(devices, parent: int, stop) -> None:
+    """Take a device from the pool's queue and watch ``parent`` (:func:`_watch`)."""
     global _device
     _device = devices.get()
-    threading.Thread(target=_exit_without, args=(parent,), daemon=True).start()
+    threading.Thread(target=_watch, args=(parent, stop), daemon=True).start()
 
 
-def _exit_without(parent: int) -> None:
+def _watch(parent: int, stop) -> None:
+    """Once a signal has stopped ``parent`` (``stop.value``, its number), pass it on to the
+    sampler training here, unless it came here too (Ctrl-C signals the whole process group;
+    ``kill PID`` or ``timeout`` the parent alone, which would otherwise wait for every running
+    sampler to train to its end). Exit once ``parent`` is gone: a parent killed by SIGKILL
+    cleans nothing up, and a spawned worker holds both ends of the pool's task queue, so it
+    would wait for work forever. (Its checkpoints are whole: the same command run again
+    resumes.)"""
     while os.getppid() == parent:
         time.sleep(1.0)
+        if stop.value and _training and not interrupt_requested():
+            os.kill(os.getpid(), stop.value)
     os._exit(1)
 
 
 def _train_one(open_run: Callable, run_dir: str, name: str, seed: int, where: dict,
                threads: int, quiet: bool) -> None:
-    global _interrupted
-    from ..errors import Interrupted
-    from ..runtime.interrupt import graceful_interrupts
+    global _interrupted, _training
     from ..runtime.threads import set_threads
     if _interrupted:
         raise Interrupted(f"{sampler_key(name, seed)} not started: the stage was interrupted")
@@ -123,7 +135,10 @@ def _train_one(open_run: Callable, run_dir: str, name: str, seed: int, where: di
                 print(f"[{run.config.task}] sampler {sampler_key(name, seed)} step {step}: "
                       f"dev partial KL {record['dev_partial_kl']:.2f}", flush=True)
         try:
+            _training = True
             run.train_sampler(name, seed, callback=report)
         except (Interrupted, KeyboardInterrupt):
             _interrupted = True
             raise
+        finally:
+            _training = False

@@ -214,11 +214,14 @@ def test_ctrl_c_in_the_scorer_stage_exits_130(tmp_path, capsys):
     assert training_words(ckpt) == f"resuming from step {step} (its checkpoint)"  # not "training"
 
 
-def test_ctrl_c_in_the_parallel_sampler_stage_exits_130_and_starts_no_queued_sampler(
-        finished_run, tmp_path):
-    """SIGINT to the process group (as Ctrl-C sends it) while two workers train: 130 at once,
-    and the third sampler, queued, never starts (it trained to the end before). The lattices
-    come from the cache of ``finished_run``."""
+@pytest.mark.parametrize("whom, signum", [("group", signal.SIGINT), ("parent", signal.SIGTERM)])
+def test_a_signal_in_the_parallel_sampler_stage_stops_it_at_once_and_starts_no_queued_sampler(
+        whom, signum, finished_run, tmp_path):
+    """SIGINT to the process group (as Ctrl-C sends it), or SIGTERM to the parent alone (as
+    ``kill PID`` or ``timeout`` send it; its workers pass it on), while two workers train: 128 +
+    the signal's number at once (before, a parent signalled alone waited for the samplers to
+    train to their end), and the third sampler, queued, never starts. The lattices come from
+    the cache of ``finished_run``."""
     run_dir = tmp_path / "run"
     proc = subprocess.Popen(
         [sys.executable, "-m", "nfst.cli", "run", "cipher", "--run-dir", str(run_dir),
@@ -231,13 +234,16 @@ def test_ctrl_c_in_the_parallel_sampler_stage_exits_130_and_starts_no_queued_sam
     deadline = time.time() + 120
     while sum(c.exists() for c in started) < 2 and time.time() < deadline:
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGINT)
+    if whom == "group":
+        os.killpg(proc.pid, signum)
+    else:
+        proc.send_signal(signum)
     try:
         _, err = proc.communicate(timeout=60)
     finally:  # it kept training: stop it and its workers
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, err
+    assert proc.returncode == 128 + signum, err
     assert "interrupted" in err
     assert sum(c.exists() for c in started) == 2 and not (run_dir / "samplers").exists()
 
