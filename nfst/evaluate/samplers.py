@@ -124,7 +124,7 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
               structure: Optional[Structure] = None) -> dict:
     """The metrics of the module docstring for one sampler, as a JSON-serialisable dict; with
     ``structure``, also the share of its samples that agree with it (``structure.name``,
-    mean ± SE over pairs). ``examples``: the highest-weight sample of each of the first
+    mean ± SE over pairs; ``per_pair_share``, P values). ``examples``: the highest-weight sample of each of the first
     ``examples`` pairs; with any, also ``most_probable``: the sample of highest log q among the
     k of the first pair (003 Tables 4–6 set samplers' proposals for one pair side by side)."""
     per_pair = [float(metrics.partial_kl(s.log_q, s.log_p)) for s in samples]
@@ -147,10 +147,11 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
         out["most_probable"] = _shown(samples[0], lattices[0],
                                       int(torch.argmax(samples[0].log_q)), render)
     if structure is not None:
-        out[structure.name], out[f"{structure.name}_se"] = mean_and_se(
-            [structure.share(lat, s.arcs, torch.full((len(s.arcs),), 1 / len(s.arcs),
-                                                      dtype=torch.float64))
-             for s, lat in zip(samples, lattices)])
+        out["per_pair_share"] = [
+            structure.share(lat, s.arcs, torch.full((len(s.arcs),), 1 / len(s.arcs),
+                                                    dtype=torch.float64))
+            for s, lat in zip(samples, lattices)]
+        out[structure.name], out[f"{structure.name}_se"] = mean_and_se(out["per_pair_share"])
     return out
 
 

@@ -54,7 +54,8 @@ def evaluate_all(trained: Sequence[Mapping[str, Sampler]], scorer: Scorer,
     with per sampler also ``partial_kl`` ± ``partial_kl_se`` over runs and pairs,
     ``partial_kl_by_seed``, ``per_pair_partial_kl_by_seed``, ``validation_partial_kl``,
     ``validation_partial_kl_by_seed``, ``gap`` (to the reference), ``untrained_partial_kl``
-    ± ``_se``, ``untrained_per_pair_partial_kl`` and the KL bounds; and at the top level
+    ± ``_se``, ``untrained_per_pair_partial_kl``, the KL bounds and the ``structure``'s
+    share (under its name, ± ``_se``, over runs and pairs); and at the top level
     ``seeds`` (the runs' indices), ``reference``, ``validation_pairs``, ``structure`` (its
     name or None), ``log_z``, ``ngram`` (``order``, ``test_log_likelihood``) and, with a WFST
     scorer, the exact values (``nfst.evaluate.exact.add_exact``)."""
@@ -75,10 +76,12 @@ def evaluate_all(trained: Sequence[Mapping[str, Sampler]], scorer: Scorer,
     runs = range(len(trained))
     untrained_result = evaluate(untrained, scorer, test, examples=0, seed=result["seed"],
                                 **common)
-    later = [on(test, s, "test", examples=0, without_replacement=False) for s in runs[1:]]
+    later = [on(test, s, "test", examples=0, without_replacement=False, structure=structure)
+             for s in runs[1:]]
     on_validation = [on(validation, s, "validation", examples=0, without_replacement=False)
                      for s in runs]
-    reference = _over_runs(result, later, on_validation, untrained_result)
+    reference = _over_runs(result, later, on_validation, untrained_result,
+                           None if structure is None else structure.name)
     result |= {"seeds": list(runs), "reference": reference, "validation_pairs": len(validation),
                "structure": None if structure is None else structure.name}
     proposals = {f"the {ngram.order}-gram's posterior": ngram.posterior(),
@@ -100,11 +103,11 @@ def evaluate_all(trained: Sequence[Mapping[str, Sampler]], scorer: Scorer,
 
 
 def _over_runs(result: dict, later: list[dict], validation: list[dict],
-               untrained: dict) -> str:
+               untrained: dict, structure: Optional[str]) -> str:
     """Fold the other training runs' test results (``later``), every run's ``validation``
     result and the ``untrained`` samplers' into training run 0's ``result``, per sampler
-    (:func:`evaluate_all`); returns the reference: the sampler of lowest mean validation
-    partial KL."""
+    (:func:`evaluate_all`), the ``structure``'s share too (mean ± SE over runs and pairs);
+    returns the reference: the sampler of lowest mean validation partial KL."""
     names = list(result["samplers"])
     per_pair = {name: [r["samplers"][name]["per_pair_partial_kl"] for r in [result, *later]]
                 for name in names}
@@ -124,4 +127,8 @@ def _over_runs(result: dict, later: list[dict], validation: list[dict],
             "untrained_partial_kl_se": untrained["samplers"][name]["partial_kl_se"],
             "untrained_per_pair_partial_kl":
                 untrained["samplers"][name]["per_pair_partial_kl"]})
+        if structure is not None:
+            share = mean_over_seeds_and_pairs(
+                [r["samplers"][name].pop("per_pair_share") for r in [result, *later]])
+            metrics[structure], metrics[f"{structure}_se"] = share["mean"], share["se"]
     return reference

@@ -14,6 +14,8 @@ from tests.helpers.samplers import new_sampler
 from tests.helpers.scorers import random_bigram, random_scorer
 
 K = 400
+STARTS_WITH_DELETE = Structure("starts_with_delete",
+                               lambda lattice, marks: bool(marks) and marks[0] == "<del>")
 
 
 @pytest.fixture(scope="module")
@@ -23,11 +25,9 @@ def evaluation():
     trained = [{"swa": new_sampler("swa", lats, seed=2 * s),
                 "swp": new_sampler("swp", lats, seed=2 * s + 1)} for s in range(2)]
     untrained = {name: new_sampler(name, lats, seed=9) for name in ("swa", "swp")}
-    starts_with_delete = Structure("starts_with_delete",
-                                   lambda lattice, marks: bool(marks) and marks[0] == "<del>")
     result = nfst.evaluate_all(trained, scorer, lats, lats[:2], untrained=untrained,
                                training_seeds=[7, 8], k=K, log_z_samples=K,
-                               structure=starts_with_delete, quiet=True)
+                               structure=STARTS_WITH_DELETE, quiet=True)
     return lats, scorer, trained, untrained, result
 
 
@@ -76,6 +76,17 @@ def test_the_structure_is_named_and_shared(evaluation):
     assert result["structure"] == "starts_with_delete"
     assert 0.0 <= result["log_z"]["starts_with_delete"] <= 1.0
     assert all(0.0 <= m["starts_with_delete"] <= 1.0 for m in result["samplers"].values())
+
+
+def test_the_structure_share_is_over_every_training_run(evaluation):
+    lats, scorer, trained, _, result = evaluation
+    by_seed = [evaluate(trained[s], scorer, lats, k=K, seed=stream_seed(seed, "test"),
+                        quiet=True, examples=0, without_replacement=False,
+                        structure=STARTS_WITH_DELETE)["samplers"]["swa"]["starts_with_delete"]
+               for s, seed in enumerate([7, 8])]
+    assert abs(by_seed[0] - by_seed[1]) > 0.01  # so run 0's share alone would fail
+    assert result["samplers"]["swa"]["starts_with_delete"] == pytest.approx(sum(by_seed) / 2)
+    assert "per_pair_share" not in result["samplers"]["swa"]
 
 
 def test_a_scorer_that_is_no_ngram_needs_one():
