@@ -73,9 +73,12 @@ def _notes(runs: list[dict]) -> list[str]:
         if run["reference"] is None:
             continue
         seeds = len(run["seeds"])
+        first = ("untrained and steps" if run["structure"] is None or seeds == 1
+                 or run.get("share_over_seeds")
+                 else f"untrained, steps and {run['structure'].replace('_', ' ')} share")
         text = (f"Trained partial KL and gaps: the mean over {seeds} training seed"
                 f"{'s' if seeds > 1 else ''} and {run['pairs']} test pairs ± its standard "
-                f"error (untrained and steps: seed {run['seeds'][0]}'s); reference "
+                f"error ({first}: seed {run['seeds'][0]}'s); reference "
                 f"{run['reference']} (the lowest validation partial KL, "
                 f"{run['validation_pairs']} pairs); ordering {run['ordering']} ({Z_RULE}).")
         lines.append(f"{label(run)}: t{text[1:]}" if len(runs) > 1 else text)

@@ -70,6 +70,7 @@ def summarize(results: dict, command: str, commit: str, machine: str) -> dict:
         "task_settings": results["config"]["run"]["task_settings"],
         "seeds": [results["seed"] + s for s in results["seeds"]],
         "reference": results["reference"], "pairs": results["pairs"], "structure": structure,
+        "share_over_seeds": True,  # older summaries hold training seed 0's (tools/render.py)
         "validation_pairs": results["validation_pairs"],
         "ordering": ordering(per_pair),
         "scorer": {k: results["scorer"][k] for k in (

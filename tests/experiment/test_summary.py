@@ -47,6 +47,16 @@ def test_a_seeded_summary_gives_gaps_to_the_validation_reference_and_the_orderin
     assert render_gaps({"a": summary}).splitlines()[0] == "| sampler | gap at a (to sws) |"
 
 
+def test_a_share_over_seeds_is_said_to_be_and_an_older_one_seed_0s():
+    summary = summarize(constructed_results(SAMPLERS), "nfst run", "abc1234", "a laptop")
+    summary["structure"] = "generating_cipher"
+    for m in summary["samplers"].values():
+        m["generating_cipher"] = 0.5
+    assert "(untrained and steps: seed 0's)" in render(summary)
+    del summary["share_over_seeds"]  # as summaries made before the share was over seeds
+    assert "(untrained, steps and generating cipher share: seed 0's)" in render(summary)
+
+
 def test_a_summary_keeps_the_per_pair_values_its_figures_come_from():
     """Per sampler, the seeds × pairs partial KLs; the gaps, their SEs and the ordering are what
     they give (``nfst.evaluate.comparison``), even where results.json's gap was computed
