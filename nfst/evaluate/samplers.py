@@ -124,9 +124,10 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
               structure: Optional[Structure] = None) -> dict:
     """The metrics of the module docstring for one sampler, as a JSON-serialisable dict; with
     ``structure``, also the share of its samples that agree with it (``structure.name``,
-    mean ± SE over pairs; ``per_pair_share``, P values). ``examples``: the highest-weight sample of each of the first
-    ``examples`` pairs; with any, also ``most_probable``: the sample of highest log q among the
-    k of the first pair (003 Tables 4–6 set samplers' proposals for one pair side by side)."""
+    mean ± SE over pairs; ``per_pair_share``, P values). ``examples``: the highest-weight
+    sample of each of the first ``examples`` pairs; with any, also ``most_probable``: the
+    sample of highest log q among the k of the first pair (003 Tables 4–6 set samplers'
+    proposals for one pair side by side)."""
     per_pair = [float(metrics.partial_kl(s.log_q, s.log_p)) for s in samples]
     log_w = [s.log_p - s.log_q for s in samples]
     kl, kl_se = mean_and_se(per_pair)
