@@ -72,6 +72,7 @@ def evaluate_all(trained: Sequence[Mapping[str, Sampler]], scorer: Scorer,
         return evaluate(trained[s], scorer, lattices,
                         seed=stream_seed(training_seeds[s], stream), **common | kw)
 
+    structure_name = None if structure is None else structure.name
     result = on(test, 0, "test", structure=structure)
     runs = range(len(trained))
     untrained_result = evaluate(untrained, scorer, test, examples=0, seed=result["seed"],
@@ -80,10 +81,9 @@ def evaluate_all(trained: Sequence[Mapping[str, Sampler]], scorer: Scorer,
              for s in runs[1:]]
     on_validation = [on(validation, s, "validation", examples=0, without_replacement=False)
                      for s in runs]
-    reference = _over_runs(result, later, on_validation, untrained_result,
-                           None if structure is None else structure.name)
+    reference = _over_runs(result, later, on_validation, untrained_result, structure_name)
     result |= {"seeds": list(runs), "reference": reference, "validation_pairs": len(validation),
-               "structure": None if structure is None else structure.name}
+               "structure": structure_name}
     proposals = {f"the {ngram.order}-gram's posterior": ngram.posterior(),
                  **{f"the {name} sampler": sampler for name, sampler in trained[0].items()}}
     say(f"estimating log Z with {log_z_samples} samples per pair from {', '.join(proposals)}")
