@@ -9,6 +9,7 @@ import time
 from ..fst.dataset import compile_dataset
 from ..fst.lattice import Lattice
 from ..tasks import DataError
+from .provenance import MADE_FROM, record_split
 
 log = logging.getLogger("nfst")
 
@@ -58,6 +59,9 @@ class RunData:
             data = compile_dataset(self.T, self.pairs(split), cache_dir=self.cache_dir,
                                    processes=self.processes, progress=not self.quiet)
             data.require_lattices(f"{self.task.name}/{split}")
+            if self.rank == 0 and (self.dir / MADE_FROM).exists():
+                with self.run_dir.lock("records"):
+                    record_split(self.dir, split, self.pairs(split))
             self._lattices[split] = data.lattices
             self._skipped[split] = (len(data.skipped), data.why_skipped())
         return self._lattices[split]

@@ -34,7 +34,8 @@ def open_run(o, sampler: Optional[str] = None) -> Run:
     run_dir = _run_dir(o)
     if getattr(o, "extend", False):
         if (run_dir / "config.json").exists():  # what else is given, checked first
-            open_run(argparse.Namespace(**vars(o) | {"extend": False, "overrides": []}))
+            open_run(argparse.Namespace(**vars(o) | {"extend": False, "overrides": []})
+                     ).check_models()
         raise_budget(run_dir, o.overrides)
     if not (run_dir / "config.json").exists():
         return _new_run(o, run_dir, sampler)
@@ -70,7 +71,8 @@ def _run_dir(o) -> Path:
     if o.run_dir:
         return Path(o.run_dir)
     if getattr(o, "from_run", None):
-        return branch_dir(o.from_run, o.overrides)
+        return branch_dir(o.from_run, o.overrides,
+                          o.seed if "seed" in getattr(o, "given", set()) else None)
     if o.task is None:
         raise NfstError(f"{o.command}: the following arguments are required: TASK or --run-dir",
                         f"--run-dir DIR continues the run recorded there; see `nfst "
@@ -88,7 +90,8 @@ def _new_run(o, run_dir: Path, sampler: Optional[str]) -> Run:
         given = getattr(o, "given", set())
         config = branch_config(o.from_run, o.overrides,
                                o.samplers if "samplers" in given else None,
-                               o.seeds if "seeds" in given else None)
+                               o.seeds if "seeds" in given else None,
+                               o.seed if "seed" in given else None)
         if o.task is not None and o.task != config.task:
             raise RunConfigError(f"--from {o.from_run} is a run of the task {config.task}, not "
                                  f"{o.task}", "give its task (or none)")

@@ -35,8 +35,9 @@ from typing import Callable, Optional
 
 import torch
 
+from ..errors import RunConfigError
 from ..fst.lattice import Lattice
-from ..models.files import save_scorer
+from ..models.files import load_state, save_scorer
 from ..models.ngram import NgramScorer
 from ..models.samplers import Vocabulary
 from ..models.scorer import LSTMScorer, Scorer
@@ -50,6 +51,7 @@ from .branch import adopt
 from .config import RunConfig, check_run, json_default
 from .data_stage import RunData
 from .evaluation import evaluate_run
+from .provenance import check_made_from, made_from, recorded
 from .results import build_results
 from .rundir import RunDir, recorded_where
 from .sampler_stage import RunSamplers
@@ -67,18 +69,28 @@ class Run(RunData, RunSamplers):
         self.data_dir, self.cache_dir, self.quiet = data_dir, cache_dir, quiet
         self.device, self.processes, self.jobs = torch.device(device), processes, jobs
         if task_file and config.task not in task_names():  # NFST_TASKS's files come first
+            if not Path(task_file).is_file():
+                raise RunConfigError(
+                    f"{self.dir} records its task {config.task} as defined in {task_file}, "
+                    "which is not there now", f"if the file moved, name its new place: "
+                    f"NFST_TASKS=NEW/PATH.py nfst ... (the run then records it there)")
             load_task_file(task_file)
         self.task: Task = get_task(config.task, **config.task_settings)
         self.preset = config.resolved_preset()
         check_run(config, self.preset)
-        # Under torchrun every process runs every stage, sharing its work; rank 0 writes.
-        self.run_dir = RunDir(self.dir, self.settings(), self.where())
-        self.rank = self.run_dir.rank
         self.T = self.task.mfst(data_dir)
         self.vocabulary = Vocabulary.of(self.T)  # saved with every sampler
         self._lattices: dict[str, list[Lattice]] = {}
         self._skipped: dict[str, tuple[int, str]] = {}  # pairs not compiled, why
         self._no_test_file: Optional[bool] = None  # known once asked (RunData)
+        self._made_from: Optional[dict] = None
+        # Before anything is written: the run's models must fit this T and these pairs, and a
+        # run made --from another, before it records its own, those of the run it takes from.
+        base = self.config.from_run if recorded(self.dir) is None else None
+        check_made_from(base or self.dir, self.made_from)
+        # Under torchrun every process runs every stage, sharing its work; rank 0 writes.
+        self.run_dir = RunDir(self.dir, self.settings(), self.where(), self.made_from)
+        self.rank = self.run_dir.rank
 
     @classmethod
     def open(cls, run_dir: str | Path, **kwargs) -> "Run":
@@ -104,6 +116,15 @@ class Run(RunData, RunSamplers):
         return {"data_dir": str(data_dir.resolve()) if data_dir else None,
                 "cache_dir": str(Path(self.cache_dir).resolve()) if self.cache_dir else None,
                 "task_file": str(task_file) if task_file else None}
+
+    def made_from(self) -> dict:
+        """What the run is made from: its topology, task file and settings, and the pairs of
+        each split (``nfst.experiment.provenance``), recorded when the run is claimed."""
+        if self._made_from is None:
+            self._made_from = made_from(self.T, file_of_task(self.config.task),
+                                        self.settings()["task_settings"], self.pairs,
+                                        self.task.splits)
+        return self._made_from
 
     def done(self, name: str) -> Optional[dict]:
         """The result of stage ``name`` if it has finished, else None."""
@@ -137,10 +158,11 @@ class Run(RunData, RunSamplers):
     def ngram(self) -> NgramScorer:
         """The mark n-gram scorer fitted by exact maximum likelihood (``nfst.train.ngram``)."""
         self._once("ngram", self._fit_ngram)
-        state = storage.load(self.dir / "ngram.pt")["state"]  # files of every version hold it
+        path = self.dir / "ngram.pt"
+        state = storage.load(path)["state"]  # files of every version hold it
         scorer = NgramScorer(self.vocabulary.size, self.preset.scorer.ngram.order,
                              histories=state.get("histories"))
-        scorer.load_state_dict(state)
+        load_state(scorer, state, path)
         return scorer.to(self.device).freeze()
 
     def _fit_ngram(self, train: list[Lattice]) -> None:
@@ -159,7 +181,8 @@ class Run(RunData, RunSamplers):
             return self.ngram()
         self._once("scorer", self._train_scorer)
         scorer = LSTMScorer(self.vocabulary.size, cfg.hidden, cfg.layers, cfg.dropout)
-        scorer.load_state_dict(storage.load(self.dir / "scorer.pt")["state"])
+        path = self.dir / "scorer.pt"
+        load_state(scorer, storage.load(path)["state"], path)
         return scorer.to(self.device).freeze()
 
     def _train_scorer(self, train: list[Lattice]) -> None:
@@ -180,6 +203,19 @@ class Run(RunData, RunSamplers):
             "train_iwae": sum(h["iwae"] for h in tail) / len(tail),
             "curve": {"step": [h["step"] for h in result.history],
                       "iwae": [h["iwae"] for h in result.history]}})
+
+    def check_models(self) -> None:
+        """An error if a model file of the run does not fit its vocabulary (a run recorded
+        before nfst recorded what it is made from, whose topology changed since), before a
+        command forgets what the models made (``--continue``)."""
+        if (self.dir / "ngram.pt").exists():
+            self.ngram()
+        if self.preset.scorer.kind == "lstm" and (self.dir / "scorer.pt").exists():
+            self.scorer()
+        for name in self.config.samplers:
+            for seed in range(self.config.seeds):
+                if self.is_trained(name, seed):
+                    self.sampler(name, seed)
 
     def evaluation(self) -> dict:
         """Partial KL, ESS and expected length of every sampler on the test pairs."""

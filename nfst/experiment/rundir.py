@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 
@@ -30,6 +30,7 @@ from ..runtime import storage
 from ..runtime.distributed import rank_and_world
 from ..runtime.locks import file_lock
 from .config import agrees, upgraded
+from .provenance import MADE_FROM
 
 
 WHERE = "where.json"
@@ -54,11 +55,14 @@ class RunDir:
 
     ``settings``: everything that determines the results (``Run.settings()``), as JSON-ready
     data; ``where``: where the run reads its data (:func:`recorded_where`), recorded beside
-    them. Under torchrun every rank holds a RunDir of the same directory; rank 0 writes."""
+    them; ``made_from``: what the run is made from (``nfst.experiment.provenance``), recorded
+    once, where it is not yet. Under torchrun every rank holds a RunDir of the same directory;
+    rank 0 writes."""
 
-    def __init__(self, path: str | Path, settings: dict, where: Optional[dict] = None):
+    def __init__(self, path: str | Path, settings: dict, where: Optional[dict] = None,
+                 made_from: Optional[Callable[[], dict]] = None):
         self.path = Path(path)
-        self.settings, self.where = settings, where
+        self.settings, self.where, self.made_from = settings, where, made_from
         self._where_recorded = where is None
         self.joins: tuple[str, ...] = ()
         self.rank, self.world = rank_and_world()
@@ -117,7 +121,8 @@ class RunDir:
         return file_lock(self.path / "locks" / f"{name}.lock")
 
     def claim(self) -> None:
-        """Record the settings in ``config.json`` and ``where`` in ``where.json`` (once each);
+        """Record the settings in ``config.json``, ``where`` in ``where.json`` and what the run
+        is made from in ``made_from.json`` where it is not yet (once each);
         a stage calls this before it first writes into the directory. Under the run's lock
         ``records``, and checked again against the record as it stands then (another process
         may have recorded the run meanwhile), with the samplers joined (:meth:`join`) added
@@ -132,6 +137,11 @@ class RunDir:
             if self.rank == 0 and recorded_where(self.path) != self.where:
                 storage.write_atomically(self.path / WHERE,
                                          json.dumps(self.where, indent=1).encode())
+        if self.made_from is not None:
+            made_from, self.made_from = self.made_from, None
+            if self.rank == 0 and not (self.path / MADE_FROM).exists():
+                storage.write_atomically(self.path / MADE_FROM,
+                                         json.dumps(made_from(), indent=1).encode())
 
     def _record(self) -> None:
         if self.joins and self.config_file.exists():

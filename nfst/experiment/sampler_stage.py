@@ -10,7 +10,7 @@ import time
 import torch
 
 from ..errors import NfstError
-from ..models.files import save_sampler
+from ..models.files import load_state, save_sampler
 from ..models.samplers import Sampler, make_sampler
 from ..runtime import storage
 from ..runtime.distributed import stream_seed
@@ -18,6 +18,7 @@ from ..train.checkpoint import training_words
 from ..train.sampler import train_sampler
 from ..train.sleep import TripleFeed
 from ..train.triples import TripleStats, draw_triples, length_summary, triple_summary
+from .config import training_seed
 from .rundir import sampler_key
 
 
@@ -35,9 +36,9 @@ class RunSamplers:
 
     def training_seed(self, seed: int = 0) -> int:
         """The seed of a sampler's ``seed``-th training run (``--seeds``), whose streams
-        initialise, train and evaluate it (``nfst.runtime.distributed``): the run's seed plus
-        ``seed``, so that training run 0 is the run without ``--seeds``."""
-        return self.config.seed + seed
+        initialise, train and evaluate it (``nfst.runtime.distributed``): training run 0 is
+        the run without ``--seeds`` (``nfst.experiment.config.training_seed``)."""
+        return training_seed(self.config.seed, seed, self.config.seeding)
 
     def untrained_sampler(self, name: str, seed: int = 0) -> Sampler:
         """The sampler ``name`` as its ``seed``-th training run starts (its seeded
@@ -63,7 +64,7 @@ class RunSamplers:
                             f"train it with `nfst train-sampler --sampler {name} --run-dir "
                             f"{self.dir}`" + (f" --seeds {seed + 1}" if seed else ""))
         sampler = self.new_sampler(name)
-        sampler.load_state_dict(storage.load(path)["state"])
+        load_state(sampler, storage.load(path)["state"], path)
         return sampler.to(self.device).eval()
 
     def triples(self, seed: int = 0) -> TripleFeed | None:

@@ -87,13 +87,30 @@ def load_sampler(path: str | os.PathLike, device: torch.device | str = "cpu") ->
                         f"known samplers: {', '.join(SAMPLERS)}")
     vocabulary = Vocabulary(payload["marks"], payload["symbols"])
     sampler = SAMPLERS[payload["name"]](vocabulary, SamplerConfig(**payload["config"]))
-    return _filled(sampler, payload, device)
+    return _filled(sampler, payload, device, path)
 
 
-def _filled(model, payload: dict, device) -> Any:
+def _filled(model, payload: dict, device, path) -> Any:
     model = model.to(getattr(torch, payload["dtype"]))
-    model.load_state_dict(payload["state"])
+    load_state(model, payload["state"], path)
     return model.to(device).eval()
+
+
+def load_state(model: torch.nn.Module, state: dict, path: str | os.PathLike) -> None:
+    """``model.load_state_dict(state)``, the parameters read from ``path``; an error that says
+    so, rather than torch's, where their sizes do not fit the model: a vocabulary of another
+    size, i.e. a model trained on another topology (its marks or symbols changed since)."""
+    mine = model.state_dict()
+    misfits = [f"{key} {tuple(value.shape)} in the file, {tuple(mine[key].shape)} here"
+               for key, value in state.items()
+               if key in mine and tuple(value.shape) != tuple(mine[key].shape)]
+    if misfits:
+        raise NfstError(f"{path}: its parameters do not fit this model ({misfits[0]}"
+                        f"{f', and {len(misfits) - 1} more' if len(misfits) > 1 else ''}): "
+                        "it was trained on another vocabulary", "the topology's marks or "
+                        "symbols changed since the model was trained: train it again, in a "
+                        "new run directory")
+    model.load_state_dict(state)
 
 
 def save_scorer(scorer: Scorer, path: str | os.PathLike) -> None:
@@ -129,4 +146,4 @@ def load_scorer(path: str | os.PathLike, device: torch.device | str = "cpu") -> 
     else:
         raise NfstError(f"{path}: a scorer of kind {kind!r}, which this nfst does not know",
                         "the kinds are lstm, ngram and arc-factored")
-    return _filled(scorer, payload, device).freeze()
+    return _filled(scorer, payload, device, path).freeze()
