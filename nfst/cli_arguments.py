@@ -159,8 +159,9 @@ def jobs(p) -> None:
 
 def seeds(p) -> None:
     add(p, "--seeds", type=COUNT, default=1, action=Setting,
-        help="train each sampler this many times, from training seeds SEED, SEED+1, ..., "
-             "against the one frozen scorer; figures are means ± SE over seeds and pairs")
+        help="train each sampler this many times, from training seed SEED and seeds hashed "
+             "from (SEED, j), against the one frozen scorer; figures are means ± SE over "
+             "seeds and pairs")
 
 
 def options(p) -> None:
@@ -177,8 +178,8 @@ def run_all(p) -> None:
     g = p.add_mutually_exclusive_group()
     add(g, "--from", dest="from_run", metavar="RUN", help="a new run on RUN's task, data, "
         "settings and frozen scorer (copied, never trained), with the --option settings "
-        "given after RUN's (not the scorer's): trains and compares samplers only (default "
-        "--run-dir: beside RUN, named after it and the options)")
+        "given after RUN's (not the scorer's), and --seed if given: trains and compares "
+        "samplers only (default --run-dir: beside RUN, named after it and the options)")
     add(g, "--continue", dest="extend", action="store_true", help="train the run's samplers "
         "on from their checkpoints to a larger budget, given with --option sampler.steps=N "
         "or sampler.patience=N (recorded in place of the run's)")

@@ -93,9 +93,10 @@ class Task:
             try:
                 overrides[key] = setting_value(type(base), key, value)
             except ValueError as exc:
+                now = ", ".join(f"{k}={getattr(base, k)!r}" for k in known)
                 raise TaskError(f"task {self.name!r}, setting {key}: {exc}",
-                                "e.g. --set train_size=500 (docs/tasks.md lists the settings)"
-                                ) from None
+                                f"the settings of {self.name} and their values: {now} "
+                                "(--set KEY=VALUE)") from None
         self.settings = dataclasses.replace(base, **overrides)
         self._mfst: dict[Optional[Path], MarkedFST] = {}
 

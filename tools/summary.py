@@ -37,6 +37,7 @@ import sys
 from pathlib import Path
 
 from nfst.evaluate.comparison import gap, mean_over_seeds_and_pairs, ordering
+from nfst.experiment.config import training_seed, upgraded
 from nfst.experiment.report import load_results
 from nfst.experiment.report.format import SAMPLER_ORDER, ordered
 
@@ -63,12 +64,13 @@ def summarize(results: dict, command: str, commit: str, machine: str) -> dict:
     names = ordered(samplers, SAMPLER_ORDER)
     first = samplers[names[0]]["most_probable"]
     per_pair = {s: m["per_pair_partial_kl_by_seed"] for s, m in samplers.items()}
+    seeding = upgraded(results["config"])["run"]["seeding"]
     return {
         "task": results["task"], "preset": results["preset"], "command": command,
         "commit": commit, "machine": machine, "wall_seconds": results["wall_seconds"],
         "overrides": results["config"]["run"]["overrides"],
         "task_settings": results["config"]["run"]["task_settings"],
-        "seeds": [results["seed"] + s for s in results["seeds"]],
+        "seeds": [training_seed(results["seed"], s, seeding) for s in results["seeds"]],
         "reference": results["reference"], "pairs": results["pairs"], "structure": structure,
         "share_over_seeds": True,  # older summaries hold training seed 0's (tools/render.py)
         "validation_pairs": results["validation_pairs"],

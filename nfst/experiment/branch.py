@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -14,7 +15,9 @@ from ..runtime import storage
 from ..train.checkpoint import BUDGET
 from .config import (RunConfig, json_default, merge_overrides, option_value, parse_assignment,
                      upgraded)
-from .rundir import RunDir
+from .rundir import RunDir, sampler_key
+
+log = logging.getLogger("nfst")
 
 SCORER_SETTINGS = ("scorer", "train_pairs")
 """The preset settings that a run's scorer and n-gram are trained from (beside its task, task
@@ -34,12 +37,14 @@ def trains_scorer(key: str) -> bool:
 
 def branch_config(base_dir: str | Path, overrides: Sequence[str] = (),
                   samplers: Optional[Sequence[str]] = None,
-                  seeds: Optional[int] = None) -> RunConfig:
+                  seeds: Optional[int] = None, seed: Optional[int] = None) -> RunConfig:
     """The configuration of a run made from the run recorded in ``base_dir`` (``--from``):
     that run's task with its settings, its preset, seed and options, ``overrides`` after them,
-    and ``from_run`` naming it; ``samplers`` and ``seeds``: the new run's (None: the base
-    run's). An error, before any work, if ``overrides`` change what the base run's scorer was
-    trained from (:data:`SCORER_SETTINGS`), or if it has no trained scorer to take."""
+    and ``from_run`` naming it; ``samplers``, ``seeds`` and ``seed``: the new run's (None: the
+    base run's; another seed gives the samplers other training, evaluation and SMC streams,
+    on the same pairs and scorer). Its training seeds are hashed, whatever the base run's.
+    An error, before any work, if ``overrides`` change what the base run's scorer was trained
+    from (:data:`SCORER_SETTINGS`), or if it has no trained scorer to take."""
     if not (Path(base_dir) / "config.json").exists():
         raise RunConfigError(f"--from {base_dir}: no run recorded there (no config.json)",
                              "give the directory of a run whose scorer is trained")
@@ -47,6 +52,7 @@ def branch_config(base_dir: str | Path, overrides: Sequence[str] = (),
     config = dataclasses.replace(
         base, overrides=merge_overrides(base.overrides, overrides),
         samplers=tuple(samplers or base.samplers), seeds=seeds or base.seeds,
+        seed=base.seed if seed is None else seed, seeding="hashed",
         from_run=str(Path(base_dir).resolve()))
     old, new = base.resolved_preset(), config.resolved_preset()
     keys = {item: parse_assignment(item)[0] for item in overrides}
@@ -66,11 +72,14 @@ def branch_config(base_dir: str | Path, overrides: Sequence[str] = (),
     return config
 
 
-def branch_dir(base_dir: str | Path, overrides: Sequence[str]) -> Path:
+def branch_dir(base_dir: str | Path, overrides: Sequence[str],
+               seed: Optional[int] = None) -> Path:
     """Where a run made from ``base_dir`` goes when no ``--run-dir`` is given: beside it,
-    named after it and the settings it changes (``runs/cipher-small-0+sampler.lr=0.01``)."""
+    named after it and the settings it changes (``runs/cipher-small-0+sampler.lr=0.01``,
+    ``runs/cipher-small-0+seed=100``)."""
     base = Path(base_dir)
-    changes = ",".join(item.replace("/", "_").replace(" ", "") for item in overrides)
+    changes = ",".join([item.replace("/", "_").replace(" ", "") for item in overrides] +
+                       ([] if seed is None else [f"seed={seed}"]))
     return base.parent / f"{base.name}+{changes or 'from'}"
 
 
@@ -111,14 +120,25 @@ def raise_budget(run_dir: str | Path, overrides: Sequence[str]) -> None:
     config = dataclasses.replace(recorded, overrides=merge_overrides(recorded.overrides,
                                                                      overrides))
     old, new = recorded.resolved_preset(), config.resolved_preset()
+    budget = ", ".join(f"{key}={option_value(old, key)}" for key in CONTINUABLE)
+    larger = (f"give a larger budget than the run's ({budget}): e.g. --option "
+              f"sampler.steps={2 * old.sampler.steps}")
+    if not overrides:
+        raise RunConfigError("--continue trains on to a larger budget, and none is given", larger)
     for key in CONTINUABLE:
         if option_value(new, key) < option_value(old, key):
             raise RunConfigError(f"--continue raises the budget: {key}={option_value(new, key)} "
                                  f"is below the run's {option_value(old, key)}",
                                  f"a smaller budget needs a new run: `nfst run --from {run_dir} "
                                  f"--run-dir NEW --option {key}=...`")
-    if new == old:
+    stages = [run_dir / "stages" / f"sampler-{sampler_key(name, seed)}.json"
+              for name in recorded.samplers for seed in range(recorded.seeds)]
+    if new == old:  # an interrupted --continue resumes; one that finished has nothing to do
+        if all(stage.exists() for stage in stages):
+            raise RunConfigError(f"--continue: the samplers of {run_dir} are trained to this "
+                                 f"budget ({budget}) already", larger)
         return
+    _check_patience(run_dir, stages, old.sampler.patience, new.sampler.patience)
     settings = upgraded(json.loads((run_dir / "config.json").read_text()))
     record = RunDir(run_dir, settings)  # the run as recorded
     settings = json.loads(json.dumps(settings | {
@@ -133,3 +153,21 @@ def raise_budget(run_dir: str | Path, overrides: Sequence[str]) -> None:
             (run_dir / "results.json").unlink(missing_ok=True)
             storage.write_atomically(record.config_file, json.dumps(settings, indent=1).encode())
     record.barrier()
+
+
+def _check_patience(run_dir: Path, stages: Sequence[Path], old: int, new: int) -> None:
+    """Samplers that early stopping ended train no further on more steps alone (it decides
+    again, with the same patience, to stop): an error where that is every sampler, else a
+    warning naming them."""
+    if new > old:
+        return
+    stopped = [stage.stem.removeprefix("sampler-") for stage in stages if stage.exists() and
+               json.loads(stage.read_text()).get("stopped_by") == "patience"]
+    hint = f"raise the patience too: --option sampler.patience={2 * old}"
+    if stopped and len(stopped) == len(stages):
+        raise RunConfigError(f"--continue would train nothing: every sampler of {run_dir} was "
+                             f"stopped early (sampler.patience={old}), and more steps do not "
+                             "undo that", hint)
+    if stopped:
+        log.warning("%s: %s stopped early (sampler.patience=%d) and will train nothing more "
+                    "unless the patience is raised (%s)", run_dir, ", ".join(stopped), old, hint)

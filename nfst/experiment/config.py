@@ -15,10 +15,11 @@ import textwrap
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Literal, Sequence
 
 from ..errors import NfstError, RunConfigError
 from ..models.samplers import SAMPLERS
+from ..runtime.distributed import item_seed
 from ..runtime.settings import check_settings, nearest, setting_value
 from .presets import EvaluationConfig, Preset, preset
 
@@ -130,8 +131,12 @@ class RunConfig:
     seed: int = field(default=0, metadata={"least": 0})
     samplers: tuple[str, ...] = DEFAULT_SAMPLERS
     seeds: int = 1
-    """Training runs per sampler, from training seeds seed, seed + 1, ..., seed + seeds − 1,
-    each against the run's one frozen scorer and evaluated on the same pairs (``--seeds``)."""
+    """Training runs per sampler, from the training seeds :func:`training_seed` gives for
+    j = 0 .. seeds − 1, each against the run's one frozen scorer and evaluated on the same
+    pairs (``--seeds``)."""
+    seeding: Literal["hashed", "consecutive"] = "hashed"
+    """How training seed j derives from ``seed`` (:func:`training_seed`): "consecutive" for
+    runs recorded before nfst hashed them."""
     task_settings: dict = field(default_factory=dict)
     overrides: tuple[str, ...] = ()
     """Preset settings as dotted ``KEY=VALUE``, e.g. ``sampler.steps=100``."""
@@ -159,6 +164,17 @@ class RunConfig:
                       for k, v in saved.items() if k in fields})
 
 
+def training_seed(seed: int, j: int, seeding: str = "hashed") -> int:
+    """The seed of training run ``j`` of a run of seed ``seed``, whose streams initialise,
+    train and evaluate a sampler: ``seed`` itself for j = 0 (the run without ``--seeds``);
+    after it, "hashed": the hash of (seed, j) (``nfst.runtime.distributed.item_seed``), so
+    that no two runs share a training seed; "consecutive": seed + j, as runs recorded before
+    did (their training seed 1 was the next run's seed 0)."""
+    if j == 0 or seeding == "consecutive":
+        return seed + j
+    return item_seed(seed, "training seed", j)
+
+
 MOVED = {"eval_k": "k", "log_z_samples": "log_z_samples",
          "log_z_max_samples": "log_z_max_samples", "smc_particles": "smc_particles",
          "smc_pairs": "smc_pairs"}
@@ -173,6 +189,8 @@ def upgraded(settings: dict) -> dict:
     recorded before the move opens, and continues, with the same values."""
     settings = copy.deepcopy(settings)
     run = settings.get("run", {})
+    if run:
+        run.setdefault("seeding", "consecutive")  # recorded before training seeds were hashed
     default = json.loads(json.dumps(dataclasses.asdict(EvaluationConfig())))
     for old, new in MOVED.items():
         if old in run:

@@ -73,9 +73,12 @@ def sample_pair(run, sampler_name: str, x: Sequence[str], y: Sequence[str], k: i
     try:
         lattice = compile_lattice(run.T, x, y)
     except UnknownSymbolError as exc:  # the generic hint is about data files; this is typed
-        raise UnknownSymbolError(exc.args[0], f"{run.config.task} reads x over "
-                                 f"{_listed(run.T.input_alphabet)} and y over "
-                                 f"{_listed(run.T.output_alphabet)}") from None
+        alphabet = set(run.T.input_alphabet if exc.tape == "input" else run.T.output_alphabet)
+        word = next((s for s in exc.symbols if len(s) > 1 and set(s) <= alphabet), None)
+        raise UnknownSymbolError(exc.args[0], (
+            f"symbols are separated by spaces: {' '.join(word)!r}, not {word!r}; " if word
+            else "") + f"{run.config.task} reads x over {_listed(run.T.input_alphabet)} and y "
+            f"over {_listed(run.T.output_alphabet)}") from None
     lines = [f"lattice: {lattice.num_states} states, {lattice.num_arcs} arcs, "
              f"{lattice.num_paths()} paths"]
     lines += [f"wrote {f}" for f in write_lattice_picture(lattice, dot, png)]

@@ -67,6 +67,24 @@ def test_from_refuses_to_change_the_scorer_and_creates_nothing(scored, tmp_path,
     assert not new.exists()
 
 
+def test_from_with_another_seed_keeps_the_scorer_and_pairs_and_hashes_its_seeds(scored,
+                                                                                tmp_path):
+    """`nfst run --from RUN --seed 100 --seeds 5`: fresh training seeds on RUN's scorer and
+    pairs, in a directory named after the seed."""
+    from nfst.cli import parse_args
+    from nfst.experiment.opening import open_run
+    o = parse_args(["run", "--from", str(scored.dir), "--seed", "100", "--seeds", "5",
+                    "--quiet", "--processes", "1", "--device", "cpu"])
+    run = open_run(o)
+    assert run.dir == scored.dir.parent / f"{scored.dir.name}+seed=100"
+    assert (run.config.seed, run.config.seeds, run.config.seeding) == (100, 5, "hashed")
+    assert run.config.from_run == str(scored.dir.resolve())
+    seeds = [run.training_seed(j) for j in range(5)]
+    assert seeds[0] == 100 and len(set(seeds)) == 5 and not {0, 1, 2, 101} & set(seeds)
+    assert all(run.pairs(s) == scored.pairs(s) for s in ("train", "dev", "test"))
+    assert not run.dir.exists()  # nothing written until a stage runs
+
+
 def test_continue_trains_on_to_the_figures_of_the_larger_budget(finished_run, tmp_path):
     """The finished run's samplers trained 12 steps; continued to 20, each ends where a
     sampler trained 20 steps from the start ends: the same history, the same parameters."""
@@ -107,3 +125,35 @@ def test_continue_takes_a_larger_budget_only(finished_run, tmp_path, capsys):
     assert status == 2 and "records a run with --seed 0, not --seed 1" in err
     assert (copy / "config.json").read_text() == before
     assert (copy / "stages" / "evaluate.json").exists()
+
+
+def test_continue_without_a_larger_budget_or_past_patience_says_so(finished_run, tmp_path,
+                                                                   capsys, caplog):
+    """`--continue` with no budget, the recorded one on a finished run, or more steps for
+    samplers that patience stopped would train nothing: exit 2, the run as it was."""
+    run, _ = finished_run
+    copy = tmp_path / "run"
+    shutil.copytree(run.dir, copy)
+    before = {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()}
+    status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue")
+    assert status == 2 and "--continue trains on to a larger budget, and none is given" in err
+    assert "sampler.steps=24" in err  # the hint's example: twice the run's
+    status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue", "--option",
+                        "sampler.steps=12")
+    assert status == 2 and "are trained to this budget (sampler.steps=12, " \
+        "sampler.patience=3) already" in err
+    stages = sorted((copy / "stages").glob("sampler-*.json"))
+    assert len(stages) == 2
+    for stage in stages:  # as if patience had stopped each
+        record = json.loads(stage.read_text()) | {"stopped_by": "patience"}
+        stage.write_text(json.dumps(record))
+        before[stage] = stage.read_bytes()
+    status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue", "--option",
+                        "sampler.steps=20")
+    assert status == 2 and "would train nothing: every sampler" in err and \
+        "sampler.patience=6" in err
+    assert {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()} == before
+    stage = stages[0]
+    stage.write_text(json.dumps(json.loads(stage.read_text()) | {"stopped_by": "steps"}))
+    raise_budget(copy, ["sampler.steps=20"])  # one sampler goes on: a warning names the other
+    assert f"{stages[1].stem.removeprefix('sampler-')} stopped early" in caplog.text

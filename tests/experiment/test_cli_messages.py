@@ -135,19 +135,23 @@ CASES = {
                              "train_size, eval_size, seed, strict, alphabet_size, num_ciphers, "
                              "p_delete, p_insert, min_len, mean_len, test_min_len, test_mean_len",
                              "--set KEY=VALUE"),
+    "a bad task setting's value": (["stats", "cipher", "--set", "p_delete=2"], 2,
+                                   "task 'cipher', setting p_delete: expected a float in [0, 1], "
+                                   "got 2", "the settings of cipher and their values: "
+                                   "train_size=2000, eval_size=100, seed=0"),
     "misspelt task setting": (["stats", "cipher", "--set", "trian_size=5"], 2,
                               "task 'cipher' has no setting 'trian_size'; the nearest: "
                               "train_size", "--set KEY=VALUE"),
     "task setting of the wrong type": (["stats", "cipher", "--set", "train_size=abc", "--limit",
                                         "5"], 2, "task 'cipher', setting train_size: expected "
                                        "None or a positive int, got 'abc'",
-                                       "--set train_size=500"),
+                                       "(--set KEY=VALUE)"),
     "negative task size": (["stats", "cipher", "--set", "train_size=-5"], 2,
                            "task 'cipher', setting train_size: expected None or a positive int, "
-                           "got -5", "--set train_size=500"),
+                           "got -5", "the settings of cipher and their values: train_size=2000"),
     "negative task seed": (["compile", "scan", "--set", "seed=-1"], 2,
                            "task 'scan', setting seed: expected an int of at least 0, got -1",
-                           "--set train_size=500"),
+                           "the settings of scan and their values: train_size=2000"),
     "unknown split": (["compile", "cipher", "--split", "nope", "--limit", "1"], 2,
                       "task 'cipher' has no split 'nope'; it has train, dev, test",
                       "--split NAME"),
@@ -312,6 +316,10 @@ CASES = {
                                       "--y", "b c"], 2, "cipher on x='a 7', y='b c': input "
                                      "symbols ['7'] are not in the MFST's input alphabet",
                                      "cipher reads x over a b c"),
+    "a word for x, not symbols": (["sample", "cipher", "--run-dir", "{t}/RUN", "--x", "ab",
+                                   "--y", "b c"], 2, "cipher on x='ab', y='b c': input symbols "
+                                  "['ab'] are not in the MFST's input alphabet",
+                                  "symbols are separated by spaces: 'a b', not 'ab'"),
     "corrupt sampler": (["sample", "cipher", "--run-dir", "{t}/BAD", "--sampler", "swa", "--x",
                          "a b", "--y", "c d", "--quiet"], 2,
                         "{t}/BAD/samplers/swa.pt: not a file nfst wrote (no NFST header: written "

@@ -8,7 +8,7 @@ import shutil
 import pytest
 import torch
 
-from nfst.experiment.config import RunConfig
+from nfst.experiment.config import RunConfig, training_seed, upgraded
 from nfst.experiment.run import Run
 from nfst.runtime import storage
 from tests.tasks.test_tr import write_fixture
@@ -78,3 +78,23 @@ def test_without_a_test_file_the_test_pairs_are_dev_pairs_that_never_validate(tm
         assert len(dev) == held and not set(dev) & set(test)
         assert len(dev) + len(test) == len(DEV)
         assert [(tuple(lat.x), tuple(lat.y)) for lat in run.lattices("test")] == test[:]
+
+
+def test_training_seeds_are_hashed_so_runs_of_other_seeds_share_none():
+    """Run seed s, training seed j ≥ 1 is the hash of (s, j), not s + j: the run of seed 1
+    would otherwise retrain run 0's second seed. Runs recorded before keep seed + j."""
+    seeds = {s: [training_seed(s, j) for j in range(5)] for s in range(4)}
+    assert [row[0] for row in seeds.values()] == [0, 1, 2, 3]  # j = 0: the run's own seed
+    every = [x for row in seeds.values() for x in row]
+    assert len(set(every)) == len(every) == 20
+    assert training_seed(7, 2, "consecutive") == 9
+    old = upgraded({"run": {"task": "cipher", "seed": 7}})
+    assert RunConfig(**old["run"]).seeding == "consecutive"
+    assert RunConfig().seeding == "hashed"
+
+
+def test_a_run_trains_its_seeds_from_the_hashed_training_seeds(finished_run):
+    run, _ = finished_run
+    assert run.config.seeding == "hashed"
+    assert run.training_seed(0) == run.config.seed
+    assert run.training_seed(1) == training_seed(run.config.seed, 1) != run.config.seed + 1

@@ -13,6 +13,7 @@ import torch
 
 import nfst
 from nfst.evaluate.smc import SMCEvalConfig, evaluate_smc
+from nfst.experiment.config import training_seed
 from nfst.experiment.sampler_stage import RunSamplers
 from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.runtime.distributed import stream_seed
@@ -30,7 +31,7 @@ class Samplers(RunSamplers):
     """The sampler stage's seeding of a new sampler, without a run directory."""
 
     def __init__(self, lattices):
-        self.config, self.device, self.lattices_ = SimpleNamespace(seed=SEED), "cpu", lattices
+        self.config, self.device, self.lattices_ = SimpleNamespace(seed=SEED, seeding="hashed"), "cpu", lattices
 
     def new_sampler(self, name):
         return make_sampler(name, vocabulary_of(self.lattices_), SamplerConfig(d=8, dropout=0.1))
@@ -92,9 +93,9 @@ def test_each_phase_draws_from_its_own_streams(recorder):
         seed=stream_seed(SEED, "scorer")))  # as the run trains it
     untrained = {name: stage.untrained_sampler(name) for name in ("swa", "swp")}
     used["evaluation"] = recorder(lambda: nfst.evaluate_all(
-        trained, scorer, lats, lats[:2], untrained=untrained, training_seeds=[SEED, SEED + 1],
+        trained, scorer, lats, lats[:2], untrained=untrained, training_seeds=[SEED, training_seed(SEED, 1)],
         k=4, log_z_samples=24, log_z_max_samples=48, quiet=True))
-    owners["evaluation"] = tuple(f"training seed {t}: {s}" for t in (SEED, SEED + 1)
+    owners["evaluation"] = tuple(f"training seed {t}: {s}" for t in (SEED, training_seed(SEED, 1))
                                  for s in ("validation", "test", "log_z"))
     batch = small_batch()
     smc_sampler = make_sampler("swa", vocabulary_of(batch.lattices), SamplerConfig(d=8))

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 import pytest
 
+from nfst.experiment.config import training_seed
 from nfst.runtime.distributed import STREAMS, item_seed, stream_seed
 from tests.helpers.strategies import examples
 
@@ -62,7 +63,7 @@ def run_streams(seed: int, seeds: int = 3, minibatches: int = 100, ranks: int = 
             add(item_seed(stream, *prefix, i), f"{what} {(*prefix, i)}")
 
     training(stream_seed(seed, "scorer"), "scorer")
-    for t in range(seed, seed + seeds):
+    for t in (training_seed(seed, j) for j in range(seeds)):
         training(t, f"training seed {t}")
         for name in ("early_stopping", "validation", "test"):
             items(stream_seed(t, name), f"training seed {t}: {name}")
