@@ -3,7 +3,7 @@
 every sampler's partial KL, ESS and expected length on the test pairs, trained and untrained;
 with several training runs (seeds), the partial KL of each on the same test pairs; every
 sampler's validation partial KL and the reference sampler chosen by it, with each sampler's
-gap to the reference (``comparison``); the scorer's test log Ẑ (a lower bound, by importance
+gap to the reference (``paired_gaps``); the scorer's test log Ẑ (a lower bound, by importance
 sampling from the n-gram's posterior and every sampler, ``log_z``) and the exclusive-KL lower
 bounds on it; the n-gram's exact test log-likelihood; with a WFST scorer, exact log Z and KLs
 (``exact``). Training run 0's most probable proposal for test pair 0 is each sampler's
@@ -27,9 +27,9 @@ from ..models.ngram import NgramScorer
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
 from ..runtime.distributed import stream_seed
-from .comparison import choose_reference, gap, mean_over_seeds_and_pairs
 from .exact import add_exact, exact_log_z, is_exact
 from .log_z import add_exclusive_kl, estimate_log_z
+from .paired_gaps import choose_reference, gap, mean_over_seeds_and_pairs
 from .samplers import evaluate, render_marks
 
 
