@@ -45,7 +45,7 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    """The public names, those imported on first use included, and the module's own."""
+    """The module's names and every public one, those imported on first use included."""
     return sorted(set(globals()) | set(__all__))
 
 

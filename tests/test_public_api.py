@@ -36,12 +36,12 @@ def test_every_exported_name_resolves_and_none_is_a_module():
     assert {"nfst", "nfst.train", "nfst.evaluate", "nfst.tasks"} <= set(packages)
     missing, clashes = [], []
     for package in packages:
-        for name in getattr(sys.modules[package], "__all__", []):
-            value = getattr(sys.modules[package], name, None)
-            if value is None:
+        module = sys.modules[package]
+        for name in getattr(module, "__all__", []):
+            if not hasattr(module, name):
                 missing.append(f"{package}.{name}")
-            elif isinstance(value, types.ModuleType):
-                clashes.append(f"{package}.{name} is the module {value.__name__}")
+            elif isinstance(getattr(module, name), types.ModuleType):
+                clashes.append(f"{package}.{name} is the module {getattr(module, name).__name__}")
     assert not missing, f"in __all__ but not there: {missing}"
     assert not clashes, "rename the module by what it holds: " + "; ".join(clashes)
 

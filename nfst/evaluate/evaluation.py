@@ -63,6 +63,14 @@ def fields_from_json(cls, data: dict, structure: Optional[str]):
     return cls(**values)
 
 
+def _read(cls, data: dict, structure: Optional[str]):
+    """``cls`` from ``data``; a KeyError names the keys it lacks (a file of an older nfst)."""
+    missing = missing_keys(cls, data, structure)
+    if missing:
+        raise KeyError(", ".join(missing))
+    return fields_from_json(cls, data, structure)
+
+
 @dataclass
 class SamplerEvaluation:
     """One sampler's evaluation on the test pairs (``samplers.NAME``): training run 0's
@@ -129,12 +137,9 @@ class SamplerEvaluation:
         return fields_to_json(self, structure)
 
     @classmethod
-    def from_json(cls, data: dict, structure: Optional[str]) -> "SamplerEvaluation":
+    def from_json(cls, data: dict, structure: Optional[str]) -> SamplerEvaluation:
         """A KeyError names the keys ``data`` lacks (a file of an older nfst)."""
-        missing = missing_keys(cls, data, structure)
-        if missing:
-            raise KeyError(", ".join(missing))
-        return fields_from_json(cls, data, structure)
+        return _read(cls, data, structure)
 
 
 @dataclass
@@ -148,9 +153,8 @@ class Evaluation:
     """Samples per pair."""
     seed: int
     """Training run 0's test draws' seed (``stream_seed(seed, "test")``)."""
-    samplers: dict
-    """Name -> :class:`SamplerEvaluation`."""
-    seeds: list
+    samplers: dict[str, SamplerEvaluation]
+    seeds: list[int]
     """The training runs' indices."""
     reference: str
     """The sampler of lowest validation partial KL (``nfst.evaluate.paired_gaps``)."""
@@ -172,13 +176,10 @@ class Evaluation:
             "samplers": {n: s.to_json(self.structure) for n, s in self.samplers.items()}}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Evaluation":
+    def from_json(cls, data: dict) -> Evaluation:
         """From ``stages/evaluate.json`` (keys it does not know, e.g. ``seconds``, ignored); a
         KeyError names the keys it lacks (a file of an older nfst)."""
-        missing = missing_keys(cls, data, None)
-        if missing:
-            raise KeyError(", ".join(missing))
-        evaluation = fields_from_json(cls, data, None)
+        evaluation = _read(cls, data, None)
         evaluation.samplers = {n: SamplerEvaluation.from_json(s, data["structure"])
                                for n, s in data["samplers"].items()}
         return evaluation
