@@ -23,9 +23,9 @@ from typing import Optional
 
 from ...evaluate.paired_gaps import gap, mean_over_seeds_and_pairs, ordering
 from ...evaluate.tables import text_table
-from .reference_gaps import Z
 from .format import SAMPLER_ORDER, fmt, ordered
 from .labels import settings_words
+from .reference_gaps import Z
 
 WIDTH = 100
 """The text's paragraphs are wrapped at this many columns."""

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ...evaluate.tables import text_table
 from .between import between_section
-from .reference_gaps import gap_section, seeds_words
 from .format import SAMPLER_ORDER, TASK_ORDER, fmt, ordered, pyplot, reliability, save_figure
+from .reference_gaps import gap_section, seeds_words
 
 # 003 Fig. 4a / Fig. 7 (partial KL, nats) and Table 7 (deduplicated ESS).
 PAPER_PARTIAL_KL = {
