@@ -8,12 +8,12 @@ of ablation runs, or a series), ``gaps:NAME,NAME`` (the gaps of several runs sid
 ``proposals:NAME`` (a run's proposals for test pair 0), and text written by hand around them.
 A run's summary carries, per sampler, the partial KL as a mean ± SE over training seeds and
 test pairs, the validation partial KL, the gap to the run's reference sampler ± SE and the
-per-pair partial KLs of every training seed they are computed from (``nfst.evaluate.comparison``,
-computed here from those values, so that a summary of an older results.json gets today's
-standard errors), its training wall time and, where it was sleep-trained, the triples' record
-(acceptance, lengths, seconds); and the run's reference, seeds and ordering, which the
-per-pair values let a reader check. A series is a list of rows with named columns (e.g. a
-sweep), written from a JSON file of rows.
+per-pair partial KLs of every training seed they are computed from
+(``nfst.evaluate.paired_gaps``, computed here from those values, so that a summary of an older
+results.json gets today's standard errors), its training wall time and, where it was
+sleep-trained, the triples' record (acceptance, lengths, seconds); and the run's reference,
+seeds and ordering, which the per-pair values let a reader check. A series is a list of rows
+with named columns (e.g. a sweep), written from a JSON file of rows.
 
 From the checkout's root::
 
@@ -36,7 +36,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nfst.evaluate.comparison import gap, mean_over_seeds_and_pairs, ordering
+from nfst.evaluate.paired_gaps import gap, mean_over_seeds_and_pairs, ordering
 from nfst.experiment.config import training_seed, upgraded
 from nfst.experiment.report import load_results
 from nfst.experiment.report.format import SAMPLER_ORDER, ordered

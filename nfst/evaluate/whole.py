@@ -3,7 +3,7 @@
 every sampler's partial KL, ESS and expected length on the test pairs, trained and untrained;
 with several training runs (seeds), the partial KL of each on the same test pairs; every
 sampler's validation partial KL and the reference sampler chosen by it, with each sampler's
-gap to the reference (``comparison``); the scorer's test log Ẑ (a lower bound, by importance
+gap to the reference (``paired_gaps``); the scorer's test log Ẑ (a lower bound, by importance
 sampling from the n-gram's posterior and every sampler, ``log_z``) and the exclusive-KL lower
 bounds on it; the n-gram's exact test log-likelihood; with a WFST scorer, exact log Z and KLs
 (``exact``). Training run 0's most probable proposal for test pair 0 is each sampler's
@@ -27,9 +27,10 @@ from ..models.ngram import NgramScorer
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
 from ..runtime.distributed import stream_seed
-from .comparison import choose_reference, gap, mean_over_seeds_and_pairs
+from .evaluation import Evaluation
 from .exact import add_exact, exact_log_z, is_exact
 from .log_z import add_exclusive_kl, estimate_log_z
+from .paired_gaps import choose_reference, gap, mean_over_seeds_and_pairs
 from .samplers import evaluate, render_marks
 
 
@@ -40,7 +41,7 @@ def evaluate_all(trained: Sequence[Mapping[str, Sampler]], scorer: Scorer,
                  log_z_max_samples: Optional[int] = None, structure: Optional[Structure] = None,
                  render: Callable[[Lattice, Sequence[int]], str] = render_marks,
                  device: torch.device | str = "cpu", quiet: bool = False,
-                 say: Callable[[str], None] = lambda text: None) -> dict:
+                 say: Callable[[str], None] = lambda text: None) -> Evaluation:
     """The whole evaluation (module docstring) of ``trained[s]``, training run s's samplers
     by name (every run the same names), trained from ``training_seeds[s]``; ``untrained``:
     the same samplers as their training starts. ``ngram``: the mark n-gram whose posterior
@@ -50,15 +51,13 @@ def evaluate_all(trained: Sequence[Mapping[str, Sampler]], scorer: Scorer,
     is reported under its name; ``render``: a path (its lattice and arcs) as proposals show
     it; ``say``: where progress lines go.
 
-    Returns :func:`~nfst.evaluate.samplers.evaluate`'s result for training run 0 on ``test``,
-    with per sampler also ``partial_kl`` ± ``partial_kl_se`` over runs and pairs,
-    ``partial_kl_by_seed``, ``per_pair_partial_kl_by_seed``, ``validation_partial_kl``,
-    ``validation_partial_kl_by_seed``, ``gap`` (to the reference), ``untrained_partial_kl``
-    ± ``_se``, ``untrained_per_pair_partial_kl``, the KL bounds and the ``structure``'s
-    share (under its name, ± ``_se``, over runs and pairs); and at the top level
-    ``seeds`` (the runs' indices), ``reference``, ``validation_pairs``, ``structure`` (its
-    name or None), ``log_z``, ``ngram`` (``order``, ``test_log_likelihood``) and, with a WFST
-    scorer, the exact values (``nfst.evaluate.exact.add_exact``)."""
+    Returns an :class:`~nfst.evaluate.evaluation.Evaluation`: training run 0's metrics on
+    ``test`` (:func:`~nfst.evaluate.samplers.evaluate`), with per sampler also the partial KL
+    ± its SE over runs and pairs, per run, the validation partial KL, the ``gap`` to the
+    reference, the untrained sampler's, the KL bounds and the ``structure``'s share (over
+    runs and pairs); and the runs' indices, the ``reference``, the scorer's ``log_z``, the
+    n-gram's exact test log-likelihood and, with a WFST scorer, the exact values
+    (``nfst.evaluate.exact.add_exact``). Its ``to_json()`` is ``stages/evaluate.json``."""
     if len(trained) != len(training_seeds):
         raise ValueError(f"{len(trained)} training runs but {len(training_seeds)} seeds")
     if ngram is None:
@@ -99,7 +98,7 @@ def evaluate_all(trained: Sequence[Mapping[str, Sampler]], scorer: Scorer,
         say("exact log Z and KL: the scorer is a WFST")
         add_exact(result, scorer, trained[0], test, k=k, seed=result["seed"], device=device,
                   log_z=ngram_log_z if scorer is ngram else None)
-    return result
+    return Evaluation.from_json(result)  # the dict built above is its JSON form
 
 
 def _over_runs(result: dict, later: list[dict], validation: list[dict],

@@ -5,9 +5,15 @@ scorer and n-gram, its test and validation pairs, with proposals shown in the ta
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def evaluate_run(run) -> dict:
-    """The evaluate stage's result for ``run`` (an ``nfst.experiment.run.Run``)."""
+if TYPE_CHECKING:  # the evaluation layer is imported when a run first evaluates
+    from ..evaluate.evaluation import Evaluation
+
+
+def evaluate_run(run) -> Evaluation:
+    """The evaluate stage's result for ``run`` (an ``nfst.experiment.run.Run``); its
+    ``to_json()`` is ``stages/evaluate.json``."""
     from ..evaluate import evaluate_all
     scorer = run.scorer()
     seeds = range(run.config.seeds)

@@ -7,6 +7,7 @@ run that has finished its evaluate stage but not the rest.
 
 from __future__ import annotations
 
+from ..evaluate.evaluation import Evaluation
 from ..evaluate.metrics import mean_and_se
 from .rundir import RunDir
 from .schema import Results, SamplerResults, ScorerResults
@@ -22,25 +23,18 @@ def training_summary(history: list[dict]) -> dict:
             "mean_grad_norm": mean("grad_norm")}
 
 
-def _samplers(run_dir: RunDir, evaluation: dict) -> dict[str, SamplerResults]:
-    """Per sampler: its test metrics (``stages/evaluate.json``), its validation curve and a
-    summary of its training (``stages/sampler-NAME.json``), its qualitative proposals."""
+def _samplers(run_dir: RunDir, evaluation: Evaluation) -> dict[str, SamplerResults]:
+    """Per sampler: its evaluation (``stages/evaluate.json``), its validation curve and a
+    summary of its training (``stages/sampler-NAME.json``)."""
     samplers = {}
-    structure = evaluation["structure"]
-    for name, metrics in evaluation["samplers"].items():
+    for name, evaluated in evaluation.samplers.items():
         trained = run_dir.done(f"sampler-{name}") or {}
         history = [h for h in trained.get("history", []) if "dev_partial_kl" in h]
-        share = {} if structure is None else {
-            "structure_share": metrics[structure], "structure_share_se": metrics[f"{structure}_se"]}
-        measured = {k: v for k, v in metrics.items()
-                    if k not in ("examples", structure, f"{structure}_se")}
         samplers[name] = SamplerResults(
-            **measured, **share, **_stopping(trained),
-            train_seconds=trained.get("seconds"),
+            **vars(evaluated), **_stopping(trained), train_seconds=trained.get("seconds"),
             curve={"step": [h["step"] for h in history],
                    "val_partial_kl": [h["dev_partial_kl"] for h in history]},
-            training=training_summary(trained.get("history", [])),
-            proposals=metrics["examples"], sleep=trained.get("sleep"))
+            training=training_summary(trained.get("history", [])), sleep=trained.get("sleep"))
     return samplers
 
 
@@ -71,13 +65,13 @@ def wall_seconds(run_dir: RunDir) -> dict:
             "smc": seconds("smc")}
 
 
-def _scorer(run_dir: RunDir, evaluation: dict, kind: str) -> ScorerResults:
+def _scorer(run_dir: RunDir, evaluation: Evaluation, kind: str) -> ScorerResults:
     """How the scorer was trained (``stages/scorer.json``: its IWAE bound, and ``curve``, the
     bound at each logged step; None for the n-gram, fitted exactly) and its test log Z: the IS
     lower bound, and the exact value under a WFST scorer."""
-    log_z, structure = evaluation["log_z"], evaluation["structure"]
+    log_z, structure = evaluation.log_z, evaluation.structure
     trained = run_dir.done("scorer") or {}  # none for the n-gram
-    exact = evaluation["exact_log_z"]["mean"] if "exact_log_z" in evaluation else None
+    exact = evaluation.exact_log_z
     return ScorerResults(
         kind=kind,
         # scorer stage files written before the proposal was recorded used the bootstrap
@@ -87,8 +81,9 @@ def _scorer(run_dir: RunDir, evaluation: dict, kind: str) -> ScorerResults:
         test_log_z_se=mean_and_se(log_z["per_pair"])[1],
         test_log_z_estimator=log_z["method"], test_log_z_is_lower_bound=True,
         test_log_z_pareto_k=log_z["pareto_k"], test_log_z_spread=log_z["spread"],
-        test_log_z_exact=exact, ngram_order=evaluation["ngram"]["order"],
-        ngram_test_log_likelihood=evaluation["ngram"]["test_log_likelihood"],
+        test_log_z_exact=None if exact is None else exact["mean"],
+        ngram_order=evaluation.ngram["order"],
+        ngram_test_log_likelihood=evaluation.ngram["test_log_likelihood"],
         structure=structure,
         **({} if structure is None else {"structure_share": log_z[structure],
                                          "structure_share_se": log_z[f"{structure}_se"]}))
@@ -99,13 +94,13 @@ def build_results(run_dir: RunDir) -> Results:
     and ``run_dir.settings`` (``smc`` and ``lattices`` are None until those stages ran). A
     KeyError names what an evaluate stage file of an older nfst lacks."""
     settings = run_dir.settings
-    evaluation = run_dir.done("evaluate")
+    evaluation = Evaluation.from_json(run_dir.done("evaluate"))
     run = settings["run"]
     return Results(
-        task=run["task"], preset=run["preset"], seed=run["seed"], seeds=evaluation["seeds"],
-        reference=evaluation["reference"], pairs=evaluation["pairs"],
-        validation_pairs=evaluation["validation_pairs"], lattices=run_dir.done("compile"),
+        task=run["task"], preset=run["preset"], seed=run["seed"], seeds=evaluation.seeds,
+        reference=evaluation.reference, pairs=evaluation.pairs,
+        validation_pairs=evaluation.validation_pairs, lattices=run_dir.done("compile"),
         scorer=_scorer(run_dir, evaluation, settings["preset"]["scorer"]["kind"]),
         samplers=_samplers(run_dir, evaluation),
-        log_z={k: v for k, v in evaluation["log_z"].items() if not k.startswith("per_pair")},
+        log_z={k: v for k, v in evaluation.log_z.items() if not k.startswith("per_pair")},
         smc=run_dir.done("smc"), wall_seconds=wall_seconds(run_dir), config=settings)

@@ -227,7 +227,7 @@ class Run(RunData, RunSamplers):
         self.run_dir.forget("smc")  # its proposal is the best of these
         self.say("evaluating samplers, trained and untrained")
         started = time.time()
-        result = evaluate_run(self)
+        result = evaluate_run(self).to_json()
         return self.run_dir.finish("evaluate", result | {"seconds": time.time() - started})
 
     def smoothing(self) -> dict:

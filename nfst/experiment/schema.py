@@ -1,8 +1,10 @@
 """The schema of a run's ``results.json``, typed and versioned: :class:`Results`, with a
-:class:`ScorerResults` and a :class:`SamplerResults` per sampler (docs/reading-a-report.md
-gives every key). ``nfst.experiment.results`` builds it from the stage files; the report and
-the results page's summaries read it through :meth:`Results.from_json`, which refuses a file
-of another :data:`SCHEMA_VERSION` with a hint, so readers need no defaults for older files.
+:class:`ScorerResults` and a :class:`SamplerResults` per sampler, which is the sampler's
+evaluation (``nfst.evaluate.evaluation.SamplerEvaluation``) and its training
+(docs/reading-a-report.md gives every key). ``nfst.experiment.results`` builds it from the
+stage files; the report and the results page's summaries read it through
+:meth:`Results.from_json`, which refuses a file of another :data:`SCHEMA_VERSION` with a hint,
+so readers need no defaults for older files.
 
 Every key is written, null where it does not apply (e.g. ``exclusive_kl`` unless the scorer
 is a WFST). The share of samples that agree with the task's generating structure is written
@@ -12,37 +14,23 @@ under the structure's own name (``scorer.structure``, e.g. ``generating_cipher``
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Optional
+from typing import ClassVar, Optional
 
 from ..errors import ReportError
+from ..evaluate.evaluation import (SamplerEvaluation, fields_from_json, fields_to_json,
+                                   missing_keys)
 
 SCHEMA_VERSION = 2
 """2: typed and versioned, every key written, the structure named (``scorer.structure``);
 1: results.json before its version was recorded."""
 
-SHARE = ("structure_share", "structure_share_se")
-"""The fields written under the structure's name instead of their own."""
-
-
-def _to_json(obj, structure: Optional[str]) -> dict:
-    out = {f.name: getattr(obj, f.name) for f in fields(obj) if f.name not in SHARE}
-    if structure is not None:
-        out[structure], out[f"{structure}_se"] = obj.structure_share, obj.structure_share_se
-    return out
-
 
 def _from_json(cls, data: dict, structure: Optional[str], where: str):
     """``cls`` from its JSON form ``data``; a :class:`SchemaError` naming what is missing."""
-    names = [f.name for f in fields(cls) if f.name not in SHARE]
-    added = {f.name for f in fields(cls) if f.metadata.get("added")}  # absent from older files
-    keys = names + ([structure, f"{structure}_se"] if structure is not None else [])
-    missing = [k for k in keys if k not in data and k not in added]
+    missing = missing_keys(cls, data, structure)
     if missing:
         raise SchemaError(f"results.json: {where} lacks {', '.join(missing)}")
-    values = {k: data[k] for k in names if k in data}
-    if structure is not None:
-        values |= dict(zip(SHARE, (data[structure], data[f"{structure}_se"])))
-    return cls(**values)
+    return fields_from_json(cls, data, structure)
 
 
 class SchemaError(ReportError):
@@ -83,7 +71,7 @@ class ScorerResults:
     structure_share_se: Optional[float] = None
 
     def to_json(self) -> dict:
-        return _to_json(self, self.structure)
+        return fields_to_json(self, self.structure)
 
     @classmethod
     def from_json(cls, data: dict) -> "ScorerResults":
@@ -92,60 +80,25 @@ class ScorerResults:
         return _from_json(cls, data, data["structure"], "scorer")
 
 
-@dataclass
-class SamplerResults:
-    """One sampler's results (docs/reading-a-report.md: ``samplers.NAME``)."""
+@dataclass(kw_only=True)
+class SamplerResults(SamplerEvaluation):
+    """One sampler's results (docs/reading-a-report.md: ``samplers.NAME``): its evaluation
+    (:class:`~nfst.evaluate.evaluation.SamplerEvaluation`) and how it was trained."""
 
-    partial_kl: float
-    partial_kl_se: float
-    partial_kl_by_seed: list
-    per_pair_partial_kl: list
-    per_pair_partial_kl_by_seed: list
-    validation_partial_kl: float
-    validation_partial_kl_by_seed: list
-    gap: dict
-    untrained_partial_kl: float
-    untrained_partial_kl_se: float
-    untrained_per_pair_partial_kl: list
-    exclusive_kl_lower_bound: float
-    exclusive_kl_lower_bound_se: float
-    untrained_exclusive_kl_lower_bound: float
-    untrained_exclusive_kl_lower_bound_se: float
-    ess: float
-    ess_se: float
-    expected_length: float
-    expected_length_se: float
-    pareto_k: Optional[float]
-    pareto_k_over_threshold: float
-    pareto_k_summary: dict
+    JSON_NAMES: ClassVar[dict[str, str]] = {}
+    SPARSE: ClassVar[bool] = False
+    """Every field written, under its own name (the evaluation's stage file is sparse)."""
+
     train_seconds: Optional[float]
     stopped_by: Optional[str]
     steps: Optional[int]
     best_step: Optional[int]
     curve: dict
     training: dict
-    proposals: list
-    most_probable: Optional[dict] = None
-    ess_wor: Optional[float] = None
-    ess_wor_se: Optional[float] = None
-    partial_kl_wor: Optional[float] = None
-    partial_kl_wor_se: Optional[float] = None
-    exclusive_kl: Optional[float] = None
-    exclusive_kl_se: Optional[float] = None
-    untrained_exclusive_kl: Optional[float] = None
-    untrained_exclusive_kl_se: Optional[float] = None
-    inclusive_kl: Optional[float] = None
-    inclusive_kl_se: Optional[float] = None
-    per_pair_inclusive_kl: Optional[list] = None
-    structure_share: Optional[float] = None
-    structure_share_se: Optional[float] = None
     sleep: Optional[dict] = field(default=None, metadata={"added": True})
     """Sleep training (``sampler.sleep_steps``, ``sampler.sleep_share``): its steps, share,
     the sleep phase's seconds, the triples' draw (acceptance, strings drawn, x, y and ω
     lengths beside the training pairs') and the triples whose lattice failed; None without."""
-
-    def to_json(self, structure: Optional[str]) -> dict:
-        return _to_json(self, structure)
 
     @classmethod
     def from_json(cls, data: dict, structure: Optional[str], name: str = "") -> "SamplerResults":

@@ -26,7 +26,7 @@ from ..smc.lookahead import Lookahead
 from .early_stopping import EarlyStopping, copy_params
 from .loop import LoopConfig, Trainer, check_config, train_loop
 from .nasmc import nasmc_lookahead
-from .sampler_loss import StepLoss
+from .step_loss import StepLoss
 from .sleep import SleepBatch, TripleFeed, sleep_batch
 
 
@@ -117,7 +117,7 @@ class SamplerResult:
     """With the parameters of the best validation step, in eval mode."""
     history: list[dict]
     """Step 0: the untrained sampler's dev_partial_kl; then per step: step, loss, grad_norm
-    (before clipping), ess (:func:`~nfst.train.sampler_loss.weight_ess`; None for the SMC objectives); validation
+    (before clipping), ess (:func:`~nfst.train.step_loss.weight_ess`; None for the SMC objectives); validation
     steps add dev_partial_kl."""
     best_step: int
     best_dev_partial_kl: float
@@ -238,7 +238,7 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     The history starts with the untrained sampler's validation (step 0), which also counts
     for early stopping. ``teacher``: a trained sampler for ``config.teacher`` (required when it
     is set). Every step records its loss, the gradient norm before clipping and the ESS of the
-    training weights (:func:`~nfst.train.sampler_loss.weight_ess`).
+    training weights (:func:`~nfst.train.step_loss.weight_ess`).
 
     Every ``eval_every`` steps the partial KL on ``dev`` is measured; training stops after
     ``patience`` validations without improvement, and the best parameters are restored.

@@ -1,8 +1,8 @@
 """A results.json built by hand (``nfst.experiment.schema``), for the report's tests: the
 samplers' per-pair partial KLs are given, every figure derived from them is computed the way
-the evaluation computes it (``nfst.evaluate.comparison``)."""
+the evaluation computes it (``nfst.evaluate.paired_gaps``)."""
 
-from nfst.evaluate.comparison import choose_reference, gap, mean_over_seeds_and_pairs
+from nfst.evaluate.paired_gaps import choose_reference, gap, mean_over_seeds_and_pairs
 from nfst.evaluate.pareto import pareto_summary
 from nfst.experiment.schema import Results, SamplerResults, ScorerResults
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from nfst.cli import main
-from nfst.evaluate.comparison import gap
+from nfst.evaluate.paired_gaps import gap
 from nfst.experiment.report import write_report
 from nfst.experiment.report import samplers as sampler_part
 from nfst.experiment.report.labels import named

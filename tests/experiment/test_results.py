@@ -4,15 +4,17 @@ name, and files of another schema version refused with a hint."""
 
 import json
 import math
+from dataclasses import fields
 
 import pytest
 
 from nfst.errors import ReportError
+from nfst.evaluate.evaluation import SamplerEvaluation
 from nfst.evaluate.pareto import pareto_summary
 from nfst.experiment.report import load_results
 from nfst.experiment.results import build_results
 from nfst.experiment.rundir import RunDir
-from nfst.experiment.schema import SCHEMA_VERSION, Results
+from nfst.experiment.schema import SCHEMA_VERSION, Results, SamplerResults
 from tests.experiment.constructed import SAMPLERS, constructed_results
 
 
@@ -100,6 +102,21 @@ def test_the_structures_share_is_carried_under_its_name_and_read_back(tmp_path):
     assert written["samplers"]["swa"]["source_script_se"] == 0.05
     assert "structure_share" not in written["samplers"]["swa"]
     assert Results.from_json(written).to_json() == written
+
+
+def test_a_samplers_results_are_its_evaluation_with_every_key_and_its_training(tmp_path):
+    """``SamplerResults`` is the evaluation's ``SamplerEvaluation`` (defined once) and the
+    sampler's training: the stage file's entry carried value for value, its ``examples`` as
+    ``proposals``, every key written (null where it does not apply, unlike the stage file)."""
+    assert issubclass(SamplerResults, SamplerEvaluation)
+    run_dir = run_dir_of(tmp_path)
+    stage = sampler_metrics([1.0, 2.0])
+    finish_evaluate(run_dir, {"swa": stage}, [-1.0, -2.0])
+    written = build_results(run_dir).to_json()["samplers"]["swa"]
+    assert {k: written.get("proposals" if k == "examples" else k) for k in stage} == stage
+    assert set(written) == {f.name for f in fields(SamplerResults)} - {"structure_share",
+                                                                       "structure_share_se"}
+    assert written["exclusive_kl"] is None and written["most_probable"] is None
 
 
 def test_results_of_another_schema_version_are_refused_with_a_hint(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nfst.evaluate.comparison import gap, mean_over_seeds_and_pairs, ordering
+from nfst.evaluate.paired_gaps import gap, mean_over_seeds_and_pairs, ordering
 from tests.experiment.constructed import SAMPLERS, constructed_results
 from tools.render import plot_series, render, render_gaps, render_proposals
 from tools.summary import BLOCK, names, page, series, summarize
@@ -59,7 +59,7 @@ def test_a_share_over_seeds_is_said_to_be_and_an_older_one_seed_0s():
 
 def test_a_summary_keeps_the_per_pair_values_its_figures_come_from():
     """Per sampler, the seeds × pairs partial KLs; the gaps, their SEs and the ordering are what
-    they give (``nfst.evaluate.comparison``), even where results.json's gap was computed
+    they give (``nfst.evaluate.paired_gaps``), even where results.json's gap was computed
     otherwise (an older standard error), and the ordering needs 2 SE: b's gap to a is 1.55 SE
     (a ≈ b), c's to b 2.3 SE."""
     a = [[10.0, 20.0, 30.0, 40.0], [11.0, 21.0, 31.0, 41.0]]

@@ -4,9 +4,10 @@ of particles (000 Fig. 2) and the samplers' proposals side by side (003 Tables 4
 results of one or more runs (``nfst report RUN_DIR ...``).
 
 ``document`` assembles ``report.md`` and ``report.json`` from the parts: ``scorer``,
-``samplers`` (with ``comparison``, the gaps and orderings, and ``between``, the gaps between
-runs on one scorer, which ``nfst compare`` prints), ``smc`` and ``proposals`` (each a section
-of the report), with ``format`` shared by all and ``labels`` naming the runs.
+``samplers`` (with ``reference_gaps``, the gaps to the reference sampler and the orderings,
+and ``between``, the gaps between runs on one scorer, which ``nfst compare`` prints), ``smc``
+and ``proposals`` (each a section of the report), with ``format`` shared by all and ``labels``
+naming the runs.
 """
 
 from .document import load_results, load_runs, write_report

@@ -3,7 +3,7 @@
 Runs that share one frozen scorer (the same scorer file, by its SHA-256: a copy counts) and
 one set of test pairs are compared sampler by sampler: the paired gap between two runs'
 partial KLs, over their training seeds and the test pairs, with its standard error
-(``nfst.evaluate.comparison.gap``), and an ordering of the runs with ``<`` only beyond Z
+(``nfst.evaluate.paired_gaps.gap``), and an ordering of the runs with ``<`` only beyond Z
 standard errors. On one scorer log Z cancels from the gap, and what the pairs share (hard
 pairs are hard for every run) cancels too. Runs with different scorers have partial KLs offset
 by different log Z: they are not compared, only each run's within-run gaps (every sampler
@@ -21,11 +21,11 @@ from pathlib import Path
 from textwrap import fill as wrap
 from typing import Optional
 
-from ...evaluate.comparison import gap, mean_over_seeds_and_pairs, ordering
+from ...evaluate.paired_gaps import gap, mean_over_seeds_and_pairs, ordering
 from ...evaluate.tables import text_table
-from .comparison import Z
 from .format import SAMPLER_ORDER, fmt, ordered
 from .labels import settings_words
+from .reference_gaps import Z
 
 WIDTH = 100
 """The text's paragraphs are wrapped at this many columns."""

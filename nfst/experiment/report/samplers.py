@@ -1,6 +1,6 @@
 """The samplers' part of the report: tables in the form of 003 Fig. 4a, 4b and Table 7, beside
 the paper's figures for the tasks it has, the gaps to the reference sampler
-(``comparison``), what training changed and training curves."""
+(``reference_gaps``), what training changed and training curves."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ...evaluate.tables import text_table
 from .between import between_section
-from .comparison import gap_section, seeds_words
 from .format import SAMPLER_ORDER, TASK_ORDER, fmt, ordered, pyplot, reliability, save_figure
+from .reference_gaps import gap_section, seeds_words
 
 # 003 Fig. 4a / Fig. 7 (partial KL, nats) and Table 7 (deduplicated ESS).
 PAPER_PARTIAL_KL = {

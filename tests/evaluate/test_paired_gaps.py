@@ -1,4 +1,4 @@
-"""Comparisons over training seeds and pairs (nfst.evaluate.comparison), against the plain
+"""Comparisons over training seeds and pairs (nfst.evaluate.paired_gaps), against the plain
 formulas and by simulation."""
 
 import math
@@ -7,9 +7,9 @@ import random
 import pytest
 import torch
 
-from nfst.evaluate.comparison import (choose_reference, gap, mean_over_seeds_and_pairs,
-                                      ordering)
 from nfst.evaluate.metrics import mean_and_se
+from nfst.evaluate.paired_gaps import (choose_reference, gap, mean_over_seeds_and_pairs,
+                                       ordering)
 
 
 def test_one_seed_is_the_paired_standard_error_over_pairs():

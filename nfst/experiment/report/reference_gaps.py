@@ -1,10 +1,10 @@
-"""The report's comparison of samplers: each sampler's gap to its run's reference sampler (the
-lowest validation partial KL, ``nfst.evaluate.comparison``), and each run's ordering, with
+"""The report's gaps to the reference: each sampler's gap to its run's reference sampler (the
+lowest validation partial KL, ``nfst.evaluate.paired_gaps``), and each run's ordering, with
 ``<`` only where a paired gap exceeds twice its standard error."""
 
 from __future__ import annotations
 
-from ...evaluate.comparison import ordering
+from ...evaluate.paired_gaps import ordering
 from ...evaluate.tables import text_table
 from .format import SAMPLER_ORDER, fmt, ordered
 
@@ -46,7 +46,7 @@ def gap_section(runs: list[dict]) -> list[str]:
              text_table(rows, markdown=True), "",
              f"Each sampler's partial KL minus its run's reference sampler's, the mean over "
              f"{over} ± its standard error (over seeds and pairs, "
-             f"`nfst.evaluate.comparison`; with one seed, over pairs). The reference is the "
+             f"`nfst.evaluate.paired_gaps`; with one seed, over pairs). The reference is the "
              f"sampler with the lowest validation partial KL, chosen without looking at the "
              f"test pairs. On one scorer log Z cancels: a gap is a difference of exclusive "
              f"KLs, and unlike the partial KLs, gaps compare across presets and scorers.", ""]
