@@ -2,10 +2,11 @@
 
 A summary is the part of a run's ``results.json`` that the results page shows, with how it was
 made: the command, the commit and the machine. ``docs/results/*.json`` holds the committed ones;
-The results pages (``docs/results.md`` and ``docs/results/*.md``) hold, between ``<!-- table:
-BLOCK -->`` and ``<!-- end table -->``, the table that ``tools/render.py`` makes of the summaries a block names: ``NAME`` (a run, a group
-of ablation runs, or a series), ``gaps:NAME,NAME`` (the gaps of several runs side by side),
-``proposals:NAME`` (a run's proposals for test pair 0), and text written by hand around them.
+the results pages (``docs/results.md`` and ``docs/results/*.md``) hold, between ``<!-- table:
+BLOCK -->`` and ``<!-- end table -->``, the table that ``tools/render.py`` makes of the
+summaries a block names: ``NAME`` (a run, a group of ablation runs, or a series),
+``gaps:NAME,NAME`` (the gaps of several runs side by side), ``proposals:NAME`` (a run's
+proposals for test pair 0), and text written by hand around them.
 A run's summary carries, per sampler, the partial KL as a mean ± SE over training seeds and
 test pairs, the validation partial KL, the gap to the run's reference sampler ± SE and the
 per-pair partial KLs of every training seed they are computed from (``nfst.evaluate.comparison``,
