@@ -1,5 +1,5 @@
-"""Which cipher do a run's samplers pick? The diagnosis in docs/results.md, "cipher: the local
-samplers at chance".
+"""Which cipher do a run's samplers pick? The diagnosis in docs/results/disagreements.md,
+"cipher: the local samplers at chance".
 
 On cipher, a path's first decision (the ε move ``cipher_i``) picks one of five substitution
 ciphers; only the one that generated the pair explains y without many deletions and

@@ -259,6 +259,47 @@ def test_the_flags_named_exist(page):
                     assert flag in known, f"{page}: `nfst {m[1]}` has no {flag}: {m[0]}"
 
 
+def module_map() -> dict[str, str]:
+    """design.md §1's map of the packages: the text of each top-level entry (``runtime/``,
+    ``cli.py``, ``tasks/``, ...), continuation lines included."""
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    section = text[text.index("## 1. "):]
+    code = next(b.code for b in blocks("docs/design.md", section) if b.lang == "")
+    entries: dict[str, str] = {}
+    key = None
+    for line in code.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if line.strip() and indent <= 2:  # an entry: a package or a top-level module
+            key = line.split()[0]
+            entries[key] = ""
+        if key is not None:
+            entries[key] += " " + line
+    return entries
+
+
+def test_the_module_map_names_every_module():
+    """Every module of nfst/, tasks/ and fsts/ is named in design.md's map, by its module name
+    and under its top-level package (nfst.tasks and nfst.fsts are the repository's tasks/ and
+    fsts/), and every subpackage by its name with a slash: a module added without a line in
+    the map fails here."""
+    entries = module_map()
+    missing = []
+    for path in sorted([*(ROOT / "nfst").rglob("*.py"), *(ROOT / "tasks").rglob("*.py"),
+                        *(ROOT / "fsts").rglob("*.py")]):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        parts = parts[1:] if parts[0] == "nfst" else parts
+        if len(parts) == 1:  # nfst/cli.py and the like: anywhere in the map
+            text = " ".join(entries.values())
+        else:
+            text = entries.get(parts[0] + "/", "")
+        names = [p + "/" for p in parts[1:-1]] + ([] if parts[-1] == "__init__" else [parts[-1]])
+        for name in names:
+            if not re.search(rf"(?<![\w/]){re.escape(name)}(?![\w])", text):
+                missing.append(f"{'/'.join(parts)} ({name})")
+    assert not missing, ("docs/design.md §1 does not name these modules; add each, with what "
+                         "it holds, under its package: " + ", ".join(missing))
+
+
 def test_blocks_are_found():
     """The parser sees fences of any length, languages, indented fences and markers."""
     text = ("x\n<!-- docs: skip long: 1 h -->\n```bash\nsleep 3600\n```\n"

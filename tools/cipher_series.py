@@ -1,6 +1,6 @@
-"""The cipher series of docs/results.md ("cipher: the local samplers at chance"): SWS, SWA, the
-no-lookahead baseline and sws-mlp (an interaction of the suffix encodings), at 2,000 and
-20,000 training pairs, (i) fitted to the generating paths (``examples/cipher_choice.py
+"""The cipher series of docs/results/disagreements.md ("cipher: the local samplers at chance"):
+SWS, SWA, the no-lookahead baseline and sws-mlp (an interaction of the suffix encodings), at
+2,000 and 20,000 training pairs, (i) fitted to the generating paths (``examples/cipher_choice.py
 supervised``) and (ii) trained as usual against the run's frozen scorer, with SWP beside them
 as the reference of the gaps. ``tools/cipher_series.sh OUT`` runs all of it in parallel; its
 steps are:

@@ -11,7 +11,10 @@ plot of a series summary. Four kinds of table:
   a column ``C`` shown with ``C_se`` as ``C ± C_se``.
 
 Summaries written before the reference was chosen on validation pairs (``reference`` null)
-measured gaps to the sampler best on the test pairs, and their tables say so.
+measured gaps to the sampler best on the test pairs, and their tables say so. Every table says
+which standard error its ± is (``standard_error``): summaries of several training seeds made
+before the two-way decomposition hold no per-pair values, so theirs is the older one, which
+counts the seed × pair interaction twice; a series says its own in its ``se`` key.
 """
 
 from __future__ import annotations
@@ -61,6 +64,20 @@ def _row(head: list[str], label: str | None, run: dict, name: str, share: str | 
     return tuple(cells[h] for h in head)
 
 
+def standard_error(run: dict) -> str:
+    """Which standard error a run's ± is: over test pairs (one training seed), the two-way
+    decomposition over seeds and pairs (recomputed from the per-pair values the summary holds),
+    or, for an older summary of several seeds without them, the older sum that counts the
+    seed × pair interaction twice."""
+    if len(run["seeds"]) == 1:
+        return "its standard error over test pairs"
+    if all(m.get("per_pair_partial_kl_by_seed") for m in run["samplers"].values()):
+        return "its standard error over seeds and pairs, each variance component counted once"
+    return ("its standard error by the older formula SE_seeds² + SE_pairs², which counts the "
+            "seed × pair interaction twice (up to √2 too wide); the summary holds no per-pair "
+            "values to recompute it")
+
+
 def label(run: dict) -> str:
     """A run of a group, named by its settings."""
     return ", ".join(run["overrides"]) or "as the preset"
@@ -77,8 +94,8 @@ def _notes(runs: list[dict]) -> list[str]:
                  or run.get("share_over_seeds")
                  else f"untrained, steps and {run['structure'].replace('_', ' ')} share")
         text = (f"Trained partial KL and gaps: the mean over {seeds} training seed"
-                f"{'s' if seeds > 1 else ''} and {run['pairs']} test pairs ± its standard "
-                f"error ({first}: seed {run['seeds'][0]}'s); reference "
+                f"{'s' if seeds > 1 else ''} and {run['pairs']} test pairs ± "
+                f"{standard_error(run)} ({first}: seed {run['seeds'][0]}'s); reference "
                 f"{run['reference']} (the lowest validation partial KL, "
                 f"{run['validation_pairs']} pairs); ordering {run['ordering']} ({Z_RULE}).")
         lines.append(f"{label(run)}: t{text[1:]}" if len(runs) > 1 else text)
@@ -135,7 +152,8 @@ def render_gaps(summaries: dict[str, dict]) -> str:
                           for name, r in summaries.items()))]
     rows += [(s, *(gap_cell(r, s) if s in r["samplers"] else "–" for r in summaries.values()))
              for s in samplers]
-    return text_table(rows, markdown=True) + "\n"
+    notes = [f"At {name}: ± {standard_error(r)}." for name, r in summaries.items()]
+    return "\n".join([text_table(rows, markdown=True), ""] + notes) + "\n"
 
 
 def render_proposals(summary: dict) -> str:
@@ -155,7 +173,8 @@ def _value(value, digits: int) -> str:
 
 def render_series(summary: dict) -> str:
     """A series' rows as a table: its ``columns`` (default: the first row's keys) in order,
-    ``C_se`` folded into ``C ± C_se``; floats to ``digits`` decimals (default 1)."""
+    ``C_se`` folded into ``C ± C_se``; floats to ``digits`` decimals (default 1); ``se``, where
+    given, says which standard error ± is."""
     rows = summary["series"]
     columns = summary.get("columns") or list(rows[0])
     shown = [c for c in columns if not (c.endswith("_se") and c.removesuffix("_se") in columns)]
@@ -164,7 +183,8 @@ def render_series(summary: dict) -> str:
     for row in rows:
         table.append(tuple(fmt(row[c], row[c + "_se"], digits) if c + "_se" in columns
                            else _value(row[c], digits) for c in shown))
-    return "\n".join([text_table(table, markdown=True), "", _made(summary)]) + "\n"
+    se = [f"± is {summary['se']}."] if "se" in summary else []
+    return "\n".join([text_table(table, markdown=True), ""] + se + [_made(summary)]) + "\n"
 
 
 def plot_series(summary: dict, x: str, y: str, path: Path, group: str | None = None,

@@ -2,10 +2,11 @@
 
 A summary is the part of a run's ``results.json`` that the results page shows, with how it was
 made: the command, the commit and the machine. ``docs/results/*.json`` holds the committed ones;
-``docs/results.md`` holds, between ``<!-- table: BLOCK -->`` and ``<!-- end table -->``, the
-table that ``tools/render.py`` makes of the summaries a block names: ``NAME`` (a run, a group
-of ablation runs, or a series), ``gaps:NAME,NAME`` (the gaps of several runs side by side),
-``proposals:NAME`` (a run's proposals for test pair 0), and text written by hand around them.
+the results pages (``docs/results.md`` and ``docs/results/*.md``) hold, between ``<!-- table:
+BLOCK -->`` and ``<!-- end table -->``, the table that ``tools/render.py`` makes of the
+summaries a block names: ``NAME`` (a run, a group of ablation runs, or a series),
+``gaps:NAME,NAME`` (the gaps of several runs side by side), ``proposals:NAME`` (a run's
+proposals for test pair 0), and text written by hand around them.
 A run's summary carries, per sampler, the partial KL as a mean ± SE over training seeds and
 test pairs, the validation partial KL, the gap to the run's reference sampler ± SE and the
 per-pair partial KLs of every training seed they are computed from
@@ -21,10 +22,10 @@ From the checkout's root::
     python tools/summary.py group NAME RUN_DIR [RUN_DIR ...] --command CMD --machine TEXT
     python tools/summary.py series NAME ROWS.json --command CMD --machine TEXT [--commit HASH]
     python tools/summary.py plot NAME --x COL --y COL [--group COL] [--paper COL] [--logx]
-    python tools/summary.py page     # rewrites the tables of docs/results.md
+    python tools/summary.py page     # rewrites the tables of the results pages
 
-``plot`` draws a series into ``docs/assets/NAME.png``. A test checks that the committed page
-holds the tables its summaries make.
+``plot`` draws a series into ``docs/assets/NAME.png``. A test checks that the committed pages
+hold the tables their summaries make, and that every summary is shown on one of them.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 BLOCK = re.compile(r"(<!-- table: (\S+) -->\n).*?(<!-- end table -->)", re.S)
 KINDS = ("gaps:", "proposals:")
+PAGES = [DOCS / "results.md", *sorted((DOCS / "results").glob("*.md"))]  # the results pages
 SAMPLER_KEYS = ("partial_kl", "partial_kl_by_seed", "validation_partial_kl",
                 "untrained_partial_kl", "stopped_by", "steps", "best_step", "ess",
                 "expected_length", "exclusive_kl", "inclusive_kl")
@@ -154,7 +156,7 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("--paper", help="a column of the paper's figures, drawn dashed")
     plot.add_argument("--logx", action="store_true", help="x on a log2 scale")
     plot.add_argument("--title", default="")
-    sub.add_parser("page", help="rewrite the tables of docs/results.md")
+    sub.add_parser("page", help="rewrite the tables of the results pages")
     return parser
 
 
@@ -175,8 +177,8 @@ def main(argv=None) -> None:
         plot_series(load_summary(o.name), o.x, o.y, DOCS / "assets" / f"{o.name}.png",
                     group=o.group, paper=o.paper, logx=o.logx, title=o.title)
     else:
-        path = DOCS / "results.md"
-        path.write_text(page(path.read_text(encoding="utf-8")), encoding="utf-8")
+        for path in PAGES:
+            path.write_text(page(path.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 if __name__ == "__main__":

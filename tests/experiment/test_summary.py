@@ -1,7 +1,8 @@
-"""The results page's tables come from committed run summaries (tools/summary.py, drawn by
-tools/render.py): the committed page must hold what its summaries make; a seeded run's summary
-carries means ± SE over seeds, gaps to the validation-chosen reference and the ordering; old
-summaries say their gaps are to the best on test; proposals and series render as tables."""
+"""The results pages' tables come from committed run summaries (tools/summary.py, drawn by
+tools/render.py): the committed pages must hold what their summaries make; a seeded run's
+summary carries means ± SE over seeds, gaps to the validation-chosen reference and the
+ordering; every table says which SE it uses; old summaries say their gaps are to the best on
+test; proposals and series render as tables."""
 
 import json
 from pathlib import Path
@@ -11,17 +12,19 @@ import pytest
 from nfst.evaluate.paired_gaps import gap, mean_over_seeds_and_pairs, ordering
 from tests.experiment.constructed import SAMPLERS, constructed_results
 from tools.render import plot_series, render, render_gaps, render_proposals
-from tools.summary import BLOCK, names, page, series, summarize
+from tools.summary import BLOCK, PAGES, names, page, series, summarize
 
 DOCS = Path(__file__).parents[2] / "docs"
 
 
-def test_committed_results_page_holds_the_tables_of_its_summaries():
-    text = (DOCS / "results.md").read_text(encoding="utf-8")
-    shown = {n for m in BLOCK.finditer(text) for n in names(m.group(2))}
+def test_committed_results_pages_hold_the_tables_of_their_summaries():
+    shown = set()
+    for path in PAGES:
+        text = path.read_text(encoding="utf-8")
+        shown |= {n for m in BLOCK.finditer(text) for n in names(m.group(2))}
+        assert text == page(text), (f"{path.name}'s tables are not what docs/results/*.json "
+                                    "make; regenerate with: python tools/summary.py page")
     assert shown == {p.stem for p in (DOCS / "results").glob("*.json")}  # each one shown
-    assert text == page(text), ("docs/results.md's tables are not what docs/results/*.json "
-                                "make; regenerate with: python tools/summary.py page")
 
 
 def test_a_seeded_summary_gives_gaps_to_the_validation_reference_and_the_ordering():
@@ -92,6 +95,28 @@ def test_committed_summaries_with_per_pair_values_agree_with_them():
             assert ordering(per_pair) == run["ordering"], path.name
             for name, m in run["samplers"].items():
                 assert m["gap"] == pytest.approx(gap(per_pair[name], per_pair[run["reference"]]))
+
+
+def test_every_table_says_which_standard_error_it_uses():
+    """A summary holding per-pair values has the two-way SE; one of several seeds without them
+    (made before it) the older SE that counts the interaction twice; one seed the SE over
+    pairs; a gaps table says each run's; a series says the one its ``se`` key names."""
+    two = summarize(constructed_results(SAMPLERS), "c", "abc1234", "m")
+    one = summarize(constructed_results({s: ([v[0][0]], v[1][:1], v[2])
+                                         for s, v in SAMPLERS.items()}), "c", "abc1234", "m")
+    old = json.loads(json.dumps(two))
+    for m in old["samplers"].values():
+        del m["per_pair_partial_kl_by_seed"]  # as the summaries made before the two-way SE
+    once, twice = "each variance component counted once", "counts the seed × pair interaction"
+    assert once in render(two) and twice not in render(two)
+    assert twice in render(old) and once not in render(old)
+    assert "± its standard error over test pairs (" in render(one)
+    gaps = render_gaps({"new": two, "old": old}).splitlines()
+    assert gaps[-2].startswith("At new: ± its standard error over seeds and pairs, each")
+    assert gaps[-1].startswith("At old: ± its standard error by the older formula")
+    rows = series([{"d": 64, "kl": 1.0, "kl_se": 0.5}], "c", "abc1234", "m")
+    assert "± is" not in render(rows)
+    assert "\n± is the SE over pairs.\nCommand `c`" in render(rows | {"se": "the SE over pairs"})
 
 
 def test_old_summaries_say_their_gaps_are_to_the_best_on_test():

@@ -54,10 +54,10 @@ def shift_cipher_population(letters: int, length: int, ciphers: int) -> tuple:
 
 
 def test_an_additive_choice_stays_at_chance_where_an_interaction_names_the_cipher():
-    """docs/results.md's argument for cipher: SWS scores cipher i as f_i(x) + g_i(y) (plus a
-    constant of h_0), and when neither x nor y alone is informative, the expected
-    cross-entropy of any such additive choice is minimised by the uniform choice (it is convex
-    in (f, g), and uniform q satisfies its stationary conditions E[1{i = k} | x] = 1/C =
+    """docs/results/disagreements.md's argument for cipher: SWS scores cipher i as
+    f_i(x) + g_i(y) (plus a constant of h_0), and when neither x nor y alone is informative, the
+    expected cross-entropy of any such additive choice is minimised by the uniform choice (it is
+    convex in (f, g), and uniform q satisfies its stationary conditions E[1{i = k} | x] = 1/C =
     E[q(k | x, y) | x], and the same given y). Trained by exact supervised likelihood on the
     whole population of a toy cipher (so the loss is the population cross-entropy and no
     memorising is possible; q over the population is q's expectation on any fresh pair), SWS
