@@ -52,6 +52,18 @@ SE_seeds.
 A gap is such a mean of paired differences, so what the pairs share (hard pairs are hard for
 every sampler) cancels.
 
+**Degrees of freedom, and a one-sided bound.** SE² is a sum of mean squares with coefficients
+c_i (+1 for each component kept, and 1 minus their number for the residual), each MS_i with
+df_i degrees of freedom (S − 1, P − 1, (S − 1)(P − 1)). Satterthwaite's approximation gives
+SE² the degrees of freedom of a scaled χ²,
+
+    ν = (Σ_i c_i MS_i)² / Σ_i (c_i MS_i)² / df_i,
+
+small where the seeds' term dominates (about S − 1) and large where the pairs' does. A claim
+that a gap is below a margin δ (equivalence, not a failure to reject: the idea of Schuirmann's
+two one-sided tests, 1987) rests on the one-sided 95% upper bound m + t_{0.95, ν} · SE
+(:func:`upper_bound`); ±2 SE with few seeds covers less than 95% (about 82% at ν = 2).
+
 The reference a comparison measures gaps against is chosen on validation pairs (the lowest
 validation partial KL), never on the test pairs the gaps are measured on: picking the best of
 several equally good samplers on the test pairs would give every other sampler a positive gap.
@@ -78,8 +90,13 @@ def mean_over_seeds_and_pairs(values: Sequence[Sequence[float]]) -> dict:
     pairs_sq = float(((pairs - m) ** 2).sum() / (P * (P - 1))) if P > 1 else 0.0
     residual = v - seeds[:, None] - pairs[None, :] + m  # (S, P)
     res_sq = float((residual ** 2).sum() / (S * P * (S - 1) * (P - 1))) if S > 1 and P > 1 else 0.0
-    return {"mean": float(m),
-            "se": math.sqrt(res_sq + max(seeds_sq - res_sq, 0.0) + max(pairs_sq - res_sq, 0.0)),
+    kept = [(sq, df) for sq, df in ((seeds_sq, S - 1), (pairs_sq, P - 1))
+            if df > 0 and sq > res_sq]  # the components whose estimate is not truncated to 0
+    terms = kept + [((1 - len(kept)) * res_sq, (S - 1) * (P - 1))]  # c_i MS_i / (SP), df_i
+    se_sq = sum(term for term, _ in terms)
+    spread = sum(term ** 2 / df for term, df in terms if df > 0)
+    return {"mean": float(m), "se": math.sqrt(se_sq),
+            "df": se_sq ** 2 / spread if spread > 0 else math.inf,
             "se_seeds": math.sqrt(seeds_sq), "se_pairs": math.sqrt(pairs_sq),
             "se_res": math.sqrt(res_sq)}
 
@@ -89,6 +106,87 @@ def gap(values: Sequence[Sequence[float]], reference: Sequence[Sequence[float]])
     with its SE (:func:`mean_over_seeds_and_pairs`): 0 ± 0 for the reference itself."""
     return mean_over_seeds_and_pairs(
         [[a - b for a, b in zip(row, ref)] for row, ref in zip(values, reference)])
+
+
+def upper_bound(values: Sequence[Sequence[float]], reference: Sequence[Sequence[float]],
+                level: float = 0.95) -> dict:
+    """The one-sided ``level`` upper bound on the mean paired gap values − reference (each
+    S × P): :func:`gap`'s ``mean``, ``se`` and Satterthwaite ``df``, with ``t`` = t_{level, df}
+    and ``upper`` = mean + t · se (module docstring). 0 for the reference itself."""
+    g = gap(values, reference)
+    t = t_quantile(level, g["df"]) if g["se"] > 0 else 0.0
+    return g | {"level": level, "t": t, "upper": g["mean"] + t * g["se"]}
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p``-quantile of Student's t with ``df`` > 0 degrees of freedom (not only whole
+    ones), by bisection on its CDF, 1 − I_{df/(df+t²)}(df/2, 1/2)/2 for t ≥ 0."""
+    if not 0 < p < 1 or not df > 0:
+        raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0, not p={p}, df={df}")
+    if p < 0.5:
+        return -t_quantile(1 - p, df)
+    if math.isinf(df):
+        return math.sqrt(2) * _erfinv(2 * p - 1)
+    lo, hi = 0.0, 1.0
+    while _t_cdf(hi, df) < p:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _t_cdf(mid, df) < p else (lo, mid)
+        if hi - lo < 1e-12 * hi:
+            break
+    return (lo + hi) / 2
+
+
+def _t_cdf(t: float, df: float) -> float:
+    return 1 - 0.5 * _incomplete_beta(df / (df + t * t), df / 2, 0.5)
+
+
+def _incomplete_beta(x: float, a: float, b: float) -> float:
+    """The regularized incomplete beta function I_x(a, b) by its continued fraction
+
+        I_x(a, b) = x^a (1 − x)^b / (a B(a, b)) · 1/(1 + d_1/(1 + d_2/(1 + ...))),
+        d_2m+1 = −(a + m)(a + b + m) x / ((a + 2m)(a + 2m + 1)),
+        d_2m = m (b − m) x / ((a + 2m − 1)(a + 2m)),
+
+    evaluated from the front (modified Lentz); I_x(a, b) = 1 − I_{1−x}(b, a) keeps x where
+    the fraction converges fast, below (a + 1)/(a + b + 2)."""
+    if x <= 0 or x >= 1:
+        return 0.0 if x <= 0 else 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1 - _incomplete_beta(1 - x, b, a)
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) +
+                     a * math.log(x) + b * math.log1p(-x)) / a
+    tiny = 1e-300
+    value, c, d = tiny, tiny, 0.0  # the fraction 1/(1 + d_1/(1 + ...)) is 0 + 1/(1 + ...)
+    for i in range(0, 1000):
+        if i == 0:
+            term = 1.0
+        elif i % 2:
+            m = (i - 1) // 2
+            term = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
+        else:
+            m = i // 2
+            term = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
+        d = 1 + term * d
+        d = 1 / (d if abs(d) > tiny else tiny)
+        c = 1 + term / c
+        c = c if abs(c) > tiny else tiny
+        value *= c * d
+        if i and abs(c * d - 1) < 1e-15:
+            break
+    return front * value
+
+
+def _erfinv(y: float) -> float:
+    """The inverse error function, by Newton's method on math.erf (for t with df = ∞)."""
+    x = 0.0
+    for _ in range(100):
+        step = (math.erf(x) - y) / (2 / math.sqrt(math.pi) * math.exp(-x * x))
+        x -= step
+        if abs(step) < 1e-15:
+            break
+    return x
 
 
 def choose_reference(validation: Mapping[str, float]) -> str:
