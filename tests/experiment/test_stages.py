@@ -142,3 +142,9 @@ def test_a_run_records_its_task_file(tmp_path, monkeypatch):
     code = f"import nfst; print(nfst.open_run({str(tmp_path / 'run')!r}, quiet=True).task.name)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "mirror-recorded", done.stderr
+    task_file.rename(tmp_path / "moved.py")  # the error names where it was, and the remedy
+    done = subprocess.run([sys.executable, "-m", "nfst.cli", "evaluate", "--run-dir",
+                           str(tmp_path / "run")], capture_output=True, text=True)
+    assert done.returncode == 2 and f"records its task mirror-recorded as defined in " \
+        f"{task_file.resolve()}, which is not there now" in done.stderr and \
+        "NFST_TASKS=NEW/PATH.py" in done.stderr, done.stderr
