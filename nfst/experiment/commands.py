@@ -169,6 +169,14 @@ def compare(o) -> None:
         raise NfstError("compare needs two run directories or more",
                         f"give another run to compare with, or `nfst report {o.runs[0]}` "
                         "for the run's own comparison of its samplers")
+    where = [Path(run).resolve() for run in o.runs]  # other spellings, symbolic links
+    for i, path in enumerate(where):
+        if path in where[:i]:
+            first, again = o.runs[where.index(path)], o.runs[i]
+            raise NfstError(f"compare: {first} is given twice" if first == again else
+                            f"compare: {first} and {again} are the same run",
+                            f"give another run to compare with, or `nfst report {first}` for "
+                            "the run's own comparison of its samplers")
     result = compare_runs(named(load_runs(o.runs)))
     print(json.dumps(result, indent=1) if o.json else format_text(result))
 

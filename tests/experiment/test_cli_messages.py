@@ -41,7 +41,8 @@ CASES = {
     # and the hint, {t} is the test's folder (the working directory), which holds an empty
     # EMPTY/, the TOML files of FILES, a run directory RUN that records a cipher run with
     # nothing trained yet (preset small, seed 0, samplers swa, --set train_size=4 eval_size=4)
-    # and BAD, the same run with garbage for its scorer and its trained swa sampler.
+    # BAD, the same run with garbage for its scorer and its trained swa sampler, and LINK, a
+    # symbolic link to RUN.
     "unknown task": (["run", "nope", "--run-dir", "{t}/r"], 2,
                      "no task named 'nope'; known tasks: {tasks}", "NFST_TASKS"),
     "misspelt task": (["stats", "ciphr"], 2, "no task named 'ciphr'; the nearest: cipher",
@@ -286,6 +287,14 @@ CASES = {
     "continue with no run": (["run", "--run-dir", "{t}/r", "--continue", "--option",
                               "sampler.steps=9"], 2, "{t}/r: no run recorded there to continue",
                              "start one: `nfst run TASK --run-dir {t}/r`"),
+    "compare a run with itself": (["compare", "{t}/RUN", "{t}/RUN"], 2,
+                                  "compare: {t}/RUN is given twice", "`nfst report {t}/RUN`"),
+    "compare a run with itself, spelt otherwise": (["compare", "{t}/RUN", "{t}/EMPTY/../RUN/"],
+                                                   2, "compare: {t}/RUN and {t}/EMPTY/../RUN/ "
+                                                   "are the same run", "another run"),
+    "compare a run with a link to it": (["compare", "{t}/LINK", "{t}/RUN"], 2,
+                                        "compare: {t}/LINK and {t}/RUN are the same run",
+                                        "another run"),
     "from and continue": (["run", "--from", "{t}/RUN", "--continue"], 2,
                           "run: argument --continue: not allowed with argument --from",
                           "see `nfst run --help`"),
@@ -341,6 +350,7 @@ def folder(tmp_path, monkeypatch):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(lines) + "\n")
     recorded_run(tmp_path / "RUN")
+    (tmp_path / "LINK").symlink_to(tmp_path / "RUN")
     shutil.copytree(tmp_path / "RUN", tmp_path / "BAD")
     for name in ("scorer.pt", "samplers/swa.pt", "stages/sampler-swa.json"):  # swa: trained
         (tmp_path / "BAD" / name).parent.mkdir(exist_ok=True)
