@@ -58,6 +58,24 @@ def test_two_runs_of_a_task_get_a_column_each_named_by_directory_and_setting(two
     assert "scorer-tr-B" not in text and not (tmp_path / "out" / "scorer-tr-B.png").exists()
 
 
+def test_what_every_run_shares_is_said_once(tmp_path):
+    """Settings every run has are listed once above the runs, each run then giving its own;
+    the caption of what training changed, the same for both, follows the first table only."""
+    runs = []
+    for name, extra in (("A", ()), ("B", ("sampler.lr=0.01",))):
+        results = constructed_results(SAMPLERS, overrides=("train_pairs=16", *extra))
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(
+            results | {"log_z": {"method": "importance sampling"}}))
+        runs.append(tmp_path / name)
+    text = write_report(runs, tmp_path / "out").read_text()
+    assert "Every run: tr, preset small, `--option train_pairs=16`, training seeds 0, 1." in text
+    assert f"`{tmp_path / 'A'}`: reference sampler sws" in text
+    assert f"`{tmp_path / 'B'}`: `--option sampler.lr=0.01`; reference sampler sws" in text
+    assert text.count("train_pairs=16") == 1
+    assert text.count("Exclusive KL lower bound: partial KL + log Ẑ per pair") == 1
+
+
 def test_runs_on_other_scorers_get_a_scorer_plot_each(tmp_path):
     runs = (write_run(tmp_path / "A"), write_run(tmp_path / "B", B_SAMPLERS, lr=0.01,
                                                  scorer=b"another scorer"))

@@ -135,15 +135,16 @@ def _learning(runs: list[dict]) -> list[str]:
                 f"{fmt(training['mean_ess'], digits=2)} | {_stopping(r)} |")
         lines.append("")
         if log_z:
-            lines += [f"Exclusive KL lower bound: partial KL + log Ẑ per pair, log Ẑ by "
-                      f"{log_z['method']}. The column is therefore low by the same "
-                      f"log Z − E[log Ẑ] for every sampler: compare differences between "
-                      f"samplers, not ratios."
-                      + (" Exclusive KL: partial KL + the exact log Z of the WFST scorer "
-                         "(unbiased); inclusive KL: from exact posterior samples (unbiased)."
-                         if exact else "")
-                      + " ± is the standard error over pairs. Training ESS: mean over steps "
-                        "of 1/Σ w̄² of the k training weights.", ""]
+            caption = (f"Exclusive KL lower bound: partial KL + log Ẑ per pair, log Ẑ by "
+                       f"{log_z['method']}. The column is therefore low by the same "
+                       f"log Z − E[log Ẑ] for every sampler: compare differences between "
+                       f"samplers, not ratios."
+                       + (" Exclusive KL: partial KL + the exact log Z of the WFST scorer "
+                          "(unbiased); inclusive KL: from exact posterior samples (unbiased)."
+                          if exact else "")
+                       + " ± is the standard error over pairs. Training ESS: mean over steps "
+                         "of 1/Σ w̄² of the k training weights.")
+            lines += [caption, ""] if caption not in lines else []  # said once, for all
     return lines
 
 
