@@ -14,7 +14,7 @@ from nfst.cli import main
 from nfst.experiment.branch import raise_budget
 from nfst.experiment.run import Run
 from nfst.runtime import storage
-from tests.experiment.tiny import tiny_config
+from tests.helpers.tiny import tiny_config
 
 QUIET = ["--quiet", "--processes", "1", "--jobs", "1"]
 

@@ -20,9 +20,9 @@ from nfst.experiment.presets import PRESETS
 from nfst.experiment.run import Run
 from nfst.models.samplers import SAMPLERS
 from nfst.tasks import task_names
-from tests.experiment.tiny import recorded_run
+from tests.helpers.config_files import BAD_TOML, FILES
+from tests.helpers.tiny import recorded_run
 
-BAD_TOML = "[stats\ntask = 'cipher'\n"
 TR_TRAIN = "dakshina-ur/ur.translit.sampled.train.tsv"
 TR_LINES = ["کتاب\tkitab\t3", "کتاب\tkitaab\t1", "دل\tdil\t2", "پانی\tpani\t2", "گھر\tghar\t1"]
 QUICK_NGRAM = ["--option", "scorer.kind=ngram", "--option", "scorer.ngram.steps=2", "--option",
@@ -330,11 +330,6 @@ CASES = {
                        "something else, torch.save say, or overwritten)",
                        "delete the file"),
 }
-FILES = {"bad.toml": BAD_TOML, "unknown.toml": "[stats]\nbogus = 1\n",
-         "limit.toml": "[stats]\nlimit = 0\n", "float.toml": "[stats]\nlimit = 1.5\n",
-         "preset.toml": '[run]\npreset = "huge"\n', "quiet.toml": 'quiet = "yes"\n',
-         "list.toml": "[run]\nseed = [1, 2]\n",
-         "option.toml": '[run]\noption = ["sampler.sampler.dropout=1.5"]\n'}
 TR_DEV = ["قلم\tqalam\t1", "زم\tzam\t1"]  # q, m and z: not in the training words
 
 

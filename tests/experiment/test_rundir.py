@@ -14,7 +14,7 @@ import torch
 import nfst.experiment.sampler_stage
 from nfst.cli import main
 from nfst.experiment.run import Run
-from tests.experiment.tiny import tiny_config, tiny_options
+from tests.helpers.tiny import tiny_config, tiny_options
 
 
 def _train_sampler(run_dir, cache, sampler):

@@ -21,7 +21,7 @@ from nfst.train.sampler import SamplerTrainConfig, train_sampler
 from nfst.train.scorer import ScorerConfig, train_scorer
 from tests.helpers.lattices import del_ins_lattices, small_batch, vocabulary_of
 from tests.helpers.scorers import random_bigram
-from tests.runtime.test_item_seed import run_streams
+from tests.helpers.seeds import run_streams
 
 SEED = 3  # the run's seed: training seeds 3 and 4
 

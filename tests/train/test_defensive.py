@@ -14,7 +14,7 @@ from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import (FreeWeightSampler, all_paths, exact_inclusive_kl,
                                     exact_log_p, exact_sampler, new_sampler)
 from tests.helpers.scorers import random_scorer
-from tests.train.test_loops import exact_exclusive_kl, small_config
+from tests.helpers.samplers import exact_exclusive_kl, small_config
 
 
 def test_weights_against_the_mixture_estimate_posterior_expectations():
