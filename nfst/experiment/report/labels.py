@@ -56,9 +56,9 @@ def named(runs: list[dict]) -> list[dict]:
     """The runs (their results with ``run_dir``), in task order (``TASK_ORDER``, a task's runs
     as given), each with its ``label``, ``short`` and ``differs`` (the label without the
     settings, and the settings, :func:`differing`) and its plot files' stem ``name`` added:
-    the task where it has one run here, else the directory's name (its path where two share a name) and the
-    settings in which the task's runs differ, e.g. ``B (sampler.lr=0.01)``, after the task
-    where the runs are of several (``cipher B (sampler.lr=0.01)``)."""
+    the task where it has one run here, else the directory's name (its path where two share a
+    name) and the settings in which the task's runs differ, e.g. ``B (sampler.lr=0.01)``,
+    after the task where the runs are of several (``cipher B (sampler.lr=0.01)``)."""
     tasks = ordered({r["task"] for r in runs}, TASK_ORDER)
     runs = sorted(runs, key=lambda r: tasks.index(r["task"]))
     out, stems = [], set()
