@@ -62,7 +62,8 @@ def test_samplers_joined_at_once_are_all_recorded(tmp_path):
     assert recorded == ["swa", "swp", "sws"]
 
 
-def test_two_openings_of_a_run_training_one_sampler_take_turns(finished_run, tmp_path, monkeypatch):
+def test_two_openings_of_a_run_training_one_sampler_take_turns(finished_run, tmp_path,
+                                                               monkeypatch):
     """Two openings of a run with its scorer and no sampler trained (two threads, each its own
     file handle on the run's lock, as two processes would have) ask for swp at once: one
     trains it while the other waits at the run's lock, then loads it."""
