@@ -6,7 +6,8 @@ table per subcommand, e.g. ``[stats]``, and shared keys at the top level; each k
 read as the flag would be) and the command line.
 Errors on bad input print one line and a hint and exit with status 2; ``--debug`` shows the
 traceback. A command stopped by SIGINT or SIGTERM exits with 128 + the signal's number (130,
-143: ``nfst.runtime.interrupt``), in whichever stage it was. Old spellings
+143: ``nfst.runtime.interrupt``), in whichever stage it was; one whose reader closed the pipe
+(``nfst options | head -1``) stops quietly with 141, as if killed by SIGPIPE. Old spellings
 (:data:`RENAMED`) still work for one release, with a warning on stderr.
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
 import sys
 import tomllib
 from dataclasses import dataclass
@@ -205,6 +208,18 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    """Run the command ``argv`` (default: the program's arguments); its exit status."""
+    try:
+        status = _command(argv)
+        sys.stdout.flush()  # a closed pipe raises here rather than as the interpreter exits
+    except BrokenPipeError:  # the reader stopped early: `nfst compare A B | head -1`
+        # the interpreter flushes stdout again as it exits: into /dev/null, quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE  # 141, as a command killed by SIGPIPE exits
+    return status
+
+
+def _command(argv: Optional[list[str]]) -> int:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         args = parse_args(argv)
@@ -223,7 +238,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"nfst: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a path given that cannot be read or written
-        if debug:
+        if debug or isinstance(exc, BrokenPipeError):  # the latter: main's
             raise
         print(f"nfst: error: {exc}\n  hint: check the paths given: a folder missing, a file "
               "where a folder belongs, no permission (--debug shows where)", file=sys.stderr)

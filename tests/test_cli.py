@@ -2,6 +2,11 @@
 tests/experiment/test_cli_messages.py)."""
 
 import json
+import os
+import subprocess
+import sys
+
+import pytest
 
 from nfst.cli import main
 
@@ -24,3 +29,17 @@ def test_bench_prints_json_last_line(capsys):
     result = json.loads(out[-1])
     assert result["lattices"] == 4, out
     assert result["max_abs_err"] < 1e-9, result
+
+
+@pytest.mark.parametrize("argv", [["options"], ["tasks"]])  # a long output, a short one
+def test_a_closed_pipe_ends_the_command_quietly(argv):
+    """`nfst options | head -1`: the reader has gone before the first line is written; the
+    command stops with no traceback and 141, as one killed by SIGPIPE, whether the pipe is
+    found closed as it writes (a long output) or as it exits (a short one, still buffered)."""
+    read, write = os.pipe()
+    os.close(read)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    with os.fdopen(write, "w") as stdout:
+        done = subprocess.run([sys.executable, "-m", "nfst.cli", *argv], stdout=stdout,
+                              stderr=subprocess.PIPE, env=env, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (141, "")

@@ -31,7 +31,7 @@ def test_cipher_choice_splits_partial_kl_by_the_picked_cipher(tmp_path, capsys, 
     import math
 
     from nfst.experiment.run import Run
-    from tests.experiment.test_run import tiny_config
+    from tests.helpers.tiny import tiny_config
 
     run = Run(tiny_config(samplers=("swp",)), tmp_path / "run", cache_dir=tmp_path / "cache",
               quiet=True, processes=1)

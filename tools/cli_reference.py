@@ -27,7 +27,9 @@ shared keys at the top level; each key a flag's name, a list for a flag given mo
 checked, wherever it comes from, before any work starts: bad input stops with one line saying
 what is wrong and a hint, and exit status 2. A command interrupted by a signal exits with 128 +
 its number, in whichever stage: 130 for SIGINT (Ctrl-C), 143 for SIGTERM; running it again
-resumes ([Interrupting and resuming](pipeline.md#interrupting-and-resuming)).
+resumes ([Interrupting and resuming](pipeline.md#interrupting-and-resuming)). One whose output
+goes to a reader that stops early (`nfst options | head -1`) stops quietly with 141, as if
+killed by SIGPIPE.
 
 ```console
 $ nfst --version

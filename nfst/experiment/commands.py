@@ -165,10 +165,19 @@ def compare(o) -> None:
     from .report import load_runs
     from .report.between import compare as compare_runs, format_text
     from .report.labels import named
+
+    def instead(run: str) -> str:
+        return (f"give another run to compare with, or `nfst report {run}` for the run's own "
+                "comparison of its samplers")
+
     if len(o.runs) < 2:
-        raise NfstError("compare needs two run directories or more",
-                        f"give another run to compare with, or `nfst report {o.runs[0]}` "
-                        "for the run's own comparison of its samplers")
+        raise NfstError("compare needs two run directories or more", instead(o.runs[0]))
+    where = [Path(run).resolve() for run in o.runs]  # other spellings, symbolic links
+    for i, path in enumerate(where):
+        if path in where[:i]:
+            first, again = o.runs[where.index(path)], o.runs[i]
+            raise NfstError(f"compare: {first} is given twice" if first == again else
+                            f"compare: {first} and {again} are the same run", instead(first))
     result = compare_runs(named(load_runs(o.runs)))
     print(json.dumps(result, indent=1) if o.json else format_text(result))
 

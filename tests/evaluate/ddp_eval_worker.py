@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch.distributed as dist
 
-from tests.evaluate.test_distributed import evaluate_both
+from tests.helpers.evaluation import evaluate_both
 
 dist.init_process_group("gloo")
 result = evaluate_both()

@@ -3,36 +3,12 @@
 import math
 
 import pytest
-import torch
 
-from nfst.dp.batch import LatticeBatch
 from nfst.evaluate.exact import add_exact, exact_log_z, is_exact
 from nfst.evaluate.samplers import evaluate
 from tests.helpers.lattices import del_ins_lattices
-from tests.helpers.samplers import all_paths, exact_log_p, new_sampler
+from tests.helpers.samplers import enumerated, new_sampler
 from tests.helpers.scorers import random_bigram, random_scorer
-
-
-def enumerated(sampler, scorer, lats):
-    """Per lattice: log Z, KL(q ‖ p), KL(p ‖ q) and the variances of the two log ratios, under
-    q and p, by enumeration of every path."""
-    batch = LatticeBatch(lats)
-    arcs, mask = all_paths(batch)
-    with torch.no_grad():
-        log_p = exact_log_p(scorer, batch, arcs).masked_fill(~mask, -math.inf)
-        log_q = sampler.eval().score(batch, arcs).double().masked_fill(~mask, -math.inf)
-    log_z = torch.logsumexp(log_p, 1)
-    out = []
-    for b in range(len(lats)):
-        m = mask[b]
-        lp, lq = log_p[b, m] - log_z[b], log_q[b, m]
-        d = lq - lp
-        q, p = lq.exp(), lp.exp()
-        kl_qp, kl_pq = float((q * d).sum()), float((p * -d).sum())
-        out.append({"log_z": float(log_z[b]), "exclusive": kl_qp, "inclusive": kl_pq,
-                    "var_q": float((q * (d - kl_qp) ** 2).sum()),
-                    "var_p": float((p * (-d - kl_pq) ** 2).sum())})
-    return out
 
 
 def test_only_wfst_scorers_are_exact():

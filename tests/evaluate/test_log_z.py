@@ -40,6 +40,7 @@ def test_importance_sampled_log_z_is_a_lower_bound_with_its_diagnostics():
         assert value <= truth + 3 * se + 1e-9
     assert log_z["error"] == pytest.approx(
         sum(v - z for v, z in zip(log_z["per_pair"], exact)) / len(exact))
+    assert set(result["samplers"]) == {"swa", "swp"}
     for m in result["samplers"].values():
         assert m["exclusive_kl"] - m["exclusive_kl_lower_bound"] == pytest.approx(-log_z["error"])
     assert set(log_z["by_proposal"]) == {"swa", "swp"}

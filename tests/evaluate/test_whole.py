@@ -10,7 +10,7 @@ import pytest
 import nfst
 from nfst.evaluate import Evaluation, Structure, evaluate
 from nfst.runtime.distributed import stream_seed
-from tests.evaluate.test_exact import enumerated
+from tests.helpers.samplers import enumerated
 from tests.helpers.lattices import del_ins_lattices
 from tests.helpers.samplers import new_sampler
 from tests.helpers.scorers import random_bigram, random_scorer

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from nfst.experiment.run import Run
-from tests.experiment.tiny import TINY, tiny_config
+from tests.helpers.tiny import TINY, tiny_config
 
 
 @pytest.fixture(scope="session")

@@ -9,11 +9,12 @@ import pytest
 import torch
 
 import nfst.experiment.run
+import nfst.experiment.sampler_stage
 from nfst.cli import main
 from nfst.experiment.branch import raise_budget
 from nfst.experiment.run import Run
 from nfst.runtime import storage
-from tests.experiment.tiny import tiny_config
+from tests.helpers.tiny import tiny_config
 
 QUIET = ["--quiet", "--processes", "1", "--jobs", "1"]
 
@@ -106,6 +107,34 @@ def test_continue_trains_on_to_the_figures_of_the_larger_budget(finished_run, tm
     ours, theirs = (storage.load(path / "samplers" / "swp.pt")["state"]
                     for path in (longer, fresh))
     assert all(torch.equal(ours[key], theirs[key]) for key in theirs)
+
+
+def test_continue_trains_only_the_steps_past_the_checkpoint(finished_run, tmp_path,
+                                                           monkeypatch):
+    """`nfst run --continue` from 12 steps to 20: each sampler's training sees steps 13..20
+    alone, resumed from its checkpoint (a training started over would end with the same
+    figures, step 1 on)."""
+    run, _ = finished_run
+    copy = tmp_path / "run"
+    shutil.copytree(run.dir, copy)
+    seen, train = {}, nfst.experiment.sampler_stage.train_sampler
+
+    def watched(sampler, *args, callback, **kwargs):
+        steps = seen.setdefault(sampler.name, [])
+        return train(sampler, *args, **kwargs,
+                     callback=lambda step, record: (steps.append(step), callback(step, record)))
+
+    class Trained(Exception):
+        pass
+
+    def trained(self):
+        raise Trained  # the evaluation after training is not this test's
+    monkeypatch.setattr(nfst.experiment.sampler_stage, "train_sampler", watched)
+    monkeypatch.setattr(Run, "smoothing", trained)
+    with pytest.raises(Trained):
+        main(["run", "--run-dir", str(copy), "--continue", "--option", "sampler.steps=20",
+              "--debug", *QUIET])  # --debug: Trained is raised, not reported
+    assert seen == {name: list(range(13, 21)) for name in ("swa", "swp")}
 
 
 def test_continue_takes_a_larger_budget_only(finished_run, tmp_path, capsys):

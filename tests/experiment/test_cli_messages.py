@@ -20,9 +20,9 @@ from nfst.experiment.presets import PRESETS
 from nfst.experiment.run import Run
 from nfst.models.samplers import SAMPLERS
 from nfst.tasks import task_names
-from tests.experiment.tiny import recorded_run
+from tests.helpers.config_files import BAD_TOML, FILES
+from tests.helpers.tiny import recorded_run
 
-BAD_TOML = "[stats\ntask = 'cipher'\n"
 TR_TRAIN = "dakshina-ur/ur.translit.sampled.train.tsv"
 TR_LINES = ["کتاب\tkitab\t3", "کتاب\tkitaab\t1", "دل\tdil\t2", "پانی\tpani\t2", "گھر\tghar\t1"]
 QUICK_NGRAM = ["--option", "scorer.kind=ngram", "--option", "scorer.ngram.steps=2", "--option",
@@ -41,7 +41,8 @@ CASES = {
     # and the hint, {t} is the test's folder (the working directory), which holds an empty
     # EMPTY/, the TOML files of FILES, a run directory RUN that records a cipher run with
     # nothing trained yet (preset small, seed 0, samplers swa, --set train_size=4 eval_size=4)
-    # and BAD, the same run with garbage for its scorer and its trained swa sampler.
+    # BAD, the same run with garbage for its scorer and its trained swa sampler, and LINK, a
+    # symbolic link to RUN.
     "unknown task": (["run", "nope", "--run-dir", "{t}/r"], 2,
                      "no task named 'nope'; known tasks: {tasks}", "NFST_TASKS"),
     "misspelt task": (["stats", "ciphr"], 2, "no task named 'ciphr'; the nearest: cipher",
@@ -290,6 +291,14 @@ CASES = {
     "continue with no run": (["run", "--run-dir", "{t}/r", "--continue", "--option",
                               "sampler.steps=9"], 2, "{t}/r: no run recorded there to continue",
                              "start one: `nfst run TASK --run-dir {t}/r`"),
+    "compare a run with itself": (["compare", "{t}/RUN", "{t}/RUN"], 2,
+                                  "compare: {t}/RUN is given twice", "`nfst report {t}/RUN`"),
+    "compare a run with itself, spelt otherwise": (["compare", "{t}/RUN", "{t}/EMPTY/../RUN/"],
+                                                   2, "compare: {t}/RUN and {t}/EMPTY/../RUN/ "
+                                                   "are the same run", "another run"),
+    "compare a run with a link to it": (["compare", "{t}/LINK", "{t}/RUN"], 2,
+                                        "compare: {t}/LINK and {t}/RUN are the same run",
+                                        "another run"),
     "from and continue": (["run", "--from", "{t}/RUN", "--continue"], 2,
                           "run: argument --continue: not allowed with argument --from",
                           "see `nfst run --help`"),
@@ -329,11 +338,6 @@ CASES = {
                        "something else, torch.save say, or overwritten)",
                        "delete the file"),
 }
-FILES = {"bad.toml": BAD_TOML, "unknown.toml": "[stats]\nbogus = 1\n",
-         "limit.toml": "[stats]\nlimit = 0\n", "float.toml": "[stats]\nlimit = 1.5\n",
-         "preset.toml": '[run]\npreset = "huge"\n', "quiet.toml": 'quiet = "yes"\n',
-         "list.toml": "[run]\nseed = [1, 2]\n",
-         "option.toml": '[run]\noption = ["sampler.sampler.dropout=1.5"]\n'}
 TR_DEV = ["قلم\tqalam\t1", "زم\tzam\t1"]  # q, m and z: not in the training words
 
 
@@ -349,6 +353,7 @@ def folder(tmp_path, monkeypatch):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(lines) + "\n")
     recorded_run(tmp_path / "RUN")
+    (tmp_path / "LINK").symlink_to(tmp_path / "RUN")
     shutil.copytree(tmp_path / "RUN", tmp_path / "BAD")
     for name in ("scorer.pt", "samplers/swa.pt", "stages/sampler-swa.json"):  # swa: trained
         (tmp_path / "BAD" / name).parent.mkdir(exist_ok=True)

@@ -23,8 +23,8 @@ from nfst.experiment.config import describe_options
 from nfst.models.samplers import SAMPLERS
 from nfst.runtime.threads import set_threads
 from nfst.tasks import get_task, task_names
-from tests.experiment.test_cli_messages import FILES
-from tests.experiment.tiny import recorded_run
+from tests.helpers.config_files import FILES
+from tests.helpers.tiny import recorded_run
 
 PARSERS = build_parser()[1]
 CONFIGS = FILES | {"shared.toml": "quiet = true\nseed = 1\nthreads = 2\n",

@@ -12,7 +12,7 @@ from nfst.experiment.config import (RunConfig, agrees, apply_overrides, describe
                                    upgraded)
 from nfst.experiment.presets import PRESETS, EvaluationConfig, preset
 from nfst.experiment.run import Run
-from tests.experiment.tiny import recorded_run
+from tests.helpers.tiny import recorded_run
 
 
 def _toml(value) -> str:

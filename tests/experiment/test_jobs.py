@@ -18,7 +18,7 @@ import nfst.experiment.jobs
 from nfst.experiment.jobs import train_in_workers
 from nfst.experiment.run import Run
 from nfst.runtime.threads import loop_threads, set_threads
-from tests.experiment.tiny import TINY, tiny_config
+from tests.helpers.tiny import TINY, tiny_config
 
 
 class ThreadsSeen:

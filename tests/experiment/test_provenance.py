@@ -10,7 +10,7 @@ import pytest
 from nfst.cli import main
 from nfst.experiment.provenance import MADE_FROM
 from nfst.tasks import registry
-from tests.experiment.tiny import TINY
+from tests.helpers.tiny import TINY
 
 TASK = '''
 from pathlib import Path

@@ -41,16 +41,46 @@ def two_runs(tmp_path):
 
 def test_two_runs_of_a_task_get_a_column_each_named_by_directory_and_setting(two_runs,
                                                                              tmp_path):
+    """The runs' list names each by its directory and the setting in which it differs; the
+    tables' columns by its directory alone; the scorer the two share is drawn once."""
     text = write_report(two_runs, tmp_path / "out").read_text()
     assert "- **A (sampler.lr=0.003)**: `" in text and "- **B (sampler.lr=0.01)**: `" in text
-    assert ("| sampler | A (sampler.lr=0.003): test (2 training seeds) | A (sampler.lr=0.003): "
-            "validation (k = 16) | B (sampler.lr=0.01): test (2 training seeds) | "
-            "B (sampler.lr=0.01): validation (k = 16) | tr: 003 |") in text
+    assert ("| sampler | A: test (2 training seeds) | A: validation (k = 16) | "
+            "B: test (2 training seeds) | B: validation (k = 16) | tr: 003 |") in text
     assert "| swa | 35.2 ± 6.5 | 35.5 | 30.3 ± 6.5 | 35.5 | 23.3 |" in text  # both runs'
+    assert "| sampler | A (reference sws) | B (reference sws) |" in text
+    assert "| sampler | A | B | tr: 003 |" in text
+    assert "| A | LSTM" in text and "| B | LSTM" in text
     assert "### A (sampler.lr=0.003): what training changed" in text
     assert "### B (sampler.lr=0.01): what training changed" in text
-    for plot in ("curves-tr-A.png", "curves-tr-B.png", "scorer-tr-A.png", "scorer-tr-B.png"):
+    for plot in ("curves-tr-A.png", "curves-tr-B.png", "scorer-tr-A.png"):
         assert f"]({plot})" in text and (tmp_path / "out" / plot).exists(), plot
+    assert "scorer-tr-B" not in text and not (tmp_path / "out" / "scorer-tr-B.png").exists()
+
+
+def test_what_every_run_shares_is_said_once(tmp_path):
+    """Settings every run has are listed once above the runs, each run then giving its own;
+    the caption of what training changed, the same for both, follows the first table only."""
+    runs = []
+    for name, extra in (("A", ()), ("B", ("sampler.lr=0.01",))):
+        results = constructed_results(SAMPLERS, overrides=("train_pairs=16", *extra))
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(
+            results | {"log_z": {"method": "importance sampling"}}))
+        runs.append(tmp_path / name)
+    text = write_report(runs, tmp_path / "out").read_text()
+    assert "Every run: tr, preset small, `--option train_pairs=16`, training seeds 0, 1." in text
+    assert f"`{tmp_path / 'A'}`: reference sampler sws" in text
+    assert f"`{tmp_path / 'B'}`: `--option sampler.lr=0.01`; reference sampler sws" in text
+    assert text.count("train_pairs=16") == 1
+    assert text.count("Exclusive KL lower bound: partial KL + log Ẑ per pair") == 1
+
+
+def test_runs_on_other_scorers_get_a_scorer_plot_each(tmp_path):
+    runs = (write_run(tmp_path / "A"), write_run(tmp_path / "B", B_SAMPLERS, lr=0.01,
+                                                 scorer=b"another scorer"))
+    text = write_report(runs, tmp_path / "out").read_text()
+    assert text.count("![scorer training](scorer-tr-") == 2
 
 
 def test_the_report_compares_runs_on_one_scorer(two_runs, tmp_path):

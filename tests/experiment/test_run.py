@@ -19,7 +19,7 @@ from nfst.experiment.run import Run
 from nfst.runtime import storage
 from nfst.runtime.distributed import stream_seed
 from nfst.train.checkpoint import training_words
-from tests.experiment.tiny import TINY, tiny_config, tiny_options
+from tests.helpers.tiny import TINY, tiny_config, tiny_options
 
 def test_a_teacher_is_trained_first_and_its_paths_train_the_others(tmp_path):
     run = Run(tiny_config(samplers=("swa",), overrides=tuple(TINY) + ("sampler.teacher=swp",)),
@@ -82,6 +82,7 @@ def test_run_writes_everything_and_skips_finished_stages(finished_run, tmp_path)
     assert scorer["test_log_z_exact"] == pytest.approx(sum(exact) / len(exact))
     # the trigram is the scorer: the exact log Z is its test log-likelihood
     assert scorer["ngram_test_log_likelihood"] == pytest.approx(scorer["test_log_z_exact"])
+    assert set(results["samplers"]) == set(run.config.samplers)
     for name, metrics in results["samplers"].items():
         assert metrics["partial_kl"] > 0 and metrics["ess"] >= 1.0
         assert metrics["curve"]["step"] == [0, 4, 8, 12]  # from the untrained sampler on

@@ -3,12 +3,18 @@ cluster's array jobs) record every sampler and train the same figures as one aft
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import threading
+import time
 
+import torch
+
+import nfst.experiment.sampler_stage
 from nfst.cli import main
 from nfst.experiment.run import Run
-from tests.experiment.tiny import tiny_config, tiny_options
+from tests.helpers.tiny import tiny_config, tiny_options
 
 
 def _train_sampler(run_dir, cache, sampler):
@@ -54,3 +60,35 @@ def test_samplers_joined_at_once_are_all_recorded(tmp_path):
         run.run_dir.claim()
     recorded = json.loads((tmp_path / "run" / "config.json").read_text())["run"]["samplers"]
     assert recorded == ["swa", "swp", "sws"]
+
+
+def test_two_openings_of_a_run_training_one_sampler_take_turns(finished_run, tmp_path,
+                                                               monkeypatch):
+    """Two openings of a run with its scorer and no sampler trained (two threads, each its own
+    file handle on the run's lock, as two processes would have) ask for swp at once: one
+    trains it while the other waits at the run's lock, then loads it."""
+    run, _ = finished_run
+    shared = tmp_path / "run"
+    shutil.copytree(run.dir, shared, ignore=shutil.ignore_patterns("sampler*", "*.ckpt"))
+    trained, train = [], nfst.experiment.sampler_stage.train_sampler
+
+    def slow(*args, **kwargs):
+        trained.append(threading.current_thread().name)
+        time.sleep(0.5)  # the other arrives meanwhile
+        return train(*args, **kwargs)
+    monkeypatch.setattr(nfst.experiment.sampler_stage, "train_sampler", slow)
+    opened = [Run.open(shared, cache_dir=run.cache_dir, quiet=True, processes=1)
+              for _ in range(2)]
+    start, samplers = threading.Barrier(2), {}
+
+    def ask(each):
+        start.wait()
+        samplers[threading.current_thread().name] = each.train_sampler("swp").state_dict()
+    threads = [threading.Thread(target=ask, args=(each,)) for each in opened]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert len(trained) == 1 and len(samplers) == 2
+    ours, theirs = samplers.values()
+    assert all(torch.equal(ours[key], theirs[key]) for key in theirs)

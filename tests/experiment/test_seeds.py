@@ -11,7 +11,7 @@ import torch
 from nfst.experiment.config import RunConfig, training_seed, upgraded
 from nfst.experiment.run import Run
 from nfst.runtime import storage
-from tests.tasks.test_tr import write_fixture
+from tests.helpers.tasks import write_fixture
 
 
 def test_seeds_train_again_evaluate_on_the_same_pairs_and_leave_seed_0_alone(finished_run,
@@ -32,6 +32,7 @@ def test_seeds_train_again_evaluate_on_the_same_pairs_and_leave_seed_0_alone(fin
     result = two.evaluation()
     assert result["seeds"] == [0, 1]
     validation = {}
+    assert set(result["samplers"]) == set(two.config.samplers)
     for name, m in result["samplers"].items():
         assert len(m["partial_kl_by_seed"]) == 2 and \
             m["partial_kl_by_seed"][0] != m["partial_kl_by_seed"][1]

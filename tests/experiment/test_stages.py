@@ -12,8 +12,8 @@ import pytest
 from nfst.cli import main
 from nfst.experiment.config import RunConfig
 from nfst.experiment.run import Run
-from tests.experiment.tiny import TINY
-from tests.tasks.test_registry import USER_TASK
+from tests.helpers.tiny import TINY
+from tests.helpers.tasks import USER_TASK
 
 LETTERS = {"a": "ا", "b": "ب", "k": "ک", "d": "د"}
 TR_FILE = "dakshina-ur/ur.translit.sampled.{}.tsv"

@@ -1,6 +1,6 @@
 """The seeds a run's code really gives its generators (recorded from ``torch.manual_seed`` and
 ``torch.Generator.manual_seed`` while it runs) are those of the streams its phase owns, as
-``nfst.runtime.distributed`` lists them (tests/runtime/test_item_seed.py's ``run_streams``,
+``nfst.runtime.distributed`` lists them (tests/helpers/seeds.py's ``run_streams``,
 which checks that no two streams share a seed): a sampler's initialisation, its training and
 its validation for early stopping, the scorer's training, the evaluation's validation, test
 and log Ẑ draws (both stages of an adaptive log Ẑ) and the SMC evaluation's, each of every
@@ -22,7 +22,7 @@ from nfst.train.sampler import SamplerTrainConfig, train_sampler
 from nfst.train.scorer import ScorerConfig, train_scorer
 from tests.helpers.lattices import del_ins_lattices, small_batch, vocabulary_of
 from tests.helpers.scorers import random_bigram
-from tests.runtime.test_item_seed import run_streams
+from tests.helpers.seeds import run_streams
 
 SEED = 3  # the run's seed: training seeds 3 and 4
 

@@ -1,8 +1,11 @@
 """Samplers for the tests: the free-weight sampler (one weight per arc, exact when the weights
-are an arc-factored scorer's), small neural samplers, and exact quantities by enumeration."""
+are an arc-factored scorer's), small neural samplers and a quick training configuration, and
+exact quantities by enumeration."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Optional
 
 import torch
@@ -14,8 +17,10 @@ from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.samplers.base import Sampler
 from nfst.models.scorer import ArcFactoredScorer
 from nfst.train.objectives import inclusive_kl_loss
+from nfst.train.sampler import SamplerTrainConfig
 from tests.helpers.brute import lattice_paths
 from tests.helpers.lattices import vocabulary_of
+from tests.helpers.scorers import random_scorer
 
 SAMPLER_NAMES = ("nolookahead", "swa", "sws", "sws-mlp", "swp", "swp-prefix", "swp-sws")
 
@@ -182,3 +187,50 @@ def suffix_logits_at_every_state(name: str, train: bool):
     masks = tuple(record.masks[m] if train else torch.ones_like(h)
                   for m in (sampler.drop_h, sampler.drop_x, sampler.drop_y))
     return sampler, lat, context, logits, h, masks
+
+
+def enumerated(sampler, scorer, lats):
+    """Per lattice: log Z, KL(q ‖ p), KL(p ‖ q) and the variances of the two log ratios, under
+    q and p, by enumeration of every path."""
+    batch = LatticeBatch(lats)
+    arcs, mask = all_paths(batch)
+    with torch.no_grad():
+        log_p = exact_log_p(scorer, batch, arcs).masked_fill(~mask, -math.inf)
+        log_q = sampler.eval().score(batch, arcs).double().masked_fill(~mask, -math.inf)
+    log_z = torch.logsumexp(log_p, 1)
+    out = []
+    for b in range(len(lats)):
+        m = mask[b]
+        lp, lq = log_p[b, m] - log_z[b], log_q[b, m]
+        d = lq - lp
+        q, p = lq.exp(), lp.exp()
+        kl_qp, kl_pq = float((q * d).sum()), float((p * -d).sum())
+        out.append({"log_z": float(log_z[b]), "exclusive": kl_qp, "inclusive": kl_pq,
+                    "var_q": float((q * (d - kl_qp) ** 2).sum()),
+                    "var_p": float((p * (-d - kl_pq) ** 2).sum())})
+    return out
+
+
+def exact_exclusive_kl(sampler, scorer, lattices):
+    """KL(q ‖ p) in nats on one small lattice, by enumerating its paths."""
+    batch = LatticeBatch(lattices, sampler.device)
+    arcs, _ = all_paths(batch.to("cpu"))
+    with torch.no_grad():
+        log_q = sampler.eval().score(batch, arcs.to(batch.device))[0].double()
+        log_p = exact_log_p(scorer, batch, arcs.to(batch.device))[0]
+    return float((log_q.exp() * (log_q - torch.log_softmax(log_p, 0))).sum())
+
+
+def small_config(**changes) -> SamplerTrainConfig:
+    """Sampler training of a few steps on small minibatches, with ``changes``."""
+    config = SamplerTrainConfig(sampler=SamplerConfig(d=8, dropout=0.2), lr=0.01, steps=6,
+                                batch_size=2, k=4, eval_every=2, eval_k=4, patience=10,
+                                checkpoint_every=2)
+    return dataclasses.replace(config, **changes)
+
+
+def repeated_paths(batch, k=32):
+    """k paths per lattice from a sharp posterior: most of them repeats, as a trained
+    sampler's are."""
+    sharp = random_scorer(len(batch.mark_vocab), seed=3, scale=4.0)
+    return exact_sampler(batch, sharp).sample(batch, k, torch.Generator().manual_seed(0))

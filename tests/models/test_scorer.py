@@ -12,7 +12,7 @@ from nfst.models.samplers import SamplerConfig
 from nfst.models.scorer import ArcFactoredScorer, LSTMScorer, distinct_strings
 from nfst.train.scorer import ScorerConfig, train_scorer
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, small_batch, vocabulary_of
-from tests.helpers.samplers import all_paths, exact_log_p, exact_sampler
+from tests.helpers.samplers import all_paths, exact_log_p, repeated_paths
 from tests.helpers.scorers import padded, random_scorer
 
 
@@ -55,13 +55,6 @@ def test_prefix_tree_scoring_matches_log_prob(device):
     empty = [t.to(device) for t in padded([[], []])]
     torch.testing.assert_close(scorer.log_prob_tree(*empty), scorer.log_prob(*empty))
     assert scorer.log_prob_tree(marks[:0], lengths[:0]).shape == (0,)
-
-
-def repeated_paths(batch, k=32):
-    """k paths per lattice from a sharp posterior: most of them repeats, as a trained
-    sampler's are."""
-    sharp = random_scorer(len(batch.mark_vocab), seed=3, scale=4.0)
-    return exact_sampler(batch, sharp).sample(batch, k, torch.Generator().manual_seed(0))
 
 
 def test_scoring_distinct_paths_once_matches_scoring_every_path():

@@ -6,7 +6,7 @@ from nfst.models.scorer_calls import CountingScorer
 from nfst.smc.engine import SMCConfig, smc
 from tests.helpers.lattices import small_batch
 from tests.helpers.samplers import noisy_sampler
-from tests.models.test_scorer import repeated_paths
+from tests.helpers.samplers import repeated_paths
 from tests.helpers.scorers import padded, random_scorer
 
 

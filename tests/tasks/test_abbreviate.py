@@ -8,7 +8,7 @@ from nfst.fst.dataset import compile_dataset
 from nfst.tasks import get_task
 from nfst.tasks.base import Task, steps
 from nfst.tasks.scan import WORDS
-from tests.tasks.test_tr import write_fixture
+from tests.helpers.tasks import write_fixture
 
 
 def every_path(task, pairs, data_dir=None) -> list[tuple[str, ...]]:
@@ -44,7 +44,9 @@ def test_scan_leaves_out_the_moves():
 
 def test_cipher_as_003_table_6():
     task = get_task("cipher", train_size=20, eval_size=4)
-    for marks in task.true_marks("train"):  # generating paths: in their lattices
+    true = task.true_marks("train")
+    assert len(true) == 20
+    for marks in true:  # generating paths: in their lattices
         text = task.abbreviate(marks)
         cipher = next(m for m in marks if m.startswith("cipher_"))
         assert f"cipher{cipher.removeprefix('cipher_')}:" in text

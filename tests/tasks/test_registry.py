@@ -10,24 +10,9 @@ from nfst.fst.dataset import compile_dataset
 from nfst.tasks import (DataError, MalformedLine, Task, TaskError, data_file, file_of_task,
                         get_task, load_task_file, read_records, register_task, resolve_data_dir,
                         task_names)
+from tests.helpers.tasks import USER_TASK
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tasks.md"
-
-USER_TASK = '''
-from nfst.fsts import deletion_insertion
-from nfst.tasks import Task, register_task
-
-@register_task
-class Mirror(Task):
-    name = "{name}"
-    splits = ("train",)
-
-    def build_mfst(self, data_dir):
-        return deletion_insertion("ab", "ab", name=self.name)
-
-    def load(self, split, data_dir):
-        return [(("a", "b"), ("b", "a")), (("a", "b"), ("b", "a")), (("b",), ("b",))]
-'''
 
 
 def test_builtin_tasks_are_registered():

@@ -8,7 +8,7 @@ import pytest
 from nfst.fst.dataset import compile_dataset
 from nfst.tasks import DataError, get_task
 from nfst.tasks.scan import length_split, read_scan_file, scan_commands
-from tests.tasks.test_tr import grid_size
+from tests.helpers.tasks import grid_size
 
 EXAMPLES = {  # 003 Tables 1 and 5, and Lake & Baroni's examples
     "look right twice after jump left":

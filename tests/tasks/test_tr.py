@@ -3,24 +3,12 @@
 import logging
 import os
 from math import comb
-from pathlib import Path
 
 import pytest
 
 from nfst.fst.dataset import compile_dataset
 from nfst.tasks import DataError, get_task
-
-TRAIN = ["سلام\tsalaam\t3", "سلام\tsalam\t1", "سلام\tsalaam\t2",  # a duplicate pair
-         "کتاب\tkitab\t1", "پانی\tpani\t4", "دل\tdil\t1"]
-DEV = ["دل\tdil\t1", "کام\tkaam\t2", "ژالہ\tzhala\t1"]  # ژ and z/h are unseen in TRAIN
-
-
-def write_fixture(root: Path, train=TRAIN, dev=DEV) -> Path:
-    folder = root / "dakshina-ur"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "ur.translit.sampled.train.tsv").write_text("\n".join(train) + "\n")
-    (folder / "ur.translit.sampled.dev.tsv").write_text("\n".join(dev) + "\n")
-    return root
+from tests.helpers.tasks import TRAIN, grid_size, write_fixture
 
 
 def test_fixture_pairs_and_mfst(tmp_path):
@@ -38,13 +26,6 @@ def test_fixture_pairs_and_mfst(tmp_path):
     for (x, y), L in zip(pairs, data.lattices):
         assert L.num_paths() == comb(len(x) + len(y), len(x))  # every interleaving, once
         assert (L.states_before_min, L.arcs_before_min) == grid_size(len(x), len(y))
-
-
-def grid_size(n: int, m: int) -> tuple[int, int]:
-    """States and arcs of a deletion/insertion lattice: the (n+1)(m+1) grid points plus one
-    intermediate state per two-mark arc (n(m+1) deletions, (n+1)m insertions)."""
-    arcs = n * (m + 1) + (n + 1) * m
-    return (n + 1) * (m + 1) + arcs, 2 * arcs
 
 
 def test_dev_pairs_with_unseen_letters_are_skipped_and_logged(tmp_path, caplog):

@@ -38,11 +38,13 @@ def test_lattice_matches_path_enumeration(T, x, y):
 
 
 def test_tutorial_task_file(tmp_path):
-    from tests.tasks.test_tr import write_fixture
+    from tests.helpers.tasks import write_fixture
     root = write_fixture(tmp_path)
     assert load_task_file(Path(__file__).parents[2] / "examples" / "tr_rules.py") == ["tr-rules"]
     task = get_task("tr-rules")
     T = task.mfst(root)
     assert T.name == "tr-rules" and "script" in T.mark_alphabet
-    for x, y in task.pairs("train", root):
+    pairs = task.pairs("train", root)
+    assert len(pairs) == 5  # the fixture's, deduplicated
+    for x, y in pairs:
         assert compile_lattice(T, x, y).num_paths() > 0

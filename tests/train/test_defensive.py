@@ -11,10 +11,10 @@ from nfst.models.samplers.mixture import mixture_draw
 from nfst.train.defensive import defensive_loss
 from nfst.train.sampler import train_sampler
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
-from tests.helpers.samplers import (FreeWeightSampler, all_paths, exact_inclusive_kl,
-                                    exact_log_p, exact_sampler, new_sampler)
+from tests.helpers.samplers import (FreeWeightSampler, all_paths, exact_exclusive_kl,
+                                    exact_inclusive_kl, exact_log_p, exact_sampler, new_sampler,
+                                    small_config)
 from tests.helpers.scorers import random_scorer
-from tests.train.test_loops import exact_exclusive_kl, small_config
 
 
 def test_weights_against_the_mixture_estimate_posterior_expectations():

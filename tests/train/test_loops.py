@@ -1,6 +1,5 @@
 """Training loops: presets, early stopping, checkpoint/resume, divergence errors."""
 
-import dataclasses
 import math
 
 import pytest
@@ -15,15 +14,8 @@ from nfst.models.samplers import SamplerConfig
 from nfst.train.sampler import SamplerTrainConfig, train_sampler
 from nfst.train.scorer import ScorerConfig, train_scorer
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, vocabulary_of
-from tests.helpers.samplers import all_paths, exact_log_p, new_sampler
+from tests.helpers.samplers import exact_exclusive_kl, new_sampler, small_config
 from tests.helpers.scorers import random_scorer
-
-
-def small_config(**changes):
-    config = SamplerTrainConfig(sampler=SamplerConfig(d=8, dropout=0.2), lr=0.01, steps=6,
-                                batch_size=2, k=4, eval_every=2, eval_k=4, patience=10,
-                                checkpoint_every=2)
-    return dataclasses.replace(config, **changes)
 
 
 def setup(name="swa"):
@@ -100,16 +92,6 @@ def test_early_stopping_keeps_the_best_parameters():
     assert result.stopped_early and result.best_step == 0  # the untrained sampler is the best
     assert [r["step"] for r in result.history if "dev_partial_kl" in r] == [0, 2, 4]
     assert not result.sampler.training
-
-
-def exact_exclusive_kl(sampler, scorer, lattices):
-    """KL(q ‖ p) in nats on one small lattice, by enumerating its paths."""
-    batch = LatticeBatch(lattices, sampler.device)
-    arcs, _ = all_paths(batch.to("cpu"))
-    with torch.no_grad():
-        log_q = sampler.eval().score(batch, arcs.to(batch.device))[0].double()
-        log_p = exact_log_p(scorer, batch, arcs.to(batch.device))[0]
-    return float((log_q.exp() * (log_q - torch.log_softmax(log_p, 0))).sum())
 
 
 def test_training_improves_dev_partial_kl(device):

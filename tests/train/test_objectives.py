@@ -181,3 +181,27 @@ def test_leave_one_out_reinforce_is_unbiased_and_a_baseline_with_the_sample_is_n
     est, exact = _exclusive_gradients(lambda d: d.mean(1, keepdim=True))
     mean, se = est.mean(0), est.std(0) / math.sqrt(len(est))
     assert ((mean - exact).abs() > 4.5 * se).any()
+
+
+def test_leave_one_out_takes_the_mean_of_the_other_samples():
+    """b_k = (1/(k − 1)) Σ_{j≠k} d_j, each pair's own (003 §6): where a pair's d are all equal,
+    each b_k is that d and the surrogate's gradient vanishes."""
+    from nfst.train.objectives import leave_one_out
+    d = torch.tensor([[1.0, 2.0, 3.0, 6.0], [4.0, 4.0, 4.0, 4.0]])
+    torch.testing.assert_close(leave_one_out(d), torch.tensor([[11 / 3, 10 / 3, 3.0, 2.0],
+                                                               [4.0, 4.0, 4.0, 4.0]]))
+    log_q = torch.tensor([[-1.0, -2.0, -0.5]], requires_grad=True)
+    exclusive_kl_loss(log_q.detach() - 2.5, log_q).backward()  # d = 2.5 for every sample
+    torch.testing.assert_close(log_q.grad, torch.zeros(1, 3))
+
+
+def test_ema_baseline_is_subtracted_from_d():
+    """The surrogate mean_k (d − b) log q (000:45): its gradient in log q is (d − b) / (B k);
+    where every d equals b, it vanishes."""
+    log_p = torch.tensor([[-1.0, -3.0], [-2.0, -2.5]])
+    log_q = torch.tensor([[-0.5, -1.5], [-1.0, -0.5]], requires_grad=True)
+    exclusive_kl_loss(log_p, log_q, EMABaseline(value=0.3)).backward()
+    torch.testing.assert_close(log_q.grad, ((log_q - log_p).detach() - 0.3) / 4)
+    log_q.grad = None
+    exclusive_kl_loss(log_q.detach() - 0.3, log_q, EMABaseline(value=0.3)).backward()
+    torch.testing.assert_close(log_q.grad, torch.zeros(2, 2))

@@ -20,7 +20,7 @@ from tests.helpers.brute import chi_square_critical
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import new_sampler
 from tests.helpers.scorers import random_scorer
-from tests.train.test_loops import exact_exclusive_kl
+from tests.helpers.samplers import exact_exclusive_kl
 
 
 def pairs_topology() -> MarkedFST:

@@ -56,17 +56,17 @@ def load_runs(run_dirs: Sequence[str | Path]) -> list[dict]:
     return [load_results(d) | {"run_dir": str(d)} for d in run_dirs]
 
 
-def describe(run: dict) -> str:
-    """How a run was made: task, preset, ``--option`` overrides, ``--set`` task settings and
-    training seeds, e.g. ``cipher, preset small, --option sampler.steps=100, training seeds 0,
-    1``."""
+def describe(run: dict) -> list[str]:
+    """How a run was made, part by part: task, preset, ``--option`` overrides, ``--set`` task
+    settings and training seeds, e.g. ``cipher``, ``preset small``, ``--option
+    sampler.steps=100``, ``training seeds 0, 1``."""
     settings = run["config"]["run"]
     seeds = [run["seed"] + s for s in run["seeds"]]
     parts = [run["task"], f"preset {run['preset']}"]
     parts += [f"`--option {o}`" for o in settings["overrides"]]
     parts += [f"`--set {k}={v}`" for k, v in settings["task_settings"].items()]
     parts.append(f"training seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}")
-    return ", ".join(parts)
+    return parts
 
 
 def skipped(run: dict) -> list[str]:
@@ -89,10 +89,14 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
     runs = named(load_runs(run_dirs))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    lines = ["# nfst report", "", "Runs:", ""]
-    for r in runs:
+    parts = [describe(r) for r in runs]
+    shared = [p for p in parts[0] if len(runs) > 1 and all(p in mine for mine in parts)]
+    lines = ["# nfst report", ""] + ([f"Every run: {', '.join(shared)}.", ""] if shared else [])
+    lines += ["Runs:", ""]
+    for r, mine in zip(runs, parts):  # each the settings it does not share, once
         label = f"**{r['label']}**: " if r["label"] != r["task"] else ""
-        lines += [f"- {label}`{r['run_dir']}`: {describe(r)}; reference sampler "
+        own = ", ".join(p for p in mine if p not in shared)
+        lines += [f"- {label}`{r['run_dir']}`: {own + '; ' if own else ''}reference sampler "
                   f"{r['reference']} (the lowest validation partial KL)", *skipped(r)]
     lines.append("")
     lines += scorer_section(runs, out)

@@ -2,7 +2,8 @@
 stem for each run's plot files. A task with one run among them is named by the task alone (a
 report of one run per task reads as it always has); the runs of a task with several are named
 by their directory and the settings in which they differ (:func:`differing`), after the task
-where the runs are of several tasks."""
+where the runs are of several tasks. The report's list of runs gives each label in full; its
+tables name a run by the label without the settings (``short``), which that list explains."""
 
 from __future__ import annotations
 
@@ -54,10 +55,10 @@ def settings_words(settings: dict) -> str:
 def named(runs: list[dict]) -> list[dict]:
     """The runs (their results with ``run_dir``), in task order (``TASK_ORDER``, a task's runs
     as given), each with its ``label``, ``short`` and ``differs`` (the label without the
-    settings, and the settings, :func:`differing`) and its plot files' stem ``name`` added: the task where it has
-    one run here, else the directory's name (its path where two share a name) and the
-    settings in which the task's runs differ, e.g. ``B (sampler.lr=0.01)``, after the task
-    where the runs are of several (``cipher B (sampler.lr=0.01)``)."""
+    settings, and the settings, :func:`differing`) and its plot files' stem ``name`` added:
+    the task where it has one run here, else the directory's name (its path where two share a
+    name) and the settings in which the task's runs differ, e.g. ``B (sampler.lr=0.01)``,
+    after the task where the runs are of several (``cipher B (sampler.lr=0.01)``)."""
     tasks = ordered({r["task"] for r in runs}, TASK_ORDER)
     runs = sorted(runs, key=lambda r: tasks.index(r["task"]))
     out, stems = [], set()

@@ -38,7 +38,7 @@ def gap_section(runs: list[dict]) -> list[str]:
     """Each sampler's gap to its run's reference, a column per run, and each run's ordering,
     with the rule each follows."""
     samplers = ordered({s for r in runs for s in r["samplers"]}, SAMPLER_ORDER)
-    rows = [("sampler", *(f"{r['label']} (reference {r['reference']})" for r in runs))]
+    rows = [("sampler", *(f"{r['short']} (reference {r['reference']})" for r in runs))]
     rows += [(s, *(_gap_cell(r, s) for r in runs)) for s in samplers]
     seeds = {len(r["seeds"]) for r in runs}
     over = ("training seeds and test pairs" if seeds != {1} else "test pairs")

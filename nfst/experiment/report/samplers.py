@@ -51,7 +51,7 @@ def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, t
     papers = cited(paper, ordered({r["task"] for r in runs}, TASK_ORDER))
     columns = _columns(runs, papers)
     rows = [("sampler", *(c for r, cite in columns
-                          for c in [r["label"]] + [f"{r['task']}: 003"] * cite))]
+                          for c in [r["short"]] + [f"{r['task']}: 003"] * cite))]
     for s in samplers:
         cells = []
         for r, cite in columns:
@@ -72,8 +72,8 @@ def _partial_kl(runs: list[dict]) -> list[str]:
     papers = cited(PAPER_PARTIAL_KL, ordered({r["task"] for r in runs}, TASK_ORDER))
     columns = _columns(runs, papers)
     rows = [("sampler", *(c for r, cite in columns for c in
-                          [f"{r['label']}: test ({seeds_words(r)})",
-                           f"{r['label']}: validation (k = {_k(r)})"]
+                          [f"{r['short']}: test ({seeds_words(r)})",
+                           f"{r['short']}: validation (k = {_k(r)})"]
                           + [f"{r['task']}: 003"] * cite))]
     for s in ordered({s for r in runs for s in r["samplers"]}, SAMPLER_ORDER):
         cells = []
@@ -83,7 +83,7 @@ def _partial_kl(runs: list[dict]) -> list[str]:
                       if m else ["–", "–"])
             cells += [fmt(PAPER_PARTIAL_KL.get(s, {}).get(r["task"]))] if cite else []
         rows.append((s, *cells))
-    pairs = "; ".join(f"{r['label']}: {r['pairs']} test pairs, {r['validation_pairs']} "
+    pairs = "; ".join(f"{r['short']}: {r['pairs']} test pairs, {r['validation_pairs']} "
                       f"validation pairs" for r in runs)
     return ["### Partial KL, lower is better" + (" (003 Fig. 4a)" if papers else ""), "",
             text_table(rows, markdown=True), "",
@@ -135,15 +135,16 @@ def _learning(runs: list[dict]) -> list[str]:
                 f"{fmt(training['mean_ess'], digits=2)} | {_stopping(r)} |")
         lines.append("")
         if log_z:
-            lines += [f"Exclusive KL lower bound: partial KL + log Ẑ per pair, log Ẑ by "
-                      f"{log_z['method']}. The column is therefore low by the same "
-                      f"log Z − E[log Ẑ] for every sampler: compare differences between "
-                      f"samplers, not ratios."
-                      + (" Exclusive KL: partial KL + the exact log Z of the WFST scorer "
-                         "(unbiased); inclusive KL: from exact posterior samples (unbiased)."
-                         if exact else "")
-                      + " ± is the standard error over pairs. Training ESS: mean over steps "
-                        "of 1/Σ w̄² of the k training weights.", ""]
+            caption = (f"Exclusive KL lower bound: partial KL + log Ẑ per pair, log Ẑ by "
+                       f"{log_z['method']}. The column is therefore low by the same "
+                       f"log Z − E[log Ẑ] for every sampler: compare differences between "
+                       f"samplers, not ratios."
+                       + (" Exclusive KL: partial KL + the exact log Z of the WFST scorer "
+                          "(unbiased); inclusive KL: from exact posterior samples (unbiased)."
+                          if exact else "")
+                       + " ± is the standard error over pairs. Training ESS: mean over steps "
+                         "of 1/Σ w̄² of the k training weights.")
+            lines += [caption, ""] if caption not in lines else []  # said once, for all
     return lines
 
 

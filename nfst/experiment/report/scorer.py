@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .between import scorer_digest
 from .format import SAMPLER_ORDER, fmt, ordered, pyplot, reliability, save_figure
 
 
@@ -36,7 +37,7 @@ def _table(rows: list[dict]) -> list[str]:
         kind = "n-gram (WFST)" if sc["kind"] == "ngram" else f"LSTM, {sc['proposal']}"
         counted = f" (on {pareto['fitted']} of {pareto['pairs']})"
         lines.append(
-            f"| {r['label']} | {kind} | {fmt(sc['train_iwae'])} | "
+            f"| {r['short']} | {kind} | {fmt(sc['train_iwae'])} | "
             f"{fmt(sc['test_log_z'], sc['test_log_z_se'])} | "
             f"{fmt(pareto['mean'], digits=2)}{counted} | {fmt(sc['test_log_z_spread'])} |"
             + (f" {fmt(sc['test_log_z_exact'])} |" if exact else "")
@@ -80,20 +81,25 @@ def _warnings(rows: list[dict]) -> list[str]:
 
 
 def _plot_curve(rows: list[dict], out: Path) -> list[str]:
-    """The training curve of each run's LSTM scorer, its IWAE bound on the training minibatch
-    against the step (``scorer-NAME.png``, ``NAME`` the run's plot stem, ``labels``); none for
-    the n-gram, fitted exactly."""
+    """The training curve of each LSTM scorer, its IWAE bound on the training minibatch
+    against the step (``scorer-NAME.png``, ``NAME`` the plot stem of the first run that has
+    it, ``labels``): once for the runs that share it (the same file, by its SHA-256,
+    ``between.scorer_digest``); none for the n-gram, fitted exactly."""
     plt = pyplot()
-    lines = []
-    for r in rows:
-        curve = r["scorer"]["curve"]
-        if curve:
-            fig, ax = plt.subplots(figsize=(6, 4))
-            ax.plot(curve["step"], curve["iwae"], label="IWAE bound, training minibatch")
-            ax.set(xlabel="training step", ylabel="nats per pair",
-                   title=f"{r['label']}: scorer training")
-            name = save_figure(fig, ax, out, f"scorer-{r['name']}.png")
-            lines += [f"![scorer training]({name})", ""]
+    lines, digests = [], [scorer_digest(r) for r in rows]
+    for i, r in enumerate(rows):
+        curve, digest = r["scorer"]["curve"], digests[i]
+        if not curve or (digest is not None and digest in digests[:i]):  # drawn already
+            continue
+        sharing = [s["short"] for s, d in zip(rows, digests) if digest is not None and
+                   d == digest]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot(curve["step"], curve["iwae"], label="IWAE bound, training minibatch")
+        ax.set(xlabel="training step", ylabel="nats per pair",
+               title=f"{', '.join(sharing) if len(sharing) > 1 else r['label']}: scorer "
+                     "training")
+        name = save_figure(fig, ax, out, f"scorer-{r['name']}.png")
+        lines += [f"![scorer training]({name})", ""]
     return lines
 
 
