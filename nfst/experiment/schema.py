@@ -140,9 +140,12 @@ class SamplerResults:
     structure_share: Optional[float] = None
     structure_share_se: Optional[float] = None
     sleep: Optional[dict] = field(default=None, metadata={"added": True})
-    """Sleep training (``sampler.sleep_steps``, ``sampler.sleep_share``): its steps, share,
-    the sleep phase's seconds, the triples' draw (acceptance, strings drawn, x, y and ω
-    lengths beside the training pairs') and the triples whose lattice failed; None without."""
+    """Sleep training (``sampler.sleep_steps``, ``sampler.sleep_share``): its ``setting``
+    (a number or ``auto``), the ``steps`` of its sleep phase and what ended it
+    (``stopped_by``: steps, patience or cap), the best validation partial KL in it, its
+    share, the sleep phase's seconds, the triples' draw (``triples`` kept of ``drawn``,
+    ``acceptance``, x, y and ω lengths beside the training pairs') and the triples whose
+    lattice failed; None without."""
 
     def to_json(self, structure: Optional[str]) -> dict:
         return _to_json(self, structure)
