@@ -159,14 +159,14 @@ def _sleep(runs: list[dict]) -> list[str]:
         seed = ", training seed 0" if len(run["seeds"]) > 1 else ""
         lines += [f"### {run['label']}: the sleep phase{seed}", "",
                   "| sampler | sleep steps (setting; ended by) | best validation partial KL "
-                  "| seconds | triples | acceptance (kept / drawn) |",
+                  "| seconds | triples | acceptance (of strings drawn) |",
                   "|---|---|---|---|---|---|"]
         for s in ordered(slept, SAMPLER_ORDER):
             r = slept[s]
             lines.append(f"| {s} | {r['steps']} ({r.get('setting', r['steps'])}; "
                          f"{r.get('stopped_by') or '–'}) | {fmt(r.get('best_dev_partial_kl'))} "
                          f"| {fmt(r.get('sleep_seconds'), digits=0)} | {r['triples']:,} "
-                         f"| {r['acceptance']:.3f} ({r['triples']:,} / {r['drawn']:,}) |")
+                         f"| {r['acceptance']:.3f} (of {r['drawn']:,}) |")
         lines += ["", "Ended by: `steps` (a fixed `sampler.sleep_steps`), `patience` "
                   "(`sampler.sleep_steps=auto`: `sampler.sleep_patience` validations without "
                   "improvement) or `cap` (`sampler.sleep_cap`). Triples: those drawn for the "
