@@ -171,7 +171,7 @@ def _sleep(runs: list[dict]) -> list[str]:
                   "(`sampler.sleep_steps=auto`: `sampler.sleep_patience` validations without "
                   "improvement) or `cap` (`sampler.sleep_cap`). Triples: those drawn for the "
                   "training seed, shared by its samplers; acceptance: the share of strings "
-                  "drawn from the scorer kept as triples (``nfst.train.triples``). The dotted "
+                  "drawn from the scorer kept as triples (`nfst.train.triples`). The dotted "
                   "lines of the training curves mark where each sleep phase ended.", ""]
     return lines
 
