@@ -107,3 +107,16 @@ def test_resume_across_the_switch_gives_the_uninterrupted_result(tmp_path, cut):
     assert (resumed.sleep_steps, resumed.sleep_stopped_by) == (4, "patience")
     for key, value in full.sampler.state_dict().items():
         assert torch.equal(value, resumed.sampler.state_dict()[key]), key
+
+
+def test_a_larger_budget_trains_on_after_the_switch(tmp_path):
+    """``auto`` switching at step 4, trained to steps=2 (ends at 6, a validation step), then
+    on from its checkpoint to steps=4 (``--continue``): the history of a run trained to
+    steps=4 from the start."""
+    cfg = config(sleep_steps="auto", sleep_patience=2, min_delta=10.0, steps=2)
+    short = run(cfg, tmp_path / "run.ckpt")
+    assert (short.sleep_steps, short.steps) == (4, 6)
+    longer = config(sleep_steps="auto", sleep_patience=2, min_delta=10.0, steps=4)
+    continued = run(longer, tmp_path / "run.ckpt")
+    assert continued.history == run(longer).history
+    assert (continued.sleep_steps, continued.steps) == (4, 8)
