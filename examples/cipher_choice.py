@@ -199,7 +199,7 @@ def lengths(run_dir: str, samplers: str = "", n: str = "600") -> None:
     scorer, T = run.scorer(), run.T
     seed = stream_seed(run.training_seed(1000), "triples")
     drawn = [(compile_lattice(T, x, y), cipher_of(marks))
-             for x, y, marks in draw_triples(scorer, T, int(n), seed=seed)]
+             for x, y, marks in draw_triples(scorer, T, int(n), seed=seed).triples]
     drawn = [(lat, c) for lat, c in drawn if lat.num_arcs]
     sets = {"triples": ([lat for lat, _ in drawn], [c for _, c in drawn]),
             "test": (run.lattices("test"), generating_ciphers(run))}

@@ -17,7 +17,7 @@ from ..runtime.distributed import stream_seed
 from ..train.checkpoint import training_words
 from ..train.sampler import train_sampler
 from ..train.sleep import TripleFeed
-from ..train.triples import TripleStats, draw_triples, length_summary, triple_summary
+from ..train.triples import draw_triples, length_summary
 from .config import training_seed
 from .rundir import sampler_key
 
@@ -73,9 +73,14 @@ class RunSamplers:
         seed ``seed``, each used once: one draw per seed, shared by every sampler
         (``triples/seed-S.pt``, its summary in ``stages/triples-S.json``); None without sleep
         training. A draw that is too small for today's settings is drawn again, larger: the
-        same seed gives the same first triples."""
+        same seed gives the same first triples. Their lattices are compiled as training reaches
+        them, through the run's lattice cache and processes: once for all the seed's
+        samplers. Seeds do not share triples: each training seed is an independent replicate,
+        whose spread is the error bar of the comparison."""
         path = self._drawn_triples(seed)
-        return None if path is None else TripleFeed(self.T, storage.load(path))
+        return None if path is None else TripleFeed(self.T, storage.load(path),
+                                                    cache_dir=self.cache_dir,
+                                                    processes=self.processes)
 
     def _drawn_triples(self, seed: int):
         """The file of :meth:`triples`, drawn first if need be; None without sleep training."""
@@ -95,15 +100,15 @@ class RunSamplers:
     def _draw_triples(self, path, seed: int, n: int) -> None:
         config = self.preset.sampler
         self.say(f"drawing {n} triples from the scorer{_seed_words(seed)}")
-        started, stats = time.time(), TripleStats()
-        triples = draw_triples(self.scorer(), self.T, n, stats=stats, device=self.device,
-                               seed=stream_seed(self.training_seed(seed), "triples"),
-                               max_length=config.sleep_max_length)
+        started = time.time()
+        drawn = draw_triples(self.scorer(), self.T, n, device=self.device,
+                             seed=stream_seed(self.training_seed(seed), "triples"),
+                             max_length=config.sleep_max_length)
         if self.rank == 0:
-            storage.save(path, triples)
+            storage.save(path, drawn.triples)
         train = self.lattices("train")
         self.run_dir.finish(f"triples-{seed}", {
-            **triple_summary(triples, stats), "draw_seconds": round(time.time() - started, 2),
+            **drawn.summary(), "draw_seconds": round(time.time() - started, 2),
             "train_x_length": length_summary(lat.x for lat in train),
             "train_y_length": length_summary(lat.y for lat in train)})
 
@@ -132,23 +137,23 @@ class RunSamplers:
             triples, phases = self.triples(seed), {}
 
             def timed(step: int, record: dict) -> None:
-                if step == config.sleep_steps:  # the sleep phase ends
+                if "sleep_stopped_by" in record:  # the sleep phase ends
                     phases["sleep_seconds"] = time.time() - started
                 if callback is not None:
                     callback(step, record)
-            try:
-                result = train_sampler(untrained, scorer, train, dev, config,
-                                       seed=self.training_seed(seed), device=self.device,
-                                       quiet=self.quiet, teacher=teacher, callback=timed,
-                                       checkpoint=self.dir / "checkpoints" / f"{key}.ckpt",
-                                       triples=triples)
-            finally:
-                if triples is not None:
-                    triples.close()
+            result = train_sampler(untrained, scorer, train, dev, config,
+                                   seed=self.training_seed(seed), device=self.device,
+                                   quiet=self.quiet, teacher=teacher, callback=timed,
+                                   checkpoint=self.dir / "checkpoints" / f"{key}.ckpt",
+                                   triples=triples)
             if self.rank == 0:
                 save_sampler(result.sampler, self.dir / "samplers" / f"{key}.pt")
             sleep = {} if triples is None else {"sleep": {
-                "steps": config.sleep_steps, "share": config.sleep_share, **phases,
+                "setting": config.sleep_steps, "steps": result.sleep_steps,
+                "stopped_by": result.sleep_stopped_by, "share": config.sleep_share, **phases,
+                "best_dev_partial_kl": min((h["dev_partial_kl"] for h in result.history
+                                            if h["step"] <= result.sleep_steps
+                                            and "dev_partial_kl" in h), default=None),
                 "skipped": triples.skipped, **(self.done(f"triples-{seed}") or {})}}
             self.run_dir.finish(f"sampler-{key}", {
                 "seconds": time.time() - started, "best_step": result.best_step,

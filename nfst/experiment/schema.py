@@ -96,9 +96,12 @@ class SamplerResults(SamplerEvaluation):
     curve: dict
     training: dict
     sleep: Optional[dict] = field(default=None, metadata={"added": True})
-    """Sleep training (``sampler.sleep_steps``, ``sampler.sleep_share``): its steps, share,
-    the sleep phase's seconds, the triples' draw (acceptance, strings drawn, x, y and ω
-    lengths beside the training pairs') and the triples whose lattice failed; None without."""
+    """Sleep training (``sampler.sleep_steps``, ``sampler.sleep_share``): its ``setting``
+    (a number or ``auto``), the ``steps`` of its sleep phase and what ended it
+    (``stopped_by``: steps, patience or cap), the best validation partial KL in it, its
+    share, the sleep phase's seconds, the triples' draw (``triples`` kept of ``drawn``,
+    ``acceptance``, x, y and ω lengths beside the training pairs') and the triples whose
+    lattice failed; None without."""
 
     @classmethod
     def from_json(cls, data: dict, structure: Optional[str], name: str = "") -> "SamplerResults":

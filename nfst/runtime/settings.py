@@ -6,7 +6,8 @@ to a misspelt one.
 What a field accepts is declared once, on the field, by its type and its metadata:
 
 - ``int``, ``float`` (an int is taken as a float; a bool is neither), ``str``, ``bool``,
-  ``dict``; ``Optional[T]``: None too; ``Literal["a", "b"]``: one of those choices;
+  ``dict``; ``Optional[T]``: None too; ``Literal["a", "b"]``: one of those choices; a union
+  (``int | Literal["auto"]``): what any of its types accepts;
   ``tuple[T, ...]``: a list or tuple of T (a TOML array), kept as a tuple;
 - for numbers, a ``"range"`` in the metadata, an interval with ``inf`` for no end:
   ``dropout: float = field(default=0.3, metadata={"range": "[0, 1)"})``,
@@ -107,13 +108,13 @@ def _value(expected, within: Interval | None, value: Any) -> Any:
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
-        inner = [t for t in args if t is not type(None)]
-        if len(inner) != 1:
-            return value  # a union we do not check
-        try:
-            return _value(inner[0], within, value)
-        except ValueError as exc:
-            raise ValueError(f"expected None or {str(exc).removeprefix('expected ')}") from None
+        expected = ["None"] if type(None) in args else []
+        for inner in (t for t in args if t is not type(None)):
+            try:
+                return _value(inner, within, value)
+            except ValueError as exc:  # what each alternative expects, for the message
+                expected.append(str(exc).removeprefix("expected ").rpartition(", got ")[0])
+        raise ValueError(f"expected {' or '.join(expected)}, got {value!r}")
     if origin is typing.Literal:
         if value in args and type(value) in {type(a) for a in args}:
             return value

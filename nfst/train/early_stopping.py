@@ -23,15 +23,17 @@ class EarlyStopping:
     stopped: bool = False
 
     def update(self, step: int, value: float, module: torch.nn.Module,
-               count: bool = True) -> None:
-        """Take the validation ``value`` of ``step``; ``count``: False keeps a better value's
-        parameters without counting towards the patience."""
+               count: bool = True) -> bool:
+        """Take the validation ``value`` of ``step``; whether it improved. ``count``: False
+        keeps a better value's parameters without counting towards the patience."""
         if value < self.best - self.min_delta:
             self.best, self.best_step, self.since_best = value, step, 0
             self.best_params = copy_params(module)
-        elif count:
+            return True
+        if count:
             self.since_best += 1
             self.stopped = self.since_best >= self.patience
+        return False
 
     def state(self) -> dict:
         return {"best": self.best, "best_step": self.best_step, "since_best": self.since_best,

@@ -6,10 +6,12 @@ validation set. The loop, its checkpoints and its ranks: ``nfst.train.loop``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
 import os
-from dataclasses import dataclass, field
-from typing import Callable, Literal, Optional, Sequence
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -19,96 +21,18 @@ from ..evaluate.metrics import partial_kl
 from ..evaluate.samplers import draw
 from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
-from ..models.samplers import Sampler, SamplerConfig
+from ..models.samplers import Sampler
 from ..models.scorer import Scorer
 from ..runtime.distributed import stream_seed
 from ..smc.lookahead import Lookahead
 from .early_stopping import EarlyStopping, copy_params
-from .loop import LoopConfig, Trainer, check_config, train_loop
+from .loop import Trainer, check_config, train_loop
 from .nasmc import nasmc_lookahead
+from .sampler_config import SamplerTrainConfig
 from .step_loss import StepLoss
 from .sleep import SleepBatch, TripleFeed, sleep_batch
 
-
-Objective = Literal["is", "nasmc", "mixture", "posterior"]
-
-
-@dataclass
-class SamplerTrainConfig(LoopConfig):
-    """``train_sampler``'s settings, beside those every trainer shares
-    (:class:`~nfst.train.loop.LoopConfig`; some with other defaults here)."""
-
-    steps: int = field(default=20_000, metadata={"least": 0})
-    """Most training steps, one minibatch each (``patience`` may stop training sooner); 0
-    with ``sleep_steps``: sleep training alone."""
-    lr: float = field(default=1e-5, metadata={"range": "(0, inf)"})
-    """Adam learning rate (003 Table 3: 1e-5)."""
-    sampler: SamplerConfig = field(default_factory=SamplerConfig)
-    """The sampler's sizes."""
-    k: int = 16
-    """Proposals per pair."""
-    lam: float = field(default=0.0, metadata={"range": "[0, 1]"})
-    """Weight of the exclusive KL in the mixture (000:32); 0 = inclusive KL only (003)."""
-    objective: Objective = "is"
-    """Where the training paths come from: ``is`` – k independent proposals, weighted by
-    self-normalised importance sampling (003); ``nasmc`` – k SMC particles (particle smoothing
-    with resampling and a lookahead, which ``train_sampler`` requires), each step's log q
-    weighted by its filtering weight (002:1); ``mixture`` – the λ-mixture on the final SMC
-    particles (000:32; without resampling when λ > 0); ``posterior`` – maximum likelihood on k
-    exact samples of the posterior p(ω | x, y) of a WFST scorer (the n-gram, ``scorer.kind =
-    ngram``): the inclusive KL's gradient −E_p[∇ log q_φ] without importance weights, so what
-    the sampler reaches shows what its architecture can represent."""
-    without_replacement: bool = False
-    """With ``is``: k *distinct* proposals by stochastic beam search, weighted by priority
-    sampling (``nfst.smc.without_replacement``; inclusive KL only)."""
-    teacher: str = ""
-    """A sampler of the same run, trained first, whose paths are mixed into the training
-    paths (``nfst.train.defensive``; objective ``is`` only); "" = none (003)."""
-    teacher_share: float = field(default=0.5, metadata={"range": "(0, 1)"})
-    """The teacher's share of the k training paths."""
-    eval_every: int = 200
-    """Validate (partial KL) every this many steps."""
-    eval_k: int = 8
-    """Samples per dev pair for the validation partial KL."""
-    patience: int = 5
-    """Stop after this many validations without improvement."""
-    min_delta: float = field(default=0.0, metadata={"range": "[0, inf)"})
-    """An improvement of the validation partial KL counts (keeps the parameters, restarts the
-    patience) only if it is larger than this, in nats: on a flat curve, changes below the
-    validation's own jitter would otherwise keep training going to the step cap."""
-    sleep_steps: int = field(default=0, metadata={"least": 0})
-    """Steps of maximum likelihood on fresh triples (x, y, ω) drawn from the frozen scorer
-    (``nfst.train.triples``: exact posterior samples, 003 fn. 7) before the usual training,
-    ``batch_size`` triples a step; 0: none. Validation and early stopping's best parameters
-    run through both phases; patience counts in the usual training only."""
-    sleep_share: float = field(default=0.0, metadata={"range": "[0, 1]"})
-    """Share of every minibatch of the usual training taken from fresh triples, trained by
-    maximum likelihood (wake-sleep); 0: none."""
-    baseline: Literal["ema", "loo"] = "ema"
-    """The REINFORCE baseline of the exclusive KL (λ > 0, and the ``mixture`` objective):
-    ``ema`` – 000's running mean of d = log q − log p̃ over minibatches (000 App. B); ``loo`` –
-    each sample's mean of the other k − 1 samples' d of its own pair (003 §6)."""
-    sleep_max_length: int = 400
-    """Most marks of a string drawn for a triple (longer strings are rejected: the triples of
-    a pair all of whose paths are shorter stay exact)."""
-
-    def sleep_pairs(self) -> int:
-        """Fresh triples in each minibatch of the usual training: round(sleep_share ·
-        batch_size)."""
-        return round(self.sleep_share * self.batch_size)
-
-    def triples_needed(self) -> int:
-        """Triples that training takes, each once: sleep_steps · batch_size + sleep_pairs() ·
-        steps."""
-        return self.sleep_steps * self.batch_size + self.sleep_pairs() * self.steps
-
-    def check_sleep(self) -> None:
-        """NfstError for a ``sleep_share`` that puts no triple in a minibatch (its rounding
-        would silently train without wake-sleep)."""
-        if self.sleep_share and not self.sleep_pairs():
-            raise NfstError(f"sleep_share={self.sleep_share} puts no fresh triple in a minibatch "
-                            f"of {self.batch_size}", f"use sleep_share=0, or at least "
-                            f"{1 / self.batch_size:.3g} (one pair of {self.batch_size})")
+log = logging.getLogger("nfst")
 
 
 @dataclass
@@ -123,6 +47,11 @@ class SamplerResult:
     best_dev_partial_kl: float
     stopped_early: bool
     """True when ``patience`` validations without improvement ended training."""
+    sleep_steps: int = 0
+    """Steps of the sleep phase (``sleep_steps``, or where ``auto`` ended it)."""
+    sleep_stopped_by: Optional[str] = None
+    """What ended the sleep phase: ``"steps"`` (a fixed ``sleep_steps``), ``"patience"`` or
+    ``"cap"`` (``sleep_steps=auto``); None without one."""
 
     @property
     def stopped_by(self) -> str:
@@ -151,9 +80,15 @@ class _SamplerTrainer(Trainer):
                  dev: Sequence[Lattice], config: SamplerTrainConfig, seed: int,
                  device: torch.device, teacher: Optional[Sampler],
                  lookahead: Optional[Lookahead], triples: Optional[TripleFeed]):
-        # the loop runs both phases: the sleep steps, then the usual training's steps
-        loop_config = dataclasses.replace(config, steps=config.sleep_steps + config.steps)
+        # the loop runs both phases: the sleep steps (at most), then the usual training's steps
+        loop_config = dataclasses.replace(config, steps=config.sleep_limit() + config.steps)
         super().__init__(f"train {sampler.name}", loop_config, train, seed, device)
+        self.usual_steps = config.steps
+        # the step that ends the sleep phase, and why (None until ``auto`` decides it)
+        self.switch: Optional[int] = None if config.sleep_steps == "auto" else config.sleep_steps
+        self.switched_by = "steps" if config.sleep_steps not in (0, "auto") else None
+        self.sleep_since_best = 0  # sleep validations since the last improvement (``auto``)
+        self.done = 0
         self.sampler, self.scorer, self.dev, self.triples = sampler, scorer, dev, triples
         opt = torch.optim.Adam(sampler.parameters(), lr=config.lr)
         # Under torchrun each process takes its share of every minibatch and DDP averages the
@@ -167,7 +102,12 @@ class _SamplerTrainer(Trainer):
 
     @property
     def stopped(self) -> bool:
-        return self.early.stopped
+        ended = self.switch is not None and self.done >= self.switch + self.usual_steps
+        return self.early.stopped or ended
+
+    def sleeping(self, step: int) -> bool:
+        """Whether ``step`` (1-based) is a step of the sleep phase."""
+        return self.switch is None or step <= self.switch
 
     def batch(self, step: int) -> LatticeBatch | SleepBatch:
         """Step ``step``'s minibatch: in the sleep phase ``batch_size`` fresh triples; after
@@ -177,12 +117,12 @@ class _SamplerTrainer(Trainer):
         config, B = self.config, self.config.batch_size
         if not (config.sleep_steps or config.sleep_share):
             return super().batch(step)
-        if step < config.sleep_steps:
+        if self.sleeping(step + 1):
             start, n_sleep = step * B, B
         else:
-            step -= config.sleep_steps
+            step -= self.switch
             n_sleep = config.sleep_pairs()
-            start = config.sleep_steps * B + step * n_sleep
+            start = self.switch * B + step * n_sleep
         wake = [] if n_sleep == B else minibatch(self.lattices, B, self.seed, step)[n_sleep:]
         return sleep_batch(self.triples, start, n_sleep, wake[self.shard], self.shard,
                            self.device)
@@ -199,14 +139,30 @@ class _SamplerTrainer(Trainer):
     def record(self, step, losses, ess, norms) -> dict:
         record = {"loss": float(losses[0].detach()),
                   "grad_norm": float(norms[0]) if norms else None, "ess": ess}
-        sleep = self.config.sleep_steps
-        if step <= sleep:
+        config, self.done = self.config, step
+        sleeping = self.sleeping(step)
+        if sleeping:
             record["phase"] = "sleep"
-        if step % self.config.eval_every == 0 or step in (self.config.steps, sleep):
+        last = (step == config.sleep_cap if self.switch is None
+                else step in (self.switch, self.switch + self.usual_steps))
+        if step % config.eval_every == 0 or last:
             record["dev_partial_kl"] = self.validate()
-            # patience counts in the usual training only: the sleep phase runs its N steps
-            self.early.update(step, record["dev_partial_kl"], self.sampler,
-                              count=step > sleep)
+            # patience counts in the usual training only: the sleep phase runs its steps
+            improved = self.early.update(step, record["dev_partial_kl"], self.sampler,
+                                         count=not sleeping)
+            if self.switch is None:  # ``auto``: does the sleep phase end here?
+                self.sleep_since_best = 0 if improved else self.sleep_since_best + 1
+                if self.sleep_since_best >= config.sleep_patience:
+                    self.switch, self.switched_by = step, "patience"
+                elif step == config.sleep_cap:
+                    self.switch, self.switched_by = step, "cap"
+        if step == self.switch and self.switched_by:  # the optimiser's state carries on
+            record["sleep_stopped_by"] = self.switched_by
+            why = {"steps": f"sleep_steps={step}", "cap": f"the cap, sleep_cap={step}",
+                   "patience": f"{config.sleep_patience} validations without improvement"}
+            log.info("%s: the sleep phase ends after step %d (%s; best validation partial KL "
+                     "%.4g at step %d)", self.name, step, why[self.switched_by],
+                     self.early.best, self.early.best_step)
         return record
 
     def progress(self, record: dict) -> dict:
@@ -216,13 +172,18 @@ class _SamplerTrainer(Trainer):
 
     def state(self) -> dict:
         baseline = self.loss.baseline.value if self.loss.baseline is not None else None
-        return {**super().state(), "baseline": baseline, **self.early.state()}
+        return {**super().state(), "baseline": baseline, **self.early.state(),
+                "sleep": {"switch": self.switch, "switched_by": self.switched_by,
+                          "since_best": self.sleep_since_best, "done": self.done}}
 
     def restore(self, state: dict) -> None:
         super().restore(state)
         if self.loss.baseline is not None:
             self.loss.baseline.value = state["baseline"]
         self.early.restore(state)
+        sleep = state["sleep"]
+        self.switch, self.switched_by = sleep["switch"], sleep["switched_by"]
+        self.sleep_since_best, self.done = sleep["since_best"], sleep["done"]
 
 
 def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
@@ -245,15 +206,19 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     ``checkpoint``: a file to checkpoint to and resume from. ``callback(step, record)`` is
     called after every step. ``lookahead``: the SMC targets' C, required by the ``nasmc``
     objective (see ``nasmc_lookahead``). ``triples``: the triples of ``config.sleep_steps`` and
-    ``config.sleep_share``, required by them: ``TripleFeed(T, draw_triples(scorer, T, n))``
-    (``nfst.train.triples``) with n = ``config.triples_needed()``, each to be used once.
+    ``config.sleep_share``, required by them:
+    ``TripleFeed(T, draw_triples(scorer, T, n).triples)`` (``nfst.train.triples``) with n =
+    ``config.triples_needed()``, each to be used once; training opens and closes it.
 
-    With sleep steps, the history's steps 1..sleep_steps (``"phase": "sleep"``) are the sleep
-    phase, validated at its last step too; the usual training's steps follow."""
+    With sleep steps, the history's steps 1..S (``"phase": "sleep"``) are the sleep phase,
+    validated at its last step S too, whose record says what ended it
+    (``"sleep_stopped_by"``); the usual training's ``config.steps`` steps follow. S is
+    ``config.sleep_steps``, or with ``auto`` the step where ``sleep_patience`` validations
+    without improvement, or ``sleep_cap``, ended it."""
     _check(train, dev, config, teacher)
     if (config.sleep_steps or config.sleep_share) and triples is None:
         raise NfstError("sleep training needs triples drawn from the scorer",
-                        "pass triples=TripleFeed(T, draw_triples(scorer, T, n)), or set "
+                        "pass triples=TripleFeed(T, draw_triples(scorer, T, n).triples), or set "
                         "sleep_steps=0 and sleep_share=0")
     if config.objective == "posterior" and not hasattr(scorer, "posterior"):
         raise NfstError("the objective 'posterior' needs a scorer with an exact posterior",
@@ -270,11 +235,12 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
         teacher.to(device).eval().requires_grad_(False)
     trainer = _SamplerTrainer(sampler, scorer, train, dev, config, seed, device, teacher,
                               lookahead, triples)
-    history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet, callback=callback)
+    with triples if triples is not None else contextlib.nullcontext():
+        history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet, callback=callback)
     sampler.load_state_dict(trainer.early.best_params)
     sampler.eval()
     return SamplerResult(sampler, history, trainer.early.best_step, trainer.early.best,
-                         trainer.early.stopped)
+                         trainer.early.stopped, trainer.switch or 0, trainer.switched_by)
 
 
 def _check(train: Sequence[Lattice], dev: Sequence[Lattice], config: SamplerTrainConfig,

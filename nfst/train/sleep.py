@@ -1,9 +1,11 @@
 """Sleep training's minibatches (``sampler.sleep_steps``, ``sampler.sleep_share``): the lattices
-of triples drawn from the scorer (``nfst.train.triples``), compiled in a background process as
-training takes them, and the minibatch of a step that holds triples."""
+of triples drawn from the scorer (``nfst.train.triples``), compiled a chunk at a time through
+the dataset compiler's process pool and on-disk cache as training reaches them, and the
+minibatch of a step that holds triples."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -11,35 +13,49 @@ import numpy as np
 import torch
 
 from ..dp.batch import LatticeBatch
-from ..errors import NfstError
+from ..fst.compile import CompileOptions
+from ..fst.dataset import compile_dataset
 from ..fst.lattice import Lattice
 from ..fst.mfst import MarkedFST
 from .triples import Triple, path_arcs
 
 
 class TripleFeed:
-    """The lattices of a list of triples, compiled in a background process a few minibatches
-    ahead of training and not kept (a pool of 160,000 cipher lattices would take gigabytes):
-    the sleep phase's minibatches. Taking items in order is the fast path; any other start
-    restarts the compiling there, so a resumed run takes the same items.
+    """The lattices of a list of triples, the sleep phase's minibatches: item i is triple
+    i mod n (training cycles through the list when it runs out), so a resumed run takes the
+    same items. They are compiled a chunk of ``chunk`` triples at a time, as training reaches
+    it, by :func:`~nfst.fst.dataset.compile_dataset` (``processes`` at once, through the
+    on-disk lattice cache in ``cache_dir`` when given): every sampler of a run that shares
+    the triples and the cache compiles each lattice once, the others read it. Only the
+    current chunk is held (a pool of 160,000 cipher lattices would take gigabytes).
 
-    Triples whose lattice fails to compile (e.g. over ``CompileOptions.max_states``) are left
-    out of their minibatch and counted in ``skipped``."""
+    A context manager: :func:`~nfst.train.sampler.train_sampler` opens it and closes it,
+    which lets go of the chunk held. Triples whose lattice fails to compile (e.g. over
+    ``CompileOptions.max_states``) or has no arc (nothing for q to learn) are left out of
+    their minibatch and counted in ``skipped``."""
 
-    def __init__(self, T: MarkedFST, triples: list[Triple], *, ahead: int = 64):
+    def __init__(self, T: MarkedFST, triples: list[Triple], *,
+                 cache_dir: Optional[str | os.PathLike] = None, processes: int = 1,
+                 chunk: int = 1024, options: CompileOptions = CompileOptions()):
         if not triples:
             raise ValueError("TripleFeed needs at least one triple")
-        self.T, self.triples, self.ahead, self.skipped = T, triples, ahead, 0
-        self._pool = None
-        self._queue: list = []  # (index, AsyncResult), in index order
-        self._next = 0
+        self.T, self.triples, self.skipped = T, triples, 0
+        self.cache_dir, self.processes, self.chunk, self.options = (cache_dir, processes,
+                                                                    chunk, options)
+        self._held: tuple[int, list] | None = None  # (chunk number, its items)
+
+    def __enter__(self) -> "TripleFeed":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def take(self, start: int, count: int) -> tuple[list[Lattice], list[np.ndarray]]:
-        """The lattices and ω's arcs of triples ``start .. start + count - 1``, cycling
-        through the list when it runs out (failures left out)."""
+        """The lattices and ω's arcs of items ``start .. start + count - 1`` (failures left
+        out)."""
         lattices, arcs = [], []
         for i in range(start, start + count):
-            item = self._get(i)
+            item = self._item(i % len(self.triples))
             if item is None:
                 self.skipped += 1
                 continue
@@ -47,48 +63,28 @@ class TripleFeed:
             arcs.append(item[1])
         return lattices, arcs
 
-    def _get(self, i: int):
-        if self._pool is not None and (not self._queue or self._queue[0][0] != i):
-            self.close()  # its pending compiles are of other items: stop them, not wait on them
-        if self._pool is None:
-            import multiprocessing as mp
-            ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-            self._pool = ctx.Pool(1, initializer=_feed_init, initargs=(self.T, self.triples))
-            self._queue, self._next = [], i
-        while len(self._queue) < self.ahead:
-            self._queue.append((self._next, self._pool.apply_async(_feed_compile,
-                                                                   (self._next,))))
-            self._next += 1
-        return self._queue.pop(0)[1].get()
+    def _item(self, i: int) -> Optional[tuple[Lattice, np.ndarray]]:
+        number, offset = divmod(i, self.chunk)
+        if self._held is None or self._held[0] != number:
+            self._held = None  # let the last chunk go before compiling the next
+            self._held = (number, self._compile(self.triples[number * self.chunk:
+                                                             (number + 1) * self.chunk]))
+        return self._held[1][offset]
+
+    def _compile(self, triples: list[Triple]) -> list:
+        data = compile_dataset(self.T, [(x, y) for x, y, _ in triples], options=self.options,
+                               cache_dir=self.cache_dir, processes=self.processes,
+                               progress=False)
+        compiled = dict(zip(data.pairs, data.lattices))
+        items = []
+        for x, y, marks in triples:
+            lattice = compiled.get((tuple(x), tuple(y)))
+            items.append(None if lattice is None or not lattice.num_arcs
+                         else (lattice, path_arcs(lattice, marks)))
+        return items
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool = None
-
-
-_feed: Optional[tuple[MarkedFST, list[Triple]]] = None
-
-
-def _feed_init(T: MarkedFST, triples: list[Triple]) -> None:
-    global _feed
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # how the feed stops its process
-    _feed = (T, triples)
-
-
-def _feed_compile(i: int):
-    from ..fst.compile import compile_lattice
-    T, triples = _feed
-    x, y, marks = triples[i % len(triples)]
-    try:
-        lattice = compile_lattice(T, x, y)
-    except NfstError:
-        return None
-    if not lattice.num_arcs:  # one path, the empty one: nothing for q to learn
-        return None
-    return lattice, path_arcs(lattice, marks)
+        self._held = None
 
 
 @dataclass

@@ -63,6 +63,26 @@ class TripleStats:
         return self.kept / self.drawn if self.drawn else 0.0
 
 
+@dataclass
+class DrawnTriples:
+    """What :func:`draw_triples` returns: the ``triples`` and the ``stats`` of their draw."""
+
+    triples: list[Triple]
+    stats: TripleStats
+
+    def __len__(self) -> int:
+        return len(self.triples)
+
+    def summary(self) -> dict:
+        """Its counts and acceptance, and the mean and longest x, y and ω."""
+        stats, triples = self.stats, self.triples
+        return {"triples": len(triples), "drawn": stats.drawn, "paths": stats.paths,
+                "too_long": stats.too_long, "acceptance": round(stats.acceptance, 4),
+                "x_length": length_summary(t[0] for t in triples),
+                "y_length": length_summary(t[1] for t in triples),
+                "marks_length": length_summary(t[2] for t in triples)}
+
+
 class MarkReader:
     """Every (x, y) of T's paths with a given mark string: a search over (state, marks read)
     through T's arcs, indexed by their first mark. Arcs without marks are followed too; a
@@ -126,16 +146,15 @@ class MarkReader:
 def draw_triples(scorer: Scorer, T: MarkedFST, n: int, *, seed: int = 0,
                  max_length: int = 400, batch_size: int = 512, max_readings: int = 1,
                  keep: Optional[Callable[[tuple, tuple], float]] = None,
-                 min_acceptance: float = 1e-3, stats: Optional[TripleStats] = None,
-                 device: torch.device | str = "cpu") -> list[Triple]:
+                 min_acceptance: float = 1e-3,
+                 device: torch.device | str = "cpu") -> DrawnTriples:
     """``n`` triples (x, y, ω) drawn from ``scorer`` and read off T (module docstring).
 
     The scorer's mark ids are those of ``Vocabulary.of(T)`` (T's sorted mark alphabet; EOS is
     ``scorer.eos``). Strings are drawn ``batch_size`` at a time through the scorer's step
     interface (``start``, ``next_log_probs``, ``advance``, ``select_state``), from one
     generator seeded with ``seed``; reading them off T runs on the CPU. Raises NfstError where,
-    after ``10 / min_acceptance`` draws, fewer than ``min_acceptance`` of them were kept.
-    ``stats``, when given, is filled in."""
+    after ``10 / min_acceptance`` draws, fewer than ``min_acceptance`` of them were kept."""
     if n < 0:
         raise ValueError(f"draw_triples: n must be ≥ 0, got {n}")
     if type(scorer).start is Scorer.start:
@@ -146,7 +165,7 @@ def draw_triples(scorer: Scorer, T: MarkedFST, n: int, *, seed: int = 0,
     if scorer.vocab_size != len(vocab):
         raise NfstError(f"the scorer reads {scorer.vocab_size} marks but {T.name} has "
                         f"{len(vocab)}", "draw with the scorer trained on this MFST's lattices")
-    stats = stats if stats is not None else TripleStats()
+    stats = TripleStats()
     reader, rng = MarkReader(T), random.Random(f"triples:{seed}")
     generator = torch.Generator(device=device).manual_seed(seed)
     triples: list[Triple] = []
@@ -180,7 +199,7 @@ def draw_triples(scorer: Scorer, T: MarkedFST, n: int, *, seed: int = 0,
                             f"{stats.too_long} longer than {max_length} marks)",
                             "the scorer rarely writes a path of this MFST: check that it was "
                             "trained on its lattices, or raise max_length")
-    return triples
+    return DrawnTriples(triples, stats)
 
 
 @torch.no_grad()
@@ -223,15 +242,6 @@ def path_arcs(lattice: Lattice, marks: tuple[str, ...]) -> np.ndarray:
     if not lattice.final[state]:
         raise ValueError(f"{marks} ends in a non-final state of the lattice")
     return np.asarray(arcs, dtype=np.int64)
-
-
-def triple_summary(triples: list[Triple], stats: TripleStats) -> dict:
-    """What a draw gave: its counts and acceptance, and the mean and longest x, y and ω."""
-    return {"triples": len(triples), "drawn": stats.drawn, "paths": stats.paths,
-            "too_long": stats.too_long, "acceptance": round(stats.acceptance, 4),
-            "x_length": length_summary(t[0] for t in triples),
-            "y_length": length_summary(t[1] for t in triples),
-            "marks_length": length_summary(t[2] for t in triples)}
 
 
 def length_summary(strings) -> dict:

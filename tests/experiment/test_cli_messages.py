@@ -73,8 +73,13 @@ CASES = {
                            "--option 'sampler.k=0': expected a positive int, got 0",
                            "sampler.steps=100"),
     "--option negative sleep": (["run", "cipher", "--option", "sampler.sleep_steps=-1"], 2,
-                                "--option 'sampler.sleep_steps=-1': expected an int of at least 0, "
-                                "got -1", "sampler.steps=100"),
+                                "--option 'sampler.sleep_steps=-1': expected an int of at least 0 "
+                                "or one of 'auto', got -1", "sampler.steps=100"),
+    "--option a sleep that is no number": (["run", "cipher", "--option",
+                                            "sampler.sleep_steps=soon"], 2,
+                                           "--option 'sampler.sleep_steps=soon': expected an int "
+                                           "of at least 0 or one of 'auto', got 'soon'",
+                                           "sampler.steps=100"),
     "a sleep share below one pair": (["run", "cipher", "--option", "sampler.sleep_share=0.03"],
                                      2, "sampler.sleep_share=0.03 puts no fresh triple in a "
                                      "minibatch of 16",

@@ -105,3 +105,21 @@ def test_a_structure_of_any_name_reaches_the_report(tmp_path):
     assert "| posterior source_script |" in text and "| 0.75 ± 0.05 |" in text
     assert ("Share of each sampler's test samples with the source script (tr): "
             "swa 0.50, sws 0.25, swp 0.00") in text
+
+
+def test_the_sleep_phase_table_gives_each_samplers_switch_and_acceptance(tmp_path):
+    """A sampler with sleep training gets a row: its sleep steps, the setting and what ended
+    them, its best validation partial KL, seconds and triples kept of drawn; one without gets
+    none, and a run without sleep training no table."""
+    assert "the sleep phase" not in report(tmp_path / "none")
+    results = constructed_results(SAMPLERS)
+    results["samplers"]["swa"]["sleep"] = {
+        "setting": "auto", "steps": 350, "stopped_by": "patience", "share": 0.0,
+        "best_dev_partial_kl": 12.25, "sleep_seconds": 61.4, "skipped": 0, "triples": 64000,
+        "drawn": 80000, "acceptance": 0.8}
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.json").write_text(json.dumps(results))
+    table = section(write_report([run], tmp_path / "out").read_text(), ": the sleep phase")
+    assert "| swa | 350 (auto; patience) | 12.2 | 61 | 64,000 | 0.800 (of 80,000) |" in table
+    assert "| sws |" not in table

@@ -15,7 +15,7 @@ from nfst.models.samplers import SamplerConfig
 from nfst.models.scorer import ArcFactoredScorer, Scorer
 from nfst.train.sampler import SamplerTrainConfig, train_sampler
 from nfst.train.sleep import TripleFeed
-from nfst.train.triples import MarkReader, TripleStats, draw_triples
+from nfst.train.triples import MarkReader, draw_triples
 from tests.helpers.brute import chi_square_critical
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import new_sampler
@@ -101,8 +101,8 @@ def chi_square(triples, T, scorer, min_expected=5.0) -> tuple[float, int]:
 def test_triples_are_exact_posterior_samples_where_most_strings_are_no_path():
     T = pairs_topology()
     scorer = unigram(T, {"d": 0.15, "i": 0.15, "s": 0.5, "EOS": 0.2})
-    stats = TripleStats()
-    triples = draw_triples(scorer, T, 6000, seed=0, stats=stats, batch_size=1024)
+    drawn = draw_triples(scorer, T, 6000, seed=0, batch_size=1024)
+    triples, stats = drawn.triples, drawn.stats
     assert stats.acceptance < 0.5  # most strings drawn are no path of T
     for x, y, marks in triples[:200]:
         assert MarkReader(T).readings(marks) == [(x, y)]
@@ -121,7 +121,7 @@ def test_a_tilt_changes_which_pairs_are_drawn_not_their_posteriors():
     T = pairs_topology()
     scorer = unigram(T, {"d": 0.15, "i": 0.15, "s": 0.5, "EOS": 0.2})
     triples = draw_triples(scorer, T, 4000, seed=1, batch_size=1024,
-                           keep=lambda x, y: float(len(x) >= 2))
+                           keep=lambda x, y: float(len(x) >= 2)).triples
     assert all(len(x) >= 2 for x, _, _ in triples)
     stat, dof = chi_square(triples, T, scorer)
     assert dof >= 4 and stat < chi_square_critical(dof), (stat, dof)
@@ -140,7 +140,7 @@ def test_an_ambiguous_mark_string_is_kept_in_proportion_to_its_readings():
     scorer = unigram(T, {"a": 0.4, "b": 0.4, "EOS": 0.2})
     with pytest.raises(NfstError, match="2 different"):
         draw_triples(scorer, T, 50, seed=0)
-    triples = draw_triples(scorer, T, 6000, seed=0, max_readings=2)
+    triples = draw_triples(scorer, T, 6000, seed=0, max_readings=2).triples
     counts = Counter(x for x, _, _ in triples)
     # p̃: a, a and b alike (0.4 · 0.2 each), the empty string 0.2: 8 : 8 : 8 : 20 out of 44
     n = len(triples)
@@ -173,14 +173,11 @@ def test_draw_errors_are_one_clear_line():
 def test_the_feed_gives_each_triples_lattice_and_path_in_any_order():
     T = pairs_topology()
     scorer = unigram(T, {"d": 0.2, "i": 0.2, "s": 0.35, "EOS": 0.25})
-    triples = draw_triples(scorer, T, 40, seed=1)
-    feed = TripleFeed(T, triples, ahead=4)
-    try:
+    triples = draw_triples(scorer, T, 40, seed=1).triples
+    with TripleFeed(T, triples, chunk=4) as feed:
         first = feed.take(0, 10)
-        again = feed.take(5, 10)  # out of order: the feed restarts there
+        again = feed.take(5, 10)  # out of order: the feed compiles that chunk again
         wrapped = feed.take(35, 10)  # past the end: it cycles
-    finally:
-        feed.close()
     for (lattices, arcs), start in ((first, 0), (again, 5), (wrapped, 35)):
         # the empty pair's lattice has no arc, nothing to learn: left out
         want = [t for t in (triples[j % 40] for j in range(start, start + 10)) if t[2]]
@@ -206,11 +203,8 @@ def test_sleep_training_alone_reaches_a_small_exclusive_kl():
     before = [exact_exclusive_kl(sampler, scorer, [lat]) for lat in lats]
     config = SamplerTrainConfig(sampler=SamplerConfig(d=8, dropout=0.0), lr=0.03, steps=0,
                                 sleep_steps=150, batch_size=16, k=4, eval_every=50, eval_k=4)
-    feed = TripleFeed(T, draw_triples(scorer, T, 150 * 16, seed=0))
-    try:
-        result = train_sampler(sampler, scorer, lats, lats, config, quiet=True, triples=feed)
-    finally:
-        feed.close()
+    feed = TripleFeed(T, draw_triples(scorer, T, 150 * 16, seed=0).triples)
+    result = train_sampler(sampler, scorer, lats, lats, config, quiet=True, triples=feed)
     after = [exact_exclusive_kl(result.sampler, scorer, [lat]) for lat in lats]
     assert [h["step"] for h in result.history if "dev_partial_kl" in h] == [0, 50, 100, 150]
     assert all(h.get("phase") == "sleep" for h in result.history[1:])
@@ -229,7 +223,7 @@ def test_wake_sleep_mixes_triples_into_the_usual_minibatches():
                                 eval_every=2, eval_k=4)
     with pytest.raises(NfstError, match="needs triples"):
         train_sampler(sampler, scorer, lats, lats, config, quiet=True)
-    triples = draw_triples(scorer, T, 20, seed=0)
+    triples = draw_triples(scorer, T, 20, seed=0).triples
     feed = TripleFeed(T, triples)
     seen = []
     original = TripleFeed.take
@@ -242,7 +236,6 @@ def test_wake_sleep_mixes_triples_into_the_usual_minibatches():
         result = train_sampler(sampler, scorer, lats, lats, config, quiet=True, triples=feed)
     finally:
         TripleFeed.take = original
-        feed.close()
     assert seen == [(0, 4), (4, 4), (8, 2), (10, 2), (12, 2)]
     assert [h.get("phase") for h in result.history[1:]] == ["sleep", "sleep", None, None, None]
     assert result.steps == 5
@@ -276,3 +269,23 @@ def test_no_sleep_steps_train_as_before():
             for a, b in zip(g[1:], t[1:]):
                 assert (a is None) == (b is None) and (a is None or math.isclose(a, b,
                                                                                   rel_tol=1e-9))
+
+
+def test_strings_over_max_length_are_rejected_not_cut():
+    """Every mark string of this T is a path and EOS has probability 1/2 at each step: with
+    max_length 2 a string has 0, 1 or 2 marks with probability 1/2, 1/4, 1/8 and is too long
+    with 1/8, so the kept lengths are 4 : 2 : 1 (a string cut at 2 marks instead would make
+    them 4 : 2 : 2)."""
+    T = MarkedFST("free")
+    T.set_final(T.start)
+    T.add_arc(0, 0, input="p", marks="d")
+    T.add_arc(0, 0, output="q", marks="i")
+    scorer = unigram(T, {"d": 0.25, "i": 0.25, "EOS": 0.5})
+    drawn = draw_triples(scorer, T, 4000, seed=0, max_length=2)
+    stats, n = drawn.stats, len(drawn)
+    assert max(len(marks) for _, _, marks in drawn.triples) == 2
+    p = stats.too_long / stats.drawn
+    assert abs(p - 1 / 8) < 4 * math.sqrt(1 / 8 * 7 / 8 / stats.drawn), p
+    assert stats.kept == stats.drawn - stats.too_long  # every string that ended is kept
+    share = sum(len(marks) == 2 for _, _, marks in drawn.triples) / n
+    assert abs(share - 1 / 7) < 4 * math.sqrt(1 / 7 * 6 / 7 / n), share

@@ -1,6 +1,6 @@
 """The samplers' part of the report: tables in the form of 003 Fig. 4a, 4b and Table 7, beside
 the paper's figures for the tasks it has, the gaps to the reference sampler
-(``reference_gaps``), what training changed and training curves."""
+(``reference_gaps``), what training changed, the sleep phase and training curves."""
 
 from __future__ import annotations
 
@@ -148,6 +148,35 @@ def _learning(runs: list[dict]) -> list[str]:
     return lines
 
 
+def _sleep(runs: list[dict]) -> list[str]:
+    """Per run with sleep training, of training seed 0: each sampler's sleep phase (its steps
+    and what ended them, its best validation partial KL and seconds) and its triples (kept of
+    drawn)."""
+    lines = []
+    for run in runs:
+        slept = {s: r["sleep"] for s, r in run["samplers"].items() if r.get("sleep")}
+        if not slept:
+            continue
+        seed = ", training seed 0" if len(run["seeds"]) > 1 else ""
+        lines += [f"### {run['label']}: the sleep phase{seed}", "",
+                  "| sampler | sleep steps (setting; ended by) | best validation partial KL "
+                  "| seconds | triples | acceptance (of strings drawn) |",
+                  "|---|---|---|---|---|---|"]
+        for s in ordered(slept, SAMPLER_ORDER):
+            r = slept[s]
+            lines.append(f"| {s} | {r['steps']} ({r.get('setting', r['steps'])}; "
+                         f"{r.get('stopped_by') or '–'}) | {fmt(r.get('best_dev_partial_kl'))} "
+                         f"| {fmt(r.get('sleep_seconds'), digits=0)} | {r['triples']:,} "
+                         f"| {r['acceptance']:.3f} (of {r['drawn']:,}) |")
+        lines += ["", "Ended by: `steps` (a fixed `sampler.sleep_steps`), `patience` "
+                  "(`sampler.sleep_steps=auto`: `sampler.sleep_patience` validations without "
+                  "improvement) or `cap` (`sampler.sleep_cap`). Triples: those drawn for the "
+                  "training seed, shared by its samplers; acceptance: the share of strings "
+                  "drawn from the scorer kept as triples (`nfst.train.triples`). The dotted "
+                  "lines of the training curves mark where each sleep phase ended.", ""]
+    return lines
+
+
 def _stopping(r: dict) -> str:
     """``steps (best step; what stopped training)``, from results.json's per-sampler keys."""
     if r["stopped_by"] is None:
@@ -168,7 +197,8 @@ def _plot_curves(runs: list[dict], out: Path) -> list[str]:
     sampler's validation partial KL against the training step, as training measured it
     (``sampler.eval_k`` samples per pair), from step 0 (untrained) and, beside it, from the
     first validation after it on a scale of its own: step 0 is often tens of nats above the
-    rest, which would flatten a difference of a nat between trained samplers."""
+    rest, which would flatten a difference of a nat between trained samplers. A dotted line
+    in the sampler's colour marks the end of its sleep phase."""
     plt = pyplot()
     names = []
     for run in runs:
@@ -182,6 +212,9 @@ def _plot_curves(runs: list[dict], out: Path) -> list[str]:
             later = [(step, kl) for step, kl in points if step > 0]
             if later:
                 trained.plot(*zip(*later), label=s, marker=".", color=f"C{i}")
+            switch = (run["samplers"][s].get("sleep") or {}).get("steps")
+            for ax in (whole, trained) if switch else ():
+                ax.axvline(switch, color=f"C{i}", linestyle=":")
         whole.set(xlabel="training step", title="from step 0 (untrained)",
                   ylabel=f"validation partial KL (nats; k = {_k(run, 'sampler')})")
         trained.set(xlabel="training step", title="after step 0, on its own scale")
@@ -195,6 +228,7 @@ def sampler_sections(runs: list[dict], out: Path) -> list[str]:
     ``out``)."""
     of = (" Training seed 0's samplers." if any(len(r["seeds"]) > 1 for r in runs) else "")
     lines = _partial_kl(runs) + gap_section(runs) + between_section(runs) + _learning(runs)
+    lines += _sleep(runs)
     lines += _table(runs, "expected_length", "expected_length_se", PAPER_LENGTH,
                     "Expected mark-string length under p, by self-normalised IS",
                     figure="003 Fig. 4b",

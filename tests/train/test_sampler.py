@@ -1,0 +1,122 @@
+"""The sleep phase of train_sampler (sampler.sleep_steps): a fixed number of steps or ``auto``
+(until the validation partial KL stops improving, or a cap), the switch to the usual
+training, and resuming across it."""
+
+import logging
+
+import pytest
+import torch
+
+from nfst.models.samplers import SamplerConfig
+from nfst.runtime import storage
+from nfst.train.sampler import SamplerTrainConfig, train_sampler
+from nfst.train.sleep import TripleFeed
+from nfst.train.triples import draw_triples
+from tests.helpers.samplers import new_sampler
+from tests.train.test_triples import toy_pairs, unigram
+
+
+def sleep_setup(seed=0):
+    T, lats = toy_pairs()
+    scorer = unigram(T, {"d": 0.25, "i": 0.15, "s": 0.35, "EOS": 0.25})
+    torch.manual_seed(seed)
+    return T, lats, scorer, new_sampler("swa", lats).double()
+
+
+def config(**changes) -> SamplerTrainConfig:
+    settings = dict(sampler=SamplerConfig(d=8, dropout=0.0), lr=0.01, steps=3, batch_size=4,
+                    k=4, eval_every=2, eval_k=4, patience=10, sleep_cap=40)
+    return SamplerTrainConfig(**{**settings, **changes})
+
+
+def run(cfg, checkpoint=None, callback=None, seed=0):
+    T, lats, scorer, sampler = sleep_setup(seed)
+    feed = TripleFeed(T, draw_triples(scorer, T, cfg.triples_needed(), seed=0).triples, chunk=8)
+    return train_sampler(sampler, scorer, lats, lats, cfg, quiet=True, triples=feed,
+                         checkpoint=checkpoint, callback=callback)
+
+
+def validated(result) -> list[int]:
+    return [h["step"] for h in result.history if "dev_partial_kl" in h]
+
+
+def test_the_sleep_phase_ends_with_a_validation_off_the_eval_grid():
+    """sleep_steps=3 with eval_every=2: validated at 2, at the phase's last step 3, then on the
+    grid and at the last step."""
+    result = run(config(sleep_steps=3, steps=4))
+    assert validated(result) == [0, 2, 3, 4, 6, 7]
+    assert [h.get("phase") for h in result.history[1:]] == ["sleep"] * 3 + [None] * 4
+    assert (result.sleep_steps, result.sleep_stopped_by) == (3, "steps")
+    assert result.history[3]["sleep_stopped_by"] == "steps"
+
+
+def test_patience_counts_in_the_usual_training_only():
+    """No validation improves (lr tiny, min_delta above its changes): patience 1 would stop at
+    the first one; the fixed sleep phase still runs its 4 steps, then the first usual
+    validation ends training."""
+    result = run(config(sleep_steps=4, steps=6, lr=1e-9, min_delta=0.1, patience=1,
+                        eval_every=1))
+    assert result.steps == 5 and result.stopped_by == "patience"
+    assert result.sleep_steps == 4
+
+
+def test_auto_ends_the_sleep_phase_on_patience_and_logs_why(caplog):
+    """Without improvement, ``auto`` ends the sleep phase after sleep_patience validations
+    (steps 2 and 4), logs it, records it, and trains ``steps`` usual steps after it."""
+    with caplog.at_level(logging.INFO, logger="nfst"):
+        result = run(config(sleep_steps="auto", sleep_patience=2, lr=1e-9, min_delta=0.1))
+    assert (result.sleep_steps, result.sleep_stopped_by) == (4, "patience")
+    assert result.steps == 4 + 3
+    assert [h.get("phase") for h in result.history[1:]] == ["sleep"] * 4 + [None] * 3
+    assert result.history[4]["sleep_stopped_by"] == "patience"
+    assert "the sleep phase ends after step 4 (2 validations without improvement; best " \
+           "validation partial KL" in caplog.text
+
+
+def test_auto_ends_the_sleep_phase_at_the_cap():
+    result = run(config(sleep_steps="auto", sleep_patience=100, sleep_cap=5))
+    assert (result.sleep_steps, result.sleep_stopped_by) == (5, "cap")
+    assert validated(result) == [0, 2, 4, 5, 6, 8]
+    assert result.steps == 8
+
+
+class Interrupt(Exception):
+    pass
+
+
+@pytest.mark.parametrize("cut", [3, 6])
+def test_resume_across_the_switch_gives_the_uninterrupted_result(tmp_path, cut):
+    """``auto`` with the switch at step 4 (patience): a run cut after step ``cut`` (before or
+    after the switch) and resumed from its checkpoint ends as the uninterrupted run, and
+    Adam's state runs through both phases (its step count is every step's)."""
+    cfg = config(sleep_steps="auto", sleep_patience=2, min_delta=10.0, steps=4,
+                 checkpoint_every=1)
+    full = run(cfg, tmp_path / "full.ckpt")
+    assert (full.sleep_steps, full.sleep_stopped_by, full.steps) == (4, "patience", 8)
+    opt = storage.load(tmp_path / "full.ckpt")["opt"]
+    assert all(int(s["step"]) == 8 for s in opt["state"].values())
+
+    def stop(step, record):
+        if step == cut:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        run(cfg, tmp_path / "cut.ckpt", stop)
+    resumed = run(cfg, tmp_path / "cut.ckpt")
+    assert resumed.history == full.history
+    assert (resumed.sleep_steps, resumed.sleep_stopped_by) == (4, "patience")
+    for key, value in full.sampler.state_dict().items():
+        assert torch.equal(value, resumed.sampler.state_dict()[key]), key
+
+
+def test_a_larger_budget_trains_on_after_the_switch(tmp_path):
+    """``auto`` switching at step 4, trained to steps=2 (ends at 6, a validation step), then
+    on from its checkpoint to steps=4 (``--continue``): the history of a run trained to
+    steps=4 from the start."""
+    cfg = config(sleep_steps="auto", sleep_patience=2, min_delta=10.0, steps=2)
+    short = run(cfg, tmp_path / "run.ckpt")
+    assert (short.sleep_steps, short.steps) == (4, 6)
+    longer = config(sleep_steps="auto", sleep_patience=2, min_delta=10.0, steps=4)
+    continued = run(longer, tmp_path / "run.ckpt")
+    assert continued.history == run(longer).history
+    assert (continued.sleep_steps, continued.steps) == (4, 8)
