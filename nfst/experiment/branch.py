@@ -77,7 +77,7 @@ def branch_dir(base_dir: str | Path, overrides: Sequence[Option],
     named after it and the settings it changes (``runs/cipher-small-0+sampler.lr=0.01``,
     ``runs/cipher-small-0+seed=100``)."""
     base = Path(base_dir)
-    changes = ",".join([o.text.replace("/", "_").replace(" ", "") for o in overrides] +
+    changes = ",".join([item.text.replace("/", "_").replace(" ", "") for item in overrides] +
                        ([] if seed is None else [f"seed={seed}"]))
     return base.parent / f"{base.name}+{changes or 'from'}"
 

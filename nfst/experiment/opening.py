@@ -174,8 +174,8 @@ def _check_given(o: RunRequest, run: Run) -> None:
     differ += [(f"{option.key}={option_value(run.preset, option.key)!r}", f"--option {option}")
                for option in changed]
     for item in o.task_settings if "task_settings" in given else ():
-        changed = type(run.task)(run.task.settings, **{item.key: item.value}).settings
-        if changed != run.task.settings:
+        if type(run.task)(run.task.settings, **{item.key: item.value}).settings != \
+                run.task.settings:
             differ.append((f"{item.key}={getattr(run.task.settings, item.key)!r}",
                            f"--set {item}"))
     if differ:
