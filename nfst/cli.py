@@ -14,6 +14,7 @@ traceback. A command stopped by SIGINT or SIGTERM exits with 128 + the signal's 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import signal
@@ -27,6 +28,8 @@ from . import cli_arguments as arguments
 from .bench import bench_command
 from .errors import Interrupted, NfstError
 from .experiment import commands
+from .experiment.options import parse_assignment, parse_option
+from .experiment.opening import RunRequest
 from .runtime.interrupt import exit_status
 
 RENAMED = {"--out": "--run-dir", "--task": "the task as the first argument"}
@@ -37,7 +40,7 @@ RENAMED = {"--out": "--run-dir", "--task": "the task as the first argument"}
 class Command:
     help: str
     arguments: Callable  # adds the command's arguments to its parser
-    function: Callable  # does it, given the parsed options
+    function: Callable  # does it, given the RunRequest and the command's own flags
     examples: str
 
 
@@ -207,6 +210,25 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     return args
 
 
+PARSING = ("config", "debug", "renamed", "task_option")
+"""What the parser records that no command takes: the config file read, ``--debug`` (read by
+:func:`main`) and the old spellings used (warned of)."""
+
+
+def request_of(args: argparse.Namespace) -> tuple[RunRequest, dict]:
+    """What the parsed command line ``args`` asks of a run, its ``--option`` and ``--set``
+    settings read once (an error for one that is not ``KEY=VALUE``, or an ``--option`` that no
+    preset has or whose field refuses its value), and the command's own flags."""
+    flags = {k: v for k, v in vars(args).items() if k not in PARSING}
+    fields = {f.name for f in dataclasses.fields(RunRequest)}
+    asked = {k: flags.pop(k) for k in fields & set(flags)}
+    asked["given"] = frozenset(asked.get("given", ()))
+    asked["overrides"] = tuple(map(parse_option, asked.get("overrides", ())))
+    asked["task_settings"] = tuple(parse_assignment(item, "--set")
+                                   for item in asked.get("task_settings", ()))
+    return RunRequest(**asked), flags
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the command ``argv`` (default: the program's arguments); its exit status."""
     try:
@@ -225,7 +247,7 @@ def _command(argv: Optional[list[str]]) -> int:
         args = parse_args(argv)
         logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                             format="%(levelname)s %(name)s: %(message)s")
-        commands.execute(COMMANDS[args.command].function, args)
+        commands.execute(COMMANDS[args.command].function, *request_of(args))
         return 0
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0

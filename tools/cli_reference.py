@@ -5,7 +5,7 @@
 
 The page holds every command of ``nfst.cli.build_parser()`` (its purpose, usage, arguments with
 their defaults, examples) and the table of every ``--option`` key of the presets
-(``nfst.experiment.config.describe_options``). It is committed, so that it reads right where the
+(``nfst.experiment.options.describe_options``). It is committed, so that it reads right where the
 repository is browsed; tests/test_cli_reference.py fails when it falls behind the code.
 """
 
@@ -93,7 +93,7 @@ def _commands() -> list[str]:
 
 
 def _options() -> list[str]:
-    from nfst.experiment.config import describe_options
+    from nfst.experiment.options import describe_options
     from nfst.experiment.presets import PRESETS
 
     described = {name: describe_options(name) for name in PRESETS}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from typing import Optional
 
 BENCHMARKS: dict[str, tuple[str, str, str]] = {  # name: (what, module, function)
     "backward": ("batched backward pass vs OpenFst shortestdistance", "nfst.bench.backward",
@@ -35,7 +36,8 @@ def run_benchmark(name: str, **options) -> dict:
     return result
 
 
-def bench_command(options) -> None:
-    """``nfst bench NAME``, given the parsed command line."""
-    run_benchmark(options.name, lattices=options.lattices, device=options.device,
-                  run_dir=options.run_dir, cache_dir=options.cache_dir)
+def bench_command(o, name: str, lattices: Optional[int]) -> None:
+    """``nfst bench NAME``, given what the command line asks (a
+    :class:`~nfst.experiment.opening.RunRequest`) and its own flags."""
+    run_benchmark(name, lattices=lattices, device=o.device, run_dir=o.run_dir,
+                  cache_dir=o.cache_dir)

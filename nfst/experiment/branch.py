@@ -13,8 +13,8 @@ from typing import Optional, Sequence
 from ..errors import RunConfigError
 from ..runtime import storage
 from ..train.checkpoint import BUDGET
-from .config import (RunConfig, json_default, merge_overrides, option_value, parse_assignment,
-                     upgraded)
+from .config import RunConfig, json_default, upgraded
+from .options import Option, as_options, merge_overrides, option_value
 from .rundir import RunDir, sampler_key
 
 log = logging.getLogger("nfst")
@@ -35,7 +35,7 @@ def trains_scorer(key: str) -> bool:
     return key.split(".")[0] in SCORER_SETTINGS
 
 
-def branch_config(base_dir: str | Path, overrides: Sequence[str] = (),
+def branch_config(base_dir: str | Path, overrides: Sequence[str | Option] = (),
                   samplers: Optional[Sequence[str]] = None,
                   seeds: Optional[int] = None, seed: Optional[int] = None) -> RunConfig:
     """The configuration of a run made from the run recorded in ``base_dir`` (``--from``):
@@ -48,16 +48,15 @@ def branch_config(base_dir: str | Path, overrides: Sequence[str] = (),
     if not (Path(base_dir) / "config.json").exists():
         raise RunConfigError(f"--from {base_dir}: no run recorded there (no config.json)",
                              "give the directory of a run whose scorer is trained")
-    base = RunConfig.recorded(base_dir)
+    base, overrides = RunConfig.recorded(base_dir), as_options(overrides)
     config = dataclasses.replace(
         base, overrides=merge_overrides(base.overrides, overrides),
         samplers=tuple(samplers or base.samplers), seeds=seeds or base.seeds,
         seed=base.seed if seed is None else seed, seeding="hashed",
         from_run=str(Path(base_dir).resolve()))
     old, new = base.resolved_preset(), config.resolved_preset()
-    keys = {item: parse_assignment(item)[0] for item in overrides}
-    changed = [item for item, key in keys.items() if trains_scorer(key) and
-               option_value(old, key) != option_value(new, key)]
+    changed = [option.text for option in overrides if trains_scorer(option.key) and
+               option_value(old, option.key) != option_value(new, option.key)]
     if changed:
         raise RunConfigError(f"--from {base_dir} takes its scorer, which --option "
                              f"{', --option '.join(changed)} would change",
@@ -72,13 +71,13 @@ def branch_config(base_dir: str | Path, overrides: Sequence[str] = (),
     return config
 
 
-def branch_dir(base_dir: str | Path, overrides: Sequence[str],
+def branch_dir(base_dir: str | Path, overrides: Sequence[Option],
                seed: Optional[int] = None) -> Path:
     """Where a run made from ``base_dir`` goes when no ``--run-dir`` is given: beside it,
     named after it and the settings it changes (``runs/cipher-small-0+sampler.lr=0.01``,
     ``runs/cipher-small-0+seed=100``)."""
     base = Path(base_dir)
-    changes = ",".join([item.replace("/", "_").replace(" ", "") for item in overrides] +
+    changes = ",".join([item.text.replace("/", "_").replace(" ", "") for item in overrides] +
                        ([] if seed is None else [f"seed={seed}"]))
     return base.parent / f"{base.name}+{changes or 'from'}"
 
@@ -98,7 +97,7 @@ def adopt(run_dir: RunDir, base_dir: Path, name: str) -> None:
     run_dir.barrier()
 
 
-def raise_budget(run_dir: str | Path, overrides: Sequence[str]) -> None:
+def raise_budget(run_dir: str | Path, overrides: Sequence[str | Option]) -> None:
     """Record a larger budget for the samplers of the run in ``run_dir`` (``overrides`` of
     :data:`CONTINUABLE`, e.g. ``sampler.steps=400``; ``nfst run --continue``), and forget
     what their training made (each sampler's stage record, and :data:`AFTER_SAMPLERS`,
@@ -106,16 +105,16 @@ def raise_budget(run_dir: str | Path, overrides: Sequence[str]) -> None:
     checkpoint, its best parameters and early stopping included, to the new budget. An
     error, before any change, for another setting or a budget lowered; nothing changes
     where the budget given is the recorded one."""
-    run_dir = Path(run_dir)
+    run_dir, overrides = Path(run_dir), as_options(overrides)
     if not (run_dir / "config.json").exists():
         raise RunConfigError(f"{run_dir}: no run recorded there to continue",
                              f"start one: `nfst run TASK --run-dir {run_dir}`")
-    for item in overrides:
-        if parse_assignment(item)[0] not in CONTINUABLE:
+    for option in overrides:
+        if option.key not in CONTINUABLE:
             raise RunConfigError(f"--continue raises the samplers' budget "
-                                 f"({', '.join(CONTINUABLE)}), not --option {item}",
+                                 f"({', '.join(CONTINUABLE)}), not --option {option}",
                                  f"other settings need a new run on this one's scorer: `nfst "
-                                 f"run --from {run_dir} --run-dir NEW --option {item}`")
+                                 f"run --from {run_dir} --run-dir NEW --option {option}`")
     recorded = RunConfig.recorded(run_dir)
     config = dataclasses.replace(recorded, overrides=merge_overrides(recorded.overrides,
                                                                      overrides))

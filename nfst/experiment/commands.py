@@ -1,76 +1,79 @@
 """What each ``nfst`` command does (``nfst.cli`` only parses the command line and calls these).
 
-Every command is a function of the parsed options (an ``argparse.Namespace``: one attribute per
-flag, ``--run-dir`` as ``run_dir``) that prints what the command prints. :func:`execute` runs
-one in the runtime every command shares.
+Every command is a function of what its command line asks of a run (a
+:class:`~.opening.RunRequest`) and of the command's own flags as keyword arguments (``--split``
+as ``split``), that prints what the command prints. :func:`execute` runs one in the runtime
+every command shares.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
+from json import dumps
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 from ..errors import NfstError, RunConfigError
-from .config import RunConfig, describe_options, parse_settings
-from .opening import open_run, run_kwargs
+from .config import RunConfig
+from .opening import RunRequest, open_run, run_kwargs
+from .options import describe_options
 from .run import Run
 from .rundir import sampler_key
 
 
-def execute(command: Callable, options) -> None:
-    """``command(options)`` with torch's thread count set, freed memory kept for reuse
-    (``nfst.runtime.memory``), ``options.device`` resolved ("auto": a GPU if there is one;
+def execute(command: Callable, request: RunRequest, flags: dict) -> None:
+    """``command(request, **flags)`` with torch's thread count set, freed memory kept for reuse
+    (``nfst.runtime.memory``), ``request.device`` resolved ("auto": a GPU if there is one;
     under torchrun, this rank's device in the process group) and SIGINT/SIGTERM handled
     gracefully (``nfst.runtime.interrupt``): the one place they are."""
     from ..runtime.devices import init_distributed, resolve_device
     from ..runtime.interrupt import graceful_interrupts
     from ..runtime.memory import keep_freed_memory
     from ..runtime.threads import set_threads
-    set_threads(options.threads)
+    set_threads(request.threads)
     keep_freed_memory()
-    options.device = str(resolve_device(options.device))
+    device = str(resolve_device(request.device))
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun
-        options.device = init_distributed(options.device)
+        device = init_distributed(device)
     with graceful_interrupts():
-        command(options)
+        command(dataclasses.replace(request, device=device), **flags)
 
 
-def _task(o):
+def _task(o: RunRequest):
     from ..tasks import get_task
-    return get_task(o.task, **parse_settings(o.task_settings))
+    return get_task(o.task, **o.settings())
 
 
-def tasks(o) -> None:
+def tasks(o: RunRequest) -> None:
     from ..tasks import get_task, task_names
     for name in task_names():
         print(f"{name:10s} splits: {', '.join(get_task(name).splits)}")
 
 
-def compile_split(o) -> None:
+def compile_split(o: RunRequest, split: str, limit: Optional[int]) -> None:
     from ..fst.dataset import compile_dataset
     task = _task(o)
-    pairs = task.subset(task.pairs(o.split, o.data_dir), o.limit, f"cli:{o.split}")
+    pairs = task.subset(task.pairs(split, o.data_dir), limit, f"cli:{split}")
     data = compile_dataset(task.mfst(o.data_dir), pairs, cache_dir=o.cache_dir,
                            processes=o.processes, progress=not o.quiet
-                           ).require_lattices(f"{o.task}/{o.split}")
+                           ).require_lattices(f"{o.task}/{split}")
     n = len(data.lattices)
     states = sum(lat.num_states for lat in data.lattices) / n
-    print(f"{o.task}/{o.split}: {n} lattices compiled ({data.cache_hits} from the cache "
+    print(f"{o.task}/{split}: {n} lattices compiled ({data.cache_hits} from the cache "
           f"{o.cache_dir}), {len(data.skipped)} pairs skipped, {states:.1f} states on average")
 
 
-def stats(o) -> None:
+def stats(o: RunRequest, split: str, limit: Optional[int], json: bool) -> None:
     from .stats import format_stats_table, task_stats
-    result = task_stats(_task(o), o.split, o.limit, data_dir=o.data_dir, cache_dir=o.cache_dir,
+    result = task_stats(_task(o), split, limit, data_dir=o.data_dir, cache_dir=o.cache_dir,
                         processes=o.processes, progress=not o.quiet)
     print(format_stats_table(result))
-    if o.json:
-        print(json.dumps(result))
+    if json:
+        print(dumps(result))
 
 
-def options(o) -> None:
+def options(o: RunRequest) -> None:
     """Every ``--option`` key of a preset, its value there and its meaning."""
     rows = describe_options(o.preset)
     width = max(len(key) for key, _, _ in rows)
@@ -88,32 +91,31 @@ def _say(run: Run, *lines: str) -> None:
         print("\n".join(lines))
 
 
-def run(o) -> None:
+def run(o: RunRequest) -> None:
     the_run = open_run(o)
     report = the_run.run()
     _say(the_run, f"report: {report}")
 
 
-def reproduce(o) -> None:
+def reproduce(o: RunRequest, tasks: str, runs_dir: str, out: Optional[str]) -> None:
     """Each task's run at the preset (resuming what is done), then one merged report."""
     from .report import write_report
-    tasks = [t.strip() for t in o.tasks.split(",") if t.strip()]
+    tasks = [t.strip() for t in tasks.split(",") if t.strip()]
     if not tasks:
         raise RunConfigError("--tasks is empty", "e.g. --tasks tr,scan,cipher")
     runs = []
     for task in tasks:  # every name checked before the first run starts
         config = RunConfig(task=task, preset=o.preset, seed=o.seed, seeds=o.seeds,
-                           task_settings=parse_settings(o.task_settings),
-                           overrides=tuple(o.overrides))
-        runs.append(Run(config, Path(o.runs_dir) / f"{task}-{o.preset}-{o.seed}",
+                           task_settings=o.settings(), overrides=o.overrides)
+        runs.append(Run(config, Path(runs_dir) / f"{task}-{o.preset}-{o.seed}",
                         **run_kwargs(o)))
     for run in runs:
         print(f"{run.config.task}: {run.run()}", flush=True)
-    out = o.out or Path(o.runs_dir) / f"reproduce-{o.preset}-{o.seed}"
+    out = out or Path(runs_dir) / f"reproduce-{o.preset}-{o.seed}"
     print(f"report: {write_report([run.dir for run in runs], out)}")
 
 
-def train_scorer(o) -> None:
+def train_scorer(o: RunRequest) -> None:
     """The scorer, trained or reused; the samplers given are recorded for the later stages."""
     run = open_run(o)
     run.scorer()
@@ -121,31 +123,31 @@ def train_scorer(o) -> None:
     _say(run, f"scorer: {run.dir / 'scorer.pt'}")
 
 
-def train_sampler(o) -> None:
+def train_sampler(o: RunRequest, sampler: str, training_seed: Optional[int]) -> None:
     """The sampler ``--sampler`` of every training seed of the run (``--training-seed S``: of
     seed S alone), trained or reused, and recorded among the run's samplers (so the later
     stages compare it); no other sampler (but its teacher, which its training needs).
     Processes may train samplers of one run at once (``nfst.experiment.rundir``)."""
-    run = open_run(o, sampler=o.sampler)
-    seeds = range(run.config.seeds) if o.training_seed is None else [o.training_seed]
+    run = open_run(o, sampler=sampler)
+    seeds = range(run.config.seeds) if training_seed is None else [training_seed]
     if seeds[-1] >= run.config.seeds:
-        raise RunConfigError(f"--training-seed {o.training_seed}: the run trains seeds 0 to "
+        raise RunConfigError(f"--training-seed {training_seed}: the run trains seeds 0 to "
                              f"{run.config.seeds - 1} (--seeds {run.config.seeds})",
-                             f"give --seeds {o.training_seed + 1} (or more) with it")
+                             f"give --seeds {training_seed + 1} (or more) with it")
     for seed in seeds:
-        run.train_sampler(o.sampler, seed)
+        run.train_sampler(sampler, seed)
     run.run_dir.claim()  # records the sampler where it was already trained
-    _say(run, *(f"sampler: {run.dir / 'samplers' / sampler_key(o.sampler, s)}.pt"
+    _say(run, *(f"sampler: {run.dir / 'samplers' / sampler_key(sampler, s)}.pt"
                 for s in seeds))
 
 
-def evaluate(o) -> None:
+def evaluate(o: RunRequest) -> None:
     from ..evaluate.samplers import format_table
     run = open_run(o)
     _say(run, format_table(run.evaluation()), f"written: {run.dir / 'stages' / 'evaluate.json'}")
 
 
-def smc(o) -> None:
+def smc(o: RunRequest) -> None:
     from ..evaluate.smc import format_table
     run = open_run(o)
     result = run.smoothing()
@@ -154,12 +156,12 @@ def smc(o) -> None:
          f"written: {run.dir / 'stages' / 'smc.json'}")
 
 
-def report(o) -> None:
+def report(o: RunRequest, runs: list[str], out: str) -> None:
     from .report import write_report
-    print(f"report: {write_report(o.runs, o.out)}")
+    print(f"report: {write_report(runs, out)}")
 
 
-def compare(o) -> None:
+def compare(o: RunRequest, runs: list[str], json: bool) -> None:
     """Each sampler's paired gaps between runs that share a frozen scorer (``--json``: one
     JSON object); only within-run gaps for runs that do not (``report.between``)."""
     from .report import load_runs
@@ -170,34 +172,35 @@ def compare(o) -> None:
         return (f"give another run to compare with, or `nfst report {run}` for the run's own "
                 "comparison of its samplers")
 
-    if len(o.runs) < 2:
-        raise NfstError("compare needs two run directories or more", instead(o.runs[0]))
-    where = [Path(run).resolve() for run in o.runs]  # other spellings, symbolic links
+    if len(runs) < 2:
+        raise NfstError("compare needs two run directories or more", instead(runs[0]))
+    where = [Path(run).resolve() for run in runs]  # other spellings, symbolic links
     for i, path in enumerate(where):
         if path in where[:i]:
-            first, again = o.runs[where.index(path)], o.runs[i]
+            first, again = runs[where.index(path)], runs[i]
             raise NfstError(f"compare: {first} is given twice" if first == again else
                             f"compare: {first} and {again} are the same run", instead(first))
-    result = compare_runs(named(load_runs(o.runs)))
-    print(json.dumps(result, indent=1) if o.json else format_text(result))
+    result = compare_runs(named(load_runs(runs)))
+    print(dumps(result, indent=1) if json else format_text(result))
 
 
-def sample(o) -> None:
+def sample(o: RunRequest, sampler: str, x: Optional[str], y: Optional[str],
+           split: Optional[str], out: Optional[str], k: int, dot: Optional[str],
+           png: Optional[str]) -> None:
     from .sample import export_samples, sample_pair
-    if (o.split is None) != (o.out is None):
+    if (split is None) != (out is None):
         raise NfstError("--split and --out go together", "give both, e.g. --split test "
                         "--out samples.jsonl, or neither and one pair with --x and --y")
-    if o.split is not None:
+    if split is not None:
         run = open_run(o)
-        pairs = export_samples(run, o.sampler, o.split, o.out, o.k)
-        _say(run, f"{pairs} {o.split} pairs, {o.k} proposals each", f"written: {o.out}")
+        pairs = export_samples(run, sampler, split, out, k)
+        _say(run, f"{pairs} {split} pairs, {k} proposals each", f"written: {out}")
         return
-    for flag, text in (("--x", o.x), ("--y", o.y)):
+    for flag, text in (("--x", x), ("--y", y)):
         if text is None:
             raise NfstError(f"{flag} is missing", "give one pair with --x and --y, or a "
                             "whole split with --split SPLIT --out FILE.jsonl")
         if not text.split():
             raise NfstError(f"{flag} is empty", f"give the string as symbols separated by "
                                                 f"spaces, e.g. {flag} 'a b c'")
-    print(sample_pair(open_run(o), o.sampler, o.x.split(), o.y.split(), o.k, dot=o.dot,
-                      png=o.png))
+    print(sample_pair(open_run(o), sampler, x.split(), y.split(), k, dot=dot, png=png))

@@ -1,124 +1,24 @@
-"""What a run is made of: its :class:`RunConfig`, and the ``KEY=VALUE`` settings that change a
-task (``--set``) or a preset (``--option``), parsed in one way for both. A preset's settings are
-described where they are defined, by the docstring under each field of the config dataclasses;
-:func:`describe_options` lists them (``nfst options``)."""
+"""What a run is made of: its :class:`RunConfig` (its preset's ``--option`` settings read once,
+``nfst.experiment.options``), how ``config.json`` records it, and :func:`check_run`, the one
+check of a run's settings."""
 
 from __future__ import annotations
 
-import ast
 import copy
 import dataclasses
-import functools
-import inspect
 import json
-import textwrap
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Literal, Sequence
+from typing import Literal, Sequence
 
 from ..errors import NfstError, RunConfigError
 from ..models.samplers import SAMPLERS
 from ..runtime.distributed import item_seed
-from ..runtime.settings import check_settings, nearest, setting_value
+from ..runtime.settings import check_settings
+from .options import Assignment, Option, apply_overrides, as_options
 from .presets import EvaluationConfig, Preset, preset
 
 DEFAULT_SAMPLERS = ("nolookahead", "swa", "sws", "swp", "swp-prefix")
-
-
-def parse_assignment(item: str, flag: str = "--option") -> tuple[str, Any]:
-    """``"sampler.steps=100"`` -> ``("sampler.steps", 100)``: the value is read as a TOML value
-    (numbers, booleans, quoted strings, arrays), else taken as a bare string; ``None`` is None."""
-    key, sep, text = item.partition("=")
-    if not sep or not key.strip():
-        raise RunConfigError(f"{flag} {item!r}: expected KEY=VALUE",
-                             f"e.g. {flag} train_size=500" if flag == "--set"
-                             else f"e.g. {flag} sampler.steps=100")
-    text = text.strip()
-    if text == "None":
-        return key.strip(), None
-    try:
-        return key.strip(), tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return key.strip(), text
-
-
-def merge_overrides(old: Sequence[str], new: Sequence[str]) -> tuple[str, ...]:
-    """The ``--option`` settings ``old`` with ``new`` after them, less the old ones whose key a
-    new one sets again (they would be overridden anyway)."""
-    keys = {parse_assignment(item)[0] for item in new}
-    return tuple(item for item in old if parse_assignment(item)[0] not in keys) + tuple(new)
-
-
-def parse_settings(items: Sequence[str]) -> dict:
-    """``["train_size=500", "seed=1"]`` -> ``{"train_size": 500, "seed": 1}`` (task settings)."""
-    return dict(parse_assignment(item, "--set") for item in items)
-
-
-def apply_overrides(p: Preset, overrides: Sequence[str]) -> Preset:
-    """Set dotted fields of a preset, e.g. ``scorer.steps=50`` or ``sampler.sampler.d=32``."""
-    for item in overrides:
-        key, value = parse_assignment(item)
-        *path, name = key.split(".")
-        obj = p
-        for part in path:
-            obj = getattr(obj, part, None)
-        if obj is None or not dataclasses.is_dataclass(obj) or \
-                name not in {f.name for f in dataclasses.fields(obj)}:
-            near = nearest(key, [k for k, _ in _settings(p)])
-            raise RunConfigError(
-                f"--option {item!r}: the preset has no setting {key!r}"
-                + (f"; the nearest: {', '.join(near)}" if near else ""),
-                "`nfst options` lists every setting with its value and meaning")
-        try:
-            setattr(obj, name, setting_value(type(obj), name, value))
-        except ValueError as exc:
-            raise RunConfigError(f"--option {item!r}: {exc}", "e.g. sampler.lr=0.001, "
-                                 "sampler.steps=100, sampler.sampler.dropout=0.1; `nfst "
-                                 "options` lists every setting with its meaning") from None
-    return p
-
-
-def option_value(p: Preset, key: str) -> Any:
-    """The value of the setting ``key`` (dotted, e.g. ``sampler.steps``) of a preset."""
-    return functools.reduce(getattr, key.split("."), p)
-
-
-def _settings(obj, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """(dotted key, the config dataclass that holds it) of every setting of a nest of config
-    dataclasses, in field order: the fields that do not hold a dataclass themselves."""
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if dataclasses.is_dataclass(value):
-            yield from _settings(value, f"{prefix}{f.name}.")
-        else:
-            yield prefix + f.name, obj
-
-
-@functools.cache
-def attribute_docs(cls: type) -> dict[str, str]:
-    """The docstring under each field of a dataclass (and of its bases), read from the source:
-    the one place a setting is described. Whitespace is collapsed to single spaces."""
-    docs = {}
-    for klass in reversed(cls.__mro__[:-1]):  # bases first, so subclasses win
-        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
-        for node, after in zip(body, body[1:]):
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
-                    isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and \
-                    isinstance(after.value.value, str):
-                docs[node.target.id] = " ".join(after.value.value.split())
-    return docs
-
-
-def describe_options(preset_name: str = "small") -> list[tuple[str, Any, str]]:
-    """(key, value, meaning) of every ``--option`` key of the preset ``preset_name``, in field
-    order: the value there, and the meaning from the config dataclass that holds it."""
-    p = preset(preset_name)
-    rows = []
-    for key, holder in _settings(p):
-        name = key.rpartition(".")[2]
-        rows.append((key, getattr(holder, name), attribute_docs(type(holder)).get(name, "")))
-    return rows
 
 
 @dataclass
@@ -138,11 +38,15 @@ class RunConfig:
     """How training seed j derives from ``seed`` (:func:`training_seed`): "consecutive" for
     runs recorded before nfst hashed them."""
     task_settings: dict = field(default_factory=dict)
-    overrides: tuple[str, ...] = ()
-    """Preset settings as dotted ``KEY=VALUE``, e.g. ``sampler.steps=100``."""
+    overrides: tuple[Option, ...] = ()
+    """Preset settings as dotted ``KEY=VALUE``, e.g. ``sampler.steps=100`` (texts given are
+    read by ``nfst.experiment.options.parse_option``; recorded as texts)."""
     from_run: str = ""
     """The run directory (an absolute path) whose frozen scorer and n-gram this run took, and
     trains samplers against, rather than train its own (``nfst run --from``); "": none."""
+
+    def __post_init__(self):
+        self.overrides = as_options(self.overrides)
 
     def default_dir(self) -> Path:
         return Path("runs") / f"{self.task}-{self.preset}-{self.seed}"
@@ -216,7 +120,9 @@ def check_run(config: RunConfig, p: Preset) -> None:
     """An error, before any work starts, for a setting of the run or of its preset ``p`` (after
     its overrides) that its field does not accept (``nfst.runtime.settings``: a type, a choice,
     a range), an unknown sampler (to compare, to bootstrap the scorer or to teach), or sampler
-    settings that training would refuse only once the scorer is trained."""
+    settings that training would refuse only once the scorer is trained. The choices it refuses
+    alone are ``nfst.experiment.options.NOT_ALONE``'s, so that ``nfst options`` lists them as
+    such."""
     for what, settings in (("the run's", config), ("the preset's", p)):
         try:
             check_settings(settings)
@@ -245,8 +151,11 @@ def check_run(config: RunConfig, p: Preset) -> None:
 
 
 def json_default(obj):
+    """JSON of what a run records: a dataclass as its fields, a setting as its text."""
+    if isinstance(obj, Assignment):
+        return obj.text
     if dataclasses.is_dataclass(obj):
-        return dataclasses.asdict(obj)
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(type(obj).__name__)

@@ -72,11 +72,12 @@ def test_from_with_another_seed_keeps_the_scorer_and_pairs_and_hashes_its_seeds(
                                                                                 tmp_path):
     """`nfst run --from RUN --seed 100 --seeds 5`: fresh training seeds on RUN's scorer and
     pairs, in a directory named after the seed."""
-    from nfst.cli import parse_args
+    from nfst.cli import parse_args, request_of
     from nfst.experiment.opening import open_run
-    o = parse_args(["run", "--from", str(scored.dir), "--seed", "100", "--seeds", "5",
-                    "--quiet", "--processes", "1", "--device", "cpu"])
-    run = open_run(o)
+    request, _ = request_of(parse_args(["run", "--from", str(scored.dir), "--seed", "100",
+                                        "--seeds", "5", "--quiet", "--processes", "1",
+                                        "--device", "cpu"]))
+    run = open_run(request)
     assert run.dir == scored.dir.parent / f"{scored.dir.name}+seed=100"
     assert (run.config.seed, run.config.seeds, run.config.seeding) == (100, 5, "hashed")
     assert run.config.from_run == str(scored.dir.resolve())

@@ -19,7 +19,7 @@ import nfst.experiment.picture
 import nfst.experiment.stats
 import nfst.fst.dataset
 from nfst.cli import build_parser, main
-from nfst.experiment.config import describe_options
+from nfst.experiment.options import describe_options
 from nfst.models.samplers import SAMPLERS
 from nfst.runtime.threads import set_threads
 from nfst.tasks import get_task, task_names

@@ -1,15 +1,19 @@
 """The --option keys: every one is described (from the docstrings of the config dataclasses)
-and is a key that --option sets; every setting of a run is a flag or an --option key, and a
---config key; the evaluation sizes of the presets."""
+and is a key that --option sets; every choice listed is one a run takes, or is marked; every
+setting of a run is a flag or an --option key, and a --config key; the evaluation sizes of
+the presets."""
 
 import dataclasses
+import functools
 import json
+import typing
 
 import pytest
 
 from nfst.cli import build_parser, parse_args
-from nfst.experiment.config import (RunConfig, agrees, apply_overrides, describe_options,
-                                   upgraded)
+from nfst.errors import RunConfigError
+from nfst.experiment.config import RunConfig, agrees, check_run, upgraded
+from nfst.experiment.options import NOT_ALONE, apply_overrides, describe_options
 from nfst.experiment.presets import PRESETS, EvaluationConfig, preset
 from nfst.experiment.run import Run
 from tests.helpers.tiny import recorded_run
@@ -30,6 +34,31 @@ def test_every_option_key_has_a_meaning_and_sets_what_it_lists(name):
         assert dataclasses.asdict(changed) == dataclasses.asdict(original), key
     # and the value listed is the preset's: change one, and the key reaches it
     assert apply_overrides(preset(name), ["sampler.sampler.d=7"]).sampler.sampler.d == 7
+
+
+def test_every_choice_listed_is_one_a_run_takes_or_is_marked_python_only():
+    """For every choice of every setting (a Literal field), `nfst options` lists it, and
+    `nfst run`'s check of a configuration takes it (with the setting it is listed with), or
+    it is listed as from Python only and the check refuses it."""
+    p, checked = preset("small"), 0
+    for key, _, meaning in describe_options("small"):
+        *path, name = key.split(".")
+        hint = typing.get_type_hints(type(functools.reduce(getattr, path, p)))[name]
+        if typing.get_origin(hint) is not typing.Literal:
+            continue
+        run, _, python = meaning.partition("Choices in a run: ")[2].partition("; from Python")
+        for choice in typing.get_args(hint):
+            need = NOT_ALONE.get((key, choice), "")
+            options = [f"{key}={json.dumps(choice)}", *([need] if need else [])]
+            if need is None:
+                assert repr(choice) in python and repr(choice) not in run, (key, choice)
+                with pytest.raises(RunConfigError):
+                    check_run(RunConfig(), apply_overrides(preset("small"), options))
+            else:
+                assert repr(choice) in run, (key, choice)
+                check_run(RunConfig(), apply_overrides(preset("small"), options))
+            checked += 1
+    assert checked >= 9  # objective, baseline, scorer.kind and scorer.proposal at least
 
 
 def test_every_run_setting_is_a_flag_or_an_option_and_a_config_key(tmp_path):
@@ -74,7 +103,7 @@ def test_a_run_recorded_with_the_evaluation_sizes_in_its_run_config_opens_with_t
                         "log_z_samples": 256, "log_z_max_samples": 2048}
     path.write_text(json.dumps(settings))
     run = Run.open(tmp_path / "run", quiet=True)  # RunDir's check agrees
-    assert run.config.overrides == ("evaluate.k=4",)
+    assert [option.text for option in run.config.overrides] == ["evaluate.k=4"]
     assert (run.preset.evaluate.k, run.preset.evaluate.smc_pairs) == (4, 16)
     new = json.loads(json.dumps(run.settings()))
     assert agrees(upgraded(settings), new) and not agrees(settings, new)

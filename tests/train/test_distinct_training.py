@@ -5,7 +5,7 @@ import math
 import torch
 
 from nfst import compile_lattice
-from nfst.experiment.config import apply_overrides
+from nfst.experiment.options import apply_overrides
 from nfst.experiment.presets import preset
 from nfst.fsts import deletion_insertion
 from nfst.models.samplers import SamplerConfig, Vocabulary, make_sampler

@@ -10,7 +10,7 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.dp.passes import forward
 from nfst.dp.selection import RDPConfig
-from nfst.experiment.config import apply_overrides
+from nfst.experiment.options import apply_overrides
 from nfst.experiment.presets import preset
 from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.models.samplers.swp import Algorithm1
