@@ -64,6 +64,10 @@ def check_both_paths(T, pair):
     assert direct_refusal(T) is None and compile_path(T) == "direct"
     note(f"arcs={T.arcs} finals={sorted(T.finals)}")
     check_against_brute_force(T, pair)  # the direct path: compile_lattice's default
+    check_same_as_openfst(T, pair)
+
+
+def check_same_as_openfst(T, pair):
     direct, openfst = (compile_lattices(T, [pair], options)[0] for options in
                        (CompileOptions(), OPENFST))
     assert type(direct) is type(openfst)
@@ -88,7 +92,8 @@ def test_marks_carrying_groups_of_symbols(T, data):
 def test_a_batch_equals_its_pairs_one_by_one():
     """Pairs compiled together (with failing ones among them) give each pair's own result."""
     T = get_task("cipher").mfst()
-    good = get_task("cipher").pairs("train")[:6]
+    good = get_task("cipher").pairs("train")[:6] + [(tuple("ab"), tuple("ab")),
+                                                    (tuple("ba"), tuple("ba"))]
     batch = good[:3] + [(("a",), ("?",)), (("a", "b"), ())] + good[3:]
     together = compile_lattices(T, batch)
     assert isinstance(together[3], UnknownSymbolError)
@@ -97,6 +102,19 @@ def test_a_batch_equals_its_pairs_one_by_one():
             assert_same_lattice(result, compile_lattice(T, *pair, OPENFST))
     alone = compile_lattices(T, [batch[4]])[0]
     assert type(together[4]) is type(alone)
+
+
+def test_finality_separates_states_with_equal_arcs():
+    """After ``m`` and after ``n`` the states have the same position and the same arc ``o``,
+    but only the first is final: they must stay apart."""
+    T = MarkedFST("finality")
+    one, two, three = T.add_state(final=True), T.add_state(), T.add_state(final=True)
+    T.add_arc(0, one, input="a", marks="m")
+    T.add_arc(0, two, input="a", marks="n")
+    T.add_arc(one, three, marks="o")
+    T.add_arc(two, three, marks="o")
+    check_same_as_openfst(T, ("a", ""))
+    assert sorted(compile_lattice(T, "a", "").mark_strings()) == [("m",), ("m", "o"), ("n", "o")]
 
 
 @pytest.mark.parametrize("task", ["cipher", "scan"])
