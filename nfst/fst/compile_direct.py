@@ -63,6 +63,8 @@ from .mfst import MarkedFST
 
 _MATCH_CELLS = 1 << 24
 """Arcs × cells of one pair's match table built at once (larger pairs go in slices)."""
+_DENSE_CODES = 1 << 25
+"""Product states are numbered through a table over all their codes up to this many."""
 
 
 def direct_refusal(T: MarkedFST) -> Optional[str]:
@@ -202,19 +204,30 @@ def _gather(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _reach(num: int, src: np.ndarray, dst: np.ndarray, sources: np.ndarray) -> np.ndarray:
-    """(num,) bool: the nodes reachable from ``sources`` along arcs src -> dst."""
-    order = np.argsort(src, kind="stable")
-    offsets = np.searchsorted(src[order], np.arange(num + 1))
-    targets = dst[order]
+    """(num,) bool: the nodes reachable from ``sources`` along arcs src -> dst (one sweep over
+    the arcs per step of the longest path)."""
     seen = np.zeros(num, dtype=bool)
     seen[sources] = True
-    frontier = np.unique(sources)
-    while len(frontier):
-        entries, _ = _gather(offsets, frontier)
-        nxt = targets[entries]
-        frontier = np.unique(nxt[~seen[nxt]])
-        seen[frontier] = True
-    return seen
+    while True:
+        new = dst[seen[src] & ~seen[dst]]
+        if not len(new):
+            return seen
+        seen[new] = True
+
+
+def _index(total: int, *codes: np.ndarray):
+    """The distinct codes (sorted, each < ``total``) and a function giving a code's index
+    among them: a table over every code where it fits in memory, else a sort."""
+    if total <= _DENSE_CODES:
+        present = np.zeros(total, dtype=bool)
+        for c in codes:
+            present[c] = True
+        distinct = np.flatnonzero(present)
+        table = np.empty(total, dtype=np.int64)  # read only where a code is present
+        table[distinct] = np.arange(len(distinct))
+        return distinct, lambda c: table[c]
+    distinct = np.unique(np.concatenate(codes))
+    return distinct, lambda c: np.searchsorted(distinct, c)
 
 
 def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[str, ...]]],
@@ -250,14 +263,12 @@ def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[st
     starts = base[:-1]
     finals = (base[:-1, None] + np.flatnonzero(top.is_final)[None] * cells[:, None]
               + cells[:, None] - 1)
-    codes = np.unique(np.concatenate([src, dst, starts, finals.ravel()]))
-    at = lambda c: np.searchsorted(codes, c)
-    forward = _reach(len(codes), at(src), at(dst), at(starts))
-    backward = _reach(len(codes), at(dst), at(src), at(finals.ravel()))
-    has_path = backward[at(starts)]
+    forward = _reach(int(base[-1]), src, dst, starts)
+    backward = _reach(int(base[-1]), dst, src, finals.ravel())
+    has_path = backward[starts]
     for r in rows[~has_path]:
         results[r] = NoPathError(f"{wheres[r]}: no generating path")
-    live = forward[at(src)] & backward[at(dst)]
+    live = forward[src] & backward[dst]
     b, a, i, j = b[live], a[live], i[live], j[live]
 
     # 2. spell each live arc through its trie path; (state, mark) fixes the arc
@@ -276,8 +287,8 @@ def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[st
     M = len(top.marks)
     _, first = np.unique(s_code * M + mark, return_index=True)
     s_code, mark, d_code, arc_of = s_code[first], mark[first], d_code[first], arc_of[first]
-    state_codes = np.unique(np.concatenate([s_code, d_code, base[:-1][has_path]]))
-    src, dst = np.searchsorted(state_codes, s_code), np.searchsorted(state_codes, d_code)
+    state_codes, index = _index(int(base[-1]), s_code, d_code, base[:-1][has_path])
+    src, dst = index(s_code), index(d_code)
     S = len(state_codes)
     pair = np.searchsorted(base, state_codes, side="right") - 1
     node, c = np.divmod(state_codes - base[pair], cells[pair])
@@ -310,43 +321,62 @@ def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[st
     # 4. positions and classes, by increasing height
     diag = si + sj
     width = int((X + Y).max()) - 1
-    witness = np.zeros((S, width), dtype=np.int64)
+    small = int(X.max()) * top.num_shapes < np.iinfo(np.int16).max  # codes fit in 16 bits
+    witness = np.zeros((S, width), dtype=np.int16 if small else np.int64)
+    row = np.arange(S)  # the witness row of s: its own, or its target's when s adds nothing
     reach_end = np.zeros(S, dtype=np.int64)  # e(s): the diagonal where the common prefix ends
     cls = np.full(S, -1, dtype=np.int64)
     representative = []
     num_classes = 0
+    columns = np.arange(width)
     for level in levels:
         entries, owner = _gather(out_offsets, level)
         counts = degree[level]
         first = np.cumsum(counts) - counts
-        inner = counts > 0
         ends = diag[level].copy()
         if len(entries):
-            rows_ = witness[dst[entries]]
-            done = arc_of[entries] >= 0
-            e_arc, a_ = entries[done], arc_of[entries[done]]
-            o = np.arange(top.unit_dx.shape[1])
-            valid = o < (top.di[a_] + top.dj[a_])[:, None]
-            i0 = si[src[e_arc]][:, None]
-            code = np.where(top.unit_skip[a_],
-                            -1 - (i0 + top.group_dx[a_][:, None]) * top.num_shapes
-                            - top.group_shape[a_][:, None], i0 + top.unit_dx[a_])
-            r_, col = np.nonzero(valid)
-            rows_[np.flatnonzero(done)[r_], diag[src[e_arc]][r_] + col] = code[r_, col]
-            mine = first[owner]
-            differs = (rows_ != rows_[mine]) & (np.arange(width) >= diag[level][owner][:, None])
-            differs = np.logical_or.reduceat(differs, first[inner], axis=0)
-            split = np.where(differs.any(1), differs.argmax(1) - 1, width)
-            stay = np.minimum.reduceat(reach_end[dst[entries]], first[inner])
-            ends[inner] = np.where(final[level][inner], ends[inner], np.minimum(stay, split))
-            witness[level[inner]] = rows_[first[inner]]
-        witness[level, diag[level]] = np.where(final[level] | ~inner, si[level],
-                                               witness[level, diag[level]])
+            a_ = arc_of[entries]
+            units = np.where(a_ >= 0, top.di[a_] + top.dj[a_], 0)
+            many = counts[owner] > 1
+            built = many | (units > 0)  # arcs whose path u_a · W(dst) is written out
+            at_built = np.cumsum(built) - 1
+            paths = witness[row[dst[entries[built]]]]
+            with_units = np.flatnonzero(units[built] > 0)
+            a_u = a_[built][with_units]
+            d0 = diag[src[entries[built][with_units]]]
+            i0 = si[src[entries[built][with_units]]][:, None]
+            code = np.where(top.unit_skip[a_u],
+                            -1 - (i0 + top.group_dx[a_u][:, None]) * top.num_shapes
+                            - top.group_shape[a_u][:, None], i0 + top.unit_dx[a_u])
+            r_, col = np.nonzero(np.arange(code.shape[1]) < units[built][with_units][:, None])
+            paths[with_units[r_], d0[r_] + col] = code[r_, col]
+            e_arc = reach_end[dst[entries]]
+            one = counts == 1
+            ends[one] = e_arc[first[one]]
+            shares = one & ~built[first]
+            row[level[shares]] = row[dst[entries[first[shares]]]]
+            owns = one & built[first]
+            witness[level[owns]] = paths[at_built[first[owns]]]
+            if many.any():  # states with several arcs: where their paths part
+                several = counts > 1
+                segments = np.cumsum(counts[several]) - counts[several]
+                mine = at_built[first[owner[many]]]
+                differs = (paths[at_built[many]] != paths[mine]) \
+                    & (columns >= diag[level][owner[many]][:, None])
+                differs = np.logical_or.reduceat(differs, segments, axis=0)
+                split = np.where(differs.any(1), differs.argmax(1) - 1, width)
+                stay = np.minimum.reduceat(e_arc[many], segments)
+                ends[several] = np.minimum(stay, split)
+                witness[level[several]] = paths[at_built[first[several]]]
+        ends_final = final[level]  # STOP is a future that consumes nothing
+        ends[ends_final] = diag[level][ends_final]
+        row[level[ends_final]] = level[ends_final]
+        witness[level[ends_final], diag[level][ends_final]] = si[level][ends_final]
         reach_end[level] = ends
         signature = np.full((len(level), 3 + int(counts.max())), -1, dtype=np.int64)
         signature[:, 0] = pair[level]
         signature[:, 1] = final[level]
-        signature[:, 2] = ends * (width + 1) + witness[level, ends]
+        signature[:, 2] = ends * (width + 1) + witness[row[level], ends]
         if len(entries):
             signature[owner, 3 + np.arange(len(entries)) - first[owner]] = \
                 mark[entries] * S + cls[dst[entries]]
@@ -358,7 +388,7 @@ def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[st
         representative.append(level[order[new]])
         num_classes += int(new.sum())
     rep = np.concatenate(representative) if representative else np.zeros(0, dtype=np.int64)
-    pos_i = witness[rep, reach_end[rep]]
+    pos_i = witness[row[rep], reach_end[rep]]
     pos_j = reach_end[rep] - pos_i
 
     # 5. per lattice: number the classes by depth-first search, as the OpenFst path does
@@ -374,7 +404,7 @@ def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[st
     local = np.empty(num_classes, dtype=np.int64)  # a class's index among its pair's
     local[by_pair] = np.arange(num_classes) - class_bounds[class_pair[by_pair]]
     arc_bounds = np.searchsorted(class_pair[c_src], np.arange(len(pairs) + 1))
-    start_class = cls[np.searchsorted(state_codes, base[:-1][has_path])]
+    start_class = cls[index(base[:-1][has_path])]
     final, height = final[rep], height[rep]
     for k, r in enumerate(rows[has_path]):
         if results[r] is not None:
