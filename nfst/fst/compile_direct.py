@@ -406,6 +406,18 @@ def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[st
     arc_bounds = np.searchsorted(class_pair[c_src], np.arange(len(pairs) + 1))
     start_class = cls[index(base[:-1][has_path])]
     final, height = final[rep], height[rep]
+    # Chains: a class whose one out-arc enters a class with one in-arc is followed by it in
+    # any depth-first search, so the search walks whole chains: (head, depth in the chain).
+    link = (np.bincount(c_src, minlength=num_classes)[c_src] == 1) \
+        & (np.bincount(c_dst, minlength=num_classes)[c_dst] == 1)
+    head, depth = np.arange(num_classes), np.zeros(num_classes, dtype=np.int64)
+    head[c_dst[link]], depth[c_dst[link]] = c_src[link], 1
+    while not np.array_equal(head[head], head):  # pointer doubling up to the head
+        depth, head = depth + depth[head], head[head]
+    tail = np.arange(num_classes)
+    is_tail = np.ones(num_classes, dtype=bool)
+    is_tail[c_src[link]] = False
+    tail[head[is_tail]] = np.flatnonzero(is_tail)
     for k, r in enumerate(rows[has_path]):
         if results[r] is not None:
             continue
@@ -413,34 +425,40 @@ def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[st
         lo, hi = arc_bounds[r], arc_bounds[r + 1]
         results[r] = _number(top.marks, pairs[r], classes, local[start_class[k]],
                              local[c_src[lo:hi]], c_mark[lo:hi], local[c_dst[lo:hi]],
+                             local[head[classes]], depth[classes], local[tail[classes]],
                              final, pos_i, pos_j, height, int(states_of[r]),
                              int(arcs_of[r]))
     return results
 
 
-def _number(marks, pair, classes, start, s, mark, d, final, pos_i, pos_j, height,
-            states_before, arcs_before) -> Lattice:
+def _number(marks, pair, classes, start, s, mark, d, head, depth, tail, final, pos_i, pos_j,
+            height, states_before, arcs_before) -> Lattice:
     """One pair's lattice from its classes (global ids, ascending), its class arcs in local ids
-    (sorted by source and mark) and its start: states in the reverse postorder of a
-    depth-first search from the start."""
+    (sorted by source and mark), its start, and each class's chain (head, depth; the tail of
+    a head's chain): states in the reverse postorder of a depth-first search from the start,
+    in which a chain's classes follow each other from head to tail."""
     n = len(classes)
     offsets = np.searchsorted(s, np.arange(n + 1)).tolist()
-    targets = d.tolist()
+    targets = d.tolist()  # a chain's tail's targets are heads
     begin, end = offsets[:-1], offsets[1:]
-    backwards = targets[::-1]  # a state's targets, last first: popped in mark order
+    backwards = targets[::-1]  # a tail's targets, last first: popped in mark order
     total = len(targets)
+    last = tail.tolist()
     seen = bytearray(n)
     stack, post = [int(start)], []
     while stack:
         q = stack.pop()
-        if q < 0:  # all of ~q's targets are done
+        if q < 0:  # all of chain ~q's targets are done
             post.append(~q)
         elif not seen[q]:
             seen[q] = 1
             stack.append(~q)
-            stack.extend(backwards[total - end[q]:total - begin[q]])
+            t = last[q]
+            stack.extend(backwards[total - end[t]:total - begin[t]])
+    rank = np.zeros(n, dtype=np.int64)
+    rank[post] = np.arange(len(post) - 1, -1, -1)
     new = np.empty(n, dtype=np.int64)
-    new[post] = np.arange(n - 1, -1, -1)
+    new[np.lexsort((depth, rank[head]))] = np.arange(n)
     s, d = new[s], new[d]
     by_source = np.lexsort((mark, s))
     old = np.empty(n, dtype=np.int64)
