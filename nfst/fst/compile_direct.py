@@ -21,34 +21,17 @@ only, so the product is deterministic over marks as built, and T is unambiguous 
 never share a mark string). Symbols are consumed when an arc completes.
 
 1. Reach: the arc-level product over (q, i, j), its arcs the arcs of T that match, searched
-   forwards from (q0, 0, 0) and backwards from (F, |x|, |y|) (breadth-first frontiers).
+   forwards from (q0, 0, 0) and backwards from (F, |x|, |y|) (sweeps over the arcs).
 2. Expand each live arc-level arc into its trie path; (state, mark) fixes an arc, so shared
    prefixes merge. The result is isomorphic to OpenFst's determinized x ∘ T ∘ y (a subset of
    that recipe holds the composed states of one trie node and cell), so ``states_before_min``
    and ``arcs_before_min`` count the same states and arcs as on the OpenFst path.
-3. Heights h(s), the most arcs on a path to a dead end: Kahn's algorithm from the sinks, one
-   frontier per height.
-4. By increasing height, two things that need only the states below:
-   - positions "as soon as possible": the cell of s advanced over the longest common prefix of
-     the tagged symbol streams of every path from s to the end (003 §3). A path is its cell c_d
-     on each diagonal d = i + j (a mark that carries a group of symbols skips diagonals; those
-     get a code naming the group's start and shape, as OpenFst's group label does). With W(t)
-     a witness path of t (that of its first arc) and u_a the cells of arc a's own symbols,
-
-         e(s) = d(s)                                                   if s is final,
-         e(s) = min( min_a e(dst a), first d where the u_a · W(dst a) disagree − 1 )  else,
-
-     and the position is c_{e(s)} of W(s); the start's is (0, 0), since nothing is consumed
-     before the first mark;
-   - the minimal acceptor (Revuz 1992): s ≡ s' iff they have the same finality, position and
-     set of (mark, class of target); equivalent states have equal heights, so one
-     ``np.unique`` over each height's signatures finds its classes.
-5. Number the classes as the OpenFst path does (it minimizes a topologically sorted FST in
-   reverse): the reverse postorder of a depth-first search from the start, out-arcs by mark.
-   Arcs are sorted by source and mark. The lattice is the OpenFst path's, array for array.
+3–5. Heights, positions "as soon as possible", the minimal acceptor and the numbering of the
+   OpenFst path: ``nfst.fst.direct_minimize``. The lattice is the OpenFst path's, array for
+   array.
 
 Steps 1–4 are array operations over every state of every pair in the batch, one frontier or
-height at a time; step 5 is a Python loop per lattice.
+height at a time; step 5 is a Python loop per lattice over chains of states.
 """
 
 from __future__ import annotations
@@ -58,6 +41,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..errors import LatticeTooLargeError, NfstError, NoPathError
+from .direct_minimize import Product, lattices
 from .lattice import Lattice
 from .mfst import MarkedFST
 
@@ -196,13 +180,6 @@ def _matches(strings: list[np.ndarray], text: np.ndarray) -> np.ndarray:
     return out
 
 
-def _gather(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The CSR entries of ``rows``: (entry indices, position in ``rows`` of each)."""
-    starts, counts = offsets[rows], offsets[rows + 1] - offsets[rows]
-    owner = np.repeat(np.arange(len(rows)), counts)
-    return np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts - starts, counts), owner
-
-
 def _reach(num: int, src: np.ndarray, dst: np.ndarray, sources: np.ndarray) -> np.ndarray:
     """(num,) bool: the nodes reachable from ``sources`` along arcs src -> dst (one sweep over
     the arcs per step of the longest path)."""
@@ -237,18 +214,33 @@ def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[st
     qualify (:func:`direct_refusal`)."""
     top = DirectTopology.of(T)
     assert top.refusal is None, top.refusal
-    results: list[Lattice | NfstError | None] = [None] * len(pairs)
-    rows = np.arange(len(pairs))
-    wheres = [f"{T.name} on x={' '.join(x)!r}, y={' '.join(y)!r}" for x, y in pairs]
     if not len(pairs):
         return []
+    wheres = [f"{T.name} on x={' '.join(x)!r}, y={' '.join(y)!r}" for x, y in pairs]
     X = np.asarray([len(x) + 1 for x, _ in pairs], dtype=np.int64)
     Y = np.asarray([len(y) + 1 for _, y in pairs], dtype=np.int64)
-    cells = X * Y
+    live, has_path = _live_arcs(top, pairs, X, Y)
+    product, starts = _spell(top, live, has_path, X, Y)
+    sizes = np.stack([np.bincount(product.pair, minlength=len(pairs)),
+                      np.bincount(product.pair[product.src], minlength=len(pairs))], axis=1)
+    results: list[Lattice | NfstError] = [
+        NoPathError(f"{where}: no generating path") if not ok else
+        LatticeTooLargeError(f"{where}: T_{{x,y}} has {n} states before minimization > "
+                             f"max_states={max_states}") if n > max_states else None
+        for where, ok, n in zip(wheres, has_path, sizes[:, 0].tolist())]
+    todo = np.flatnonzero([r is None for r in results])
+    for r, lattice in lattices(product, top, int(X.max()), pairs, starts, todo, sizes).items():
+        results[r] = lattice
+    return results
 
-    # 1. the arc-level product, coded base[b] + q·cells + i·Y + j
+
+def _live_arcs(top: DirectTopology, pairs, X: np.ndarray, Y: np.ndarray):
+    """Step 1: (pair, arc, i, j) of every arc of the arc-level product on a path from
+    (q0, 0, 0) to (F, |x|, |y|), and whether each pair has such a path. States are coded
+    base[b] + q·cells + i·Y + j."""
+    cells = X * Y
     base = np.concatenate([[0], np.cumsum(top.num_states * cells)])
-    found = []  # (pair, arc, i, j) of every arc that matches
+    found = []
     for b, (x, y) in enumerate(pairs):
         mx = _matches(top.in_strings, np.asarray([top.inputs[s] for s in x], dtype=np.int64))
         my = _matches(top.out_strings, np.asarray([top.outputs[s] for s in y], dtype=np.int64))
@@ -257,24 +249,26 @@ def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[st
             arcs = slice(lo, lo + step)
             a, i, j = np.nonzero(mx[top.in_id[arcs]][:, :, None] & my[top.out_id[arcs]][:, None])
             found.append(np.stack([np.full(len(a), b), a + lo, i, j]))
-    b, a, i, j = np.concatenate(found, axis=1) if found else np.zeros((4, 0), dtype=np.int64)
+    b, a, i, j = np.concatenate(found, axis=1)
     src = base[b] + top.src[a] * cells[b] + i * Y[b] + j
     dst = base[b] + top.dst[a] * cells[b] + (i + top.di[a]) * Y[b] + j + top.dj[a]
     starts = base[:-1]
-    finals = (base[:-1, None] + np.flatnonzero(top.is_final)[None] * cells[:, None]
-              + cells[:, None] - 1)
+    finals = base[:-1, None] + np.flatnonzero(top.is_final)[None] * cells[:, None] \
+        + cells[:, None] - 1
     forward = _reach(int(base[-1]), src, dst, starts)
     backward = _reach(int(base[-1]), dst, src, finals.ravel())
-    has_path = backward[starts]
-    for r in rows[~has_path]:
-        results[r] = NoPathError(f"{wheres[r]}: no generating path")
     live = forward[src] & backward[dst]
-    b, a, i, j = b[live], a[live], i[live], j[live]
+    return (b[live], a[live], i[live], j[live]), backward[starts]
 
-    # 2. spell each live arc through its trie path; (state, mark) fixes the arc
+
+def _spell(top: DirectTopology, live, has_path: np.ndarray, X: np.ndarray, Y: np.ndarray):
+    """Step 2: the live arcs spelled through their tries, as a :class:`Product` (states coded
+    base[b] + node·cells + i·Y + j, then numbered), and each pair's start state (-1 where it
+    has no path)."""
+    b, a, i, j = live
+    cells = X * Y
     base = np.concatenate([[0], np.cumsum(top.num_nodes * cells)])
-    K = top.path.shape[1]
-    t = np.arange(K)
+    t = np.arange(top.path.shape[1])
     spelled = t < top.length[a][:, None]
     last = t == top.length[a][:, None] - 1
     cell = (i * Y[b] + j)[:, None]
@@ -283,190 +277,17 @@ def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[st
     onward = (base[b] + top.dst[a] * cells[b] + (i + top.di[a]) * Y[b] + j + top.dj[a])[:, None]
     d_code = np.where(last, onward, within)[spelled]
     s_code, mark = s_code[spelled], top.mark[a][spelled]
-    arc_of = np.where(last, a[:, None], -1)[spelled]  # the T arc a last mark completes
-    M = len(top.marks)
-    _, first = np.unique(s_code * M + mark, return_index=True)
+    arc_of = np.where(last, a[:, None], -1)[spelled]
+    _, first = np.unique(s_code * len(top.marks) + mark, return_index=True)
     s_code, mark, d_code, arc_of = s_code[first], mark[first], d_code[first], arc_of[first]
     state_codes, index = _index(int(base[-1]), s_code, d_code, base[:-1][has_path])
-    src, dst = index(s_code), index(d_code)
-    S = len(state_codes)
     pair = np.searchsorted(base, state_codes, side="right") - 1
     node, c = np.divmod(state_codes - base[pair], cells[pair])
     si, sj = np.divmod(c, Y[pair])
     final = (node < top.num_states) & top.is_final[np.minimum(node, top.num_states - 1)] \
         & (c == cells[pair] - 1)
-    states_of = np.bincount(pair, minlength=len(pairs))
-    arcs_of = np.bincount(pair[src], minlength=len(pairs))
-    for r in np.flatnonzero(states_of > max_states):
-        results[r] = LatticeTooLargeError(f"{wheres[r]}: T_{{x,y}} has {states_of[r]} states "
-                                          f"before minimization > max_states={max_states}")
-
-    # 3. heights, one frontier per height from the sinks
-    out_offsets = np.searchsorted(src, np.arange(S + 1))
-    by_dst = np.argsort(dst, kind="stable")
-    in_offsets = np.searchsorted(dst[by_dst], np.arange(S + 1))
-    degree = np.diff(out_offsets)
-    remaining = degree.copy()
-    height = np.full(S, -1, dtype=np.int64)
-    levels = []
-    frontier = np.flatnonzero(remaining == 0)
-    while len(frontier):
-        height[frontier] = len(levels)
-        levels.append(frontier)
-        entries, _ = _gather(in_offsets, frontier)
-        sources, counts = np.unique(src[by_dst[entries]], return_counts=True)
-        remaining[sources] -= counts
-        frontier = sources[remaining[sources] == 0]
-
-    # 4. positions and classes, by increasing height
-    diag = si + sj
-    width = int((X + Y).max()) - 1
-    small = int(X.max()) * top.num_shapes < np.iinfo(np.int16).max  # codes fit in 16 bits
-    witness = np.zeros((S, width), dtype=np.int16 if small else np.int64)
-    row = np.arange(S)  # the witness row of s: its own, or its target's when s adds nothing
-    reach_end = np.zeros(S, dtype=np.int64)  # e(s): the diagonal where the common prefix ends
-    cls = np.full(S, -1, dtype=np.int64)
-    representative = []
-    num_classes = 0
-    columns = np.arange(width)
-    for level in levels:
-        entries, owner = _gather(out_offsets, level)
-        counts = degree[level]
-        first = np.cumsum(counts) - counts
-        ends = diag[level].copy()
-        if len(entries):
-            a_ = arc_of[entries]
-            units = np.where(a_ >= 0, top.di[a_] + top.dj[a_], 0)
-            many = counts[owner] > 1
-            built = many | (units > 0)  # arcs whose path u_a · W(dst) is written out
-            at_built = np.cumsum(built) - 1
-            paths = witness[row[dst[entries[built]]]]
-            with_units = np.flatnonzero(units[built] > 0)
-            a_u = a_[built][with_units]
-            d0 = diag[src[entries[built][with_units]]]
-            i0 = si[src[entries[built][with_units]]][:, None]
-            code = np.where(top.unit_skip[a_u],
-                            -1 - (i0 + top.group_dx[a_u][:, None]) * top.num_shapes
-                            - top.group_shape[a_u][:, None], i0 + top.unit_dx[a_u])
-            r_, col = np.nonzero(np.arange(code.shape[1]) < units[built][with_units][:, None])
-            paths[with_units[r_], d0[r_] + col] = code[r_, col]
-            e_arc = reach_end[dst[entries]]
-            one = counts == 1
-            ends[one] = e_arc[first[one]]
-            shares = one & ~built[first]
-            row[level[shares]] = row[dst[entries[first[shares]]]]
-            owns = one & built[first]
-            witness[level[owns]] = paths[at_built[first[owns]]]
-            if many.any():  # states with several arcs: where their paths part
-                several = counts > 1
-                segments = np.cumsum(counts[several]) - counts[several]
-                mine = at_built[first[owner[many]]]
-                differs = (paths[at_built[many]] != paths[mine]) \
-                    & (columns >= diag[level][owner[many]][:, None])
-                differs = np.logical_or.reduceat(differs, segments, axis=0)
-                split = np.where(differs.any(1), differs.argmax(1) - 1, width)
-                stay = np.minimum.reduceat(e_arc[many], segments)
-                ends[several] = np.minimum(stay, split)
-                witness[level[several]] = paths[at_built[first[several]]]
-        ends_final = final[level]  # STOP is a future that consumes nothing
-        ends[ends_final] = diag[level][ends_final]
-        row[level[ends_final]] = level[ends_final]
-        witness[level[ends_final], diag[level][ends_final]] = si[level][ends_final]
-        reach_end[level] = ends
-        signature = np.full((len(level), 3 + int(counts.max())), -1, dtype=np.int64)
-        signature[:, 0] = pair[level]
-        signature[:, 1] = final[level]
-        signature[:, 2] = ends * (width + 1) + witness[row[level], ends]
-        if len(entries):
-            signature[owner, 3 + np.arange(len(entries)) - first[owner]] = \
-                mark[entries] * S + cls[dst[entries]]
-        order = np.lexsort(signature.T[::-1])
-        ranked = signature[order]
-        new = np.ones(len(order), dtype=bool)
-        new[1:] = (ranked[1:] != ranked[:-1]).any(1)
-        cls[level[order]] = num_classes + np.cumsum(new) - 1
-        representative.append(level[order[new]])
-        num_classes += int(new.sum())
-    rep = np.concatenate(representative) if representative else np.zeros(0, dtype=np.int64)
-    pos_i = witness[row[rep], reach_end[rep]]
-    pos_j = reach_end[rep] - pos_i
-
-    # 5. per lattice: number the classes by depth-first search, as the OpenFst path does
-    is_rep = np.zeros(S, dtype=bool)
-    is_rep[rep] = True
-    kept = is_rep[src]
-    c_src, c_mark, c_dst = cls[src[kept]], mark[kept], cls[dst[kept]]
-    order = np.lexsort((c_mark, c_src, pair[rep][c_src]))
-    c_src, c_mark, c_dst = c_src[order], c_mark[order], c_dst[order]
-    class_pair = pair[rep]
-    by_pair = np.argsort(class_pair, kind="stable")
-    class_bounds = np.searchsorted(class_pair[by_pair], np.arange(len(pairs) + 1))
-    local = np.empty(num_classes, dtype=np.int64)  # a class's index among its pair's
-    local[by_pair] = np.arange(num_classes) - class_bounds[class_pair[by_pair]]
-    arc_bounds = np.searchsorted(class_pair[c_src], np.arange(len(pairs) + 1))
-    start_class = cls[index(base[:-1][has_path])]
-    final, height = final[rep], height[rep]
-    # Chains: a class whose one out-arc enters a class with one in-arc is followed by it in
-    # any depth-first search, so the search walks whole chains: (head, depth in the chain).
-    link = (np.bincount(c_src, minlength=num_classes)[c_src] == 1) \
-        & (np.bincount(c_dst, minlength=num_classes)[c_dst] == 1)
-    head, depth = np.arange(num_classes), np.zeros(num_classes, dtype=np.int64)
-    head[c_dst[link]], depth[c_dst[link]] = c_src[link], 1
-    while not np.array_equal(head[head], head):  # pointer doubling up to the head
-        depth, head = depth + depth[head], head[head]
-    tail = np.arange(num_classes)
-    is_tail = np.ones(num_classes, dtype=bool)
-    is_tail[c_src[link]] = False
-    tail[head[is_tail]] = np.flatnonzero(is_tail)
-    for k, r in enumerate(rows[has_path]):
-        if results[r] is not None:
-            continue
-        classes = by_pair[class_bounds[r]:class_bounds[r + 1]]
-        lo, hi = arc_bounds[r], arc_bounds[r + 1]
-        results[r] = _number(top.marks, pairs[r], classes, local[start_class[k]],
-                             local[c_src[lo:hi]], c_mark[lo:hi], local[c_dst[lo:hi]],
-                             local[head[classes]], depth[classes], local[tail[classes]],
-                             final, pos_i, pos_j, height, int(states_of[r]),
-                             int(arcs_of[r]))
-    return results
-
-
-def _number(marks, pair, classes, start, s, mark, d, head, depth, tail, final, pos_i, pos_j,
-            height, states_before, arcs_before) -> Lattice:
-    """One pair's lattice from its classes (global ids, ascending), its class arcs in local ids
-    (sorted by source and mark), its start, and each class's chain (head, depth; the tail of
-    a head's chain): states in the reverse postorder of a depth-first search from the start,
-    in which a chain's classes follow each other from head to tail."""
-    n = len(classes)
-    offsets = np.searchsorted(s, np.arange(n + 1)).tolist()
-    targets = d.tolist()  # a chain's tail's targets are heads
-    begin, end = offsets[:-1], offsets[1:]
-    backwards = targets[::-1]  # a tail's targets, last first: popped in mark order
-    total = len(targets)
-    last = tail.tolist()
-    seen = bytearray(n)
-    stack, post = [int(start)], []
-    while stack:
-        q = stack.pop()
-        if q < 0:  # all of chain ~q's targets are done
-            post.append(~q)
-        elif not seen[q]:
-            seen[q] = 1
-            stack.append(~q)
-            t = last[q]
-            stack.extend(backwards[total - end[t]:total - begin[t]])
-    rank = np.zeros(n, dtype=np.int64)
-    rank[post] = np.arange(len(post) - 1, -1, -1)
-    new = np.empty(n, dtype=np.int64)
-    new[np.lexsort((depth, rank[head]))] = np.arange(n)
-    s, d = new[s], new[d]
-    by_source = np.lexsort((mark, s))
-    old = np.empty(n, dtype=np.int64)
-    old[new] = classes
-    positions = np.stack([pos_i[old], pos_j[old]], axis=1)
-    positions[0] = 0  # nothing is consumed before the first mark
-    x, y = pair
-    return Lattice(mark_vocab=marks, x=x, y=y, arc_src=s[by_source], arc_dst=d[by_source],
-                   arc_mark=mark[by_source], final=final[old].copy(), positions=positions,
-                   height=height[old].copy(), states_before_min=states_before,
-                   arcs_before_min=arcs_before)
+    starts = np.full(len(X), -1, dtype=np.int64)
+    starts[has_path] = index(base[:-1][has_path])
+    product = Product(src=index(s_code), dst=index(d_code), mark=mark, arc_of=arc_of,
+                      pair=pair, si=si, sj=sj, final=final, width=int((X + Y).max()) - 1)
+    return product, starts
