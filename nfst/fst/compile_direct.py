@@ -166,17 +166,24 @@ def _strings(arcs, tape: str, ids: dict[str, int]) -> tuple[list[np.ndarray], np
     return [np.asarray([ids[s] for s in string], dtype=np.int64) for string in index], arc_id
 
 
-def _matches(strings: list[np.ndarray], text: np.ndarray) -> np.ndarray:
-    """(U, |text| + 1) bool: whether string u occurs in ``text`` at each offset."""
-    out = np.zeros((len(strings), len(text) + 1), dtype=bool)
+def _matches(strings: list[np.ndarray], texts: list[tuple[str, ...]],
+             ids: dict[str, int]) -> np.ndarray:
+    """(B, U, L + 1) bool, L the longest text: whether string u occurs in text b at each
+    offset (never past the text's end)."""
+    L = max(len(t) for t in texts)
+    padded = np.full((len(texts), L + max(map(len, strings), default=0)), -1, dtype=np.int64)
+    for b, text in enumerate(texts):
+        padded[b, :len(text)] = [ids[symbol] for symbol in text]
+    lengths = np.asarray([len(t) for t in texts])
+    out = np.zeros((len(texts), len(strings), L + 1), dtype=bool)
     for n in {len(s) for s in strings}:
         rows = np.asarray([u for u, s in enumerate(strings) if len(s) == n])
-        if n == 0:
-            out[rows] = True
-        elif n <= len(text):
-            windows = np.lib.stride_tricks.sliding_window_view(text, n)
+        if n == 0:  # the empty string occurs at every offset up to the end
+            out[:, rows] = (np.arange(L + 1) <= lengths[:, None])[:, None]
+        else:  # a window with padding never matches
+            windows = np.lib.stride_tricks.sliding_window_view(padded, n, axis=1)[:, :L + 1]
             patterns = np.stack([strings[u] for u in rows])
-            out[rows, :len(windows)] = (windows[None] == patterns[:, None]).all(-1)
+            out[:, rows] = (windows[:, None] == patterns[None, :, None]).all(-1)
     return out
 
 
@@ -240,15 +247,14 @@ def _live_arcs(top: DirectTopology, pairs, X: np.ndarray, Y: np.ndarray):
     base[b] + q·cells + i·Y + j."""
     cells = X * Y
     base = np.concatenate([[0], np.cumsum(top.num_states * cells)])
-    found = []
-    for b, (x, y) in enumerate(pairs):
-        mx = _matches(top.in_strings, np.asarray([top.inputs[s] for s in x], dtype=np.int64))
-        my = _matches(top.out_strings, np.asarray([top.outputs[s] for s in y], dtype=np.int64))
-        step = max(1, _MATCH_CELLS // int(cells[b]))
-        for lo in range(0, len(top.src), step):
-            arcs = slice(lo, lo + step)
-            a, i, j = np.nonzero(mx[top.in_id[arcs]][:, :, None] & my[top.out_id[arcs]][:, None])
-            found.append(np.stack([np.full(len(a), b), a + lo, i, j]))
+    found = []  # in slices of pairs, so that a match table stays within _MATCH_CELLS
+    per_pair = max(1, len(top.src) * int(X.max()) * int(Y.max()))
+    for lo in range(0, len(pairs), max(1, _MATCH_CELLS // per_pair)):
+        some = pairs[lo:lo + max(1, _MATCH_CELLS // per_pair)]
+        mx = _matches(top.in_strings, [x for x, _ in some], top.inputs)
+        my = _matches(top.out_strings, [y for _, y in some], top.outputs)
+        b, a, i, j = np.nonzero(mx[:, top.in_id, :, None] & my[:, top.out_id, None, :])
+        found.append(np.stack([b + lo, a, i, j]))
     b, a, i, j = np.concatenate(found, axis=1)
     src = base[b] + top.src[a] * cells[b] + i * Y[b] + j
     dst = base[b] + top.dst[a] * cells[b] + (i + top.di[a]) * Y[b] + j + top.dj[a]
