@@ -16,9 +16,10 @@ Recipe:
    plus the longest common prefix of every output still to come ("as soon as possible").
 6. Minimize the mark acceptor, merging only states at equal positions.
 
-Where T allows (no arc without marks, prefix-free mark strings at every state; see
-``nfst.fst.compile_direct``), x ∘ T ∘ y is deterministic over marks as built and the same
-lattice is compiled without OpenFst, many pairs at once (:func:`compile_lattices`).
+Where T allows (no arc without marks, prefix-free mark strings at every state, no cycle of
+arcs without symbols; see ``nfst.fst.compile_direct``), x ∘ T ∘ y is deterministic over marks
+as built and the same lattice is compiled without OpenFst, many pairs at once
+(:func:`compile_lattices`).
 
 Steps 1–2 write T and A_{x,y} for OpenFst (``nfst.fst.compile_to_openfst``); steps 4–6 read
 the determinized FST back into a :class:`Lattice` (``nfst.fst.compile_from_openfst``).

@@ -1,8 +1,9 @@
 """Compile the lattices of a whole dataset: in parallel processes, through an on-disk cache.
 
 Each lattice is cached under a content hash of the format version, the MFST, the compile
-options and the pair, so a changed topology or option never reads a stale entry. A cache entry
-that fails its integrity check is logged and rebuilt.
+options (all but ``CompileOptions.path``: both paths give the same lattice) and the pair, so a
+changed topology or option never reads a stale entry. A cache entry that fails its integrity
+check is logged and rebuilt.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def compile_dataset(T: MarkedFST, pairs: Sequence[tuple[Symbols, Symbols]], *,
     bar = dict(total=len(norm), desc=f"compile {T.name}", unit="lattice",
                disable=not progress, leave=False)
     # Chunks: the direct path compiles a chunk's pairs together; a pool takes one at a time.
-    size = CHUNK if processes == 1 else max(1, min(CHUNK, math.ceil(len(norm) / (4 * processes))))
+    size = CHUNK if processes == 1 else min(CHUNK, math.ceil(len(norm) / (4 * processes)))
     chunks = [norm[k:k + size] for k in range(0, len(norm), size)]
     results = []
     with tqdm(**bar) as counter:

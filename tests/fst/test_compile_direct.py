@@ -9,6 +9,7 @@ from nfst import (CompileOptions, LatticeTooLargeError, MarkedFST, NoPathError,
                   UnknownSymbolError, compile_lattice)
 from nfst.fst.compile import compile_lattices, compile_path
 from nfst.fst.compile_direct import direct_refusal
+from nfst.fst.dataset import cache_key
 from nfst.fsts import cipher_mfst, deletion_insertion, substitution_ciphers
 from nfst.tasks import get_task
 from tests.fst.test_compile import check_against_brute_force
@@ -185,3 +186,10 @@ def small_cipher() -> MarkedFST:
 @given(st.lists(st.sampled_from("abc"), max_size=4), st.lists(st.sampled_from("abc"), max_size=4))
 def test_cipher_lattices(x, y):
     check_both_paths(small_cipher(), (tuple(x), tuple(y)))
+
+
+def test_the_cache_key_leaves_the_path_out():
+    """Both paths store the same lattice, so caches written before the direct path stay valid."""
+    pair = (("a",), ("b",))
+    assert cache_key("T", CompileOptions(), pair) == cache_key("T", OPENFST, pair)
+    assert repr(CompileOptions()) == "CompileOptions(max_states=200000, allow_cyclic=False)"
