@@ -23,9 +23,12 @@ never share a mark string). Symbols are consumed when an arc completes.
 1. Reach: the arc-level product over (q, i, j), its arcs the arcs of T that match, searched
    forwards from (q0, 0, 0) and backwards from (F, |x|, |y|) (sweeps over the arcs).
 2. Expand each live arc-level arc into its trie path; (state, mark) fixes an arc, so shared
-   prefixes merge. The result is isomorphic to OpenFst's determinized x ∘ T ∘ y (a subset of
-   that recipe holds the composed states of one trie node and cell), so ``states_before_min``
-   and ``arcs_before_min`` count the same states and arcs as on the OpenFst path.
+   prefixes merge. ``states_before_min`` and ``arcs_before_min`` count this trimmed product.
+   It is OpenFst's determinized x ∘ T ∘ y up to state numbers (a subset of that recipe holds
+   the composed states of one trie node and cell), except that OpenFst may add copies of a
+   state that an arc with two or more delayed symbols enters (it factors string weights with
+   a state per residual); minimization merges them again. On tr, scan and cipher the counts
+   are equal.
 3–5. Heights, positions "as soon as possible", the minimal acceptor and the numbering of the
    OpenFst path: ``nfst.fst.direct_minimize``. The lattice is the OpenFst path's, array for
    array.
@@ -41,12 +44,10 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..errors import LatticeTooLargeError, NfstError, NoPathError
-from .direct_minimize import Product, lattices
+from .direct_minimize import Product, gather, lattices
 from .lattice import Lattice
 from .mfst import MarkedFST
 
-_MATCH_CELLS = 1 << 24
-"""Arcs × cells of one pair's match table built at once (larger pairs go in slices)."""
 _DENSE_CODES = 1 << 25
 """Product states are numbered through a table over all their codes up to this many."""
 
@@ -207,7 +208,7 @@ def _index(total: int, *codes: np.ndarray):
         for c in codes:
             present[c] = True
         distinct = np.flatnonzero(present)
-        table = np.empty(total, dtype=np.int64)  # read only where a code is present
+        table = np.empty(total, dtype=np.int32)  # read only where a code is present
         table[distinct] = np.arange(len(distinct))
         return distinct, lambda c: table[c]
     distinct = np.unique(np.concatenate(codes))
@@ -247,15 +248,14 @@ def _live_arcs(top: DirectTopology, pairs, X: np.ndarray, Y: np.ndarray):
     base[b] + q·cells + i·Y + j."""
     cells = X * Y
     base = np.concatenate([[0], np.cumsum(top.num_states * cells)])
-    found = []  # in slices of pairs, so that a match table stays within _MATCH_CELLS
-    per_pair = max(1, len(top.src) * int(X.max()) * int(Y.max()))
-    for lo in range(0, len(pairs), max(1, _MATCH_CELLS // per_pair)):
-        some = pairs[lo:lo + max(1, _MATCH_CELLS // per_pair)]
-        mx = _matches(top.in_strings, [x for x, _ in some], top.inputs)
-        my = _matches(top.out_strings, [y for _, y in some], top.outputs)
-        b, a, i, j = np.nonzero(mx[:, top.in_id, :, None] & my[:, top.out_id, None, :])
-        found.append(np.stack([b + lo, a, i, j]))
-    b, a, i, j = np.concatenate(found, axis=1)
+    mx = _matches(top.in_strings, [x for x, _ in pairs], top.inputs)
+    my = _matches(top.out_strings, [y for _, y in pairs], top.outputs)
+    bx, a, i = np.nonzero(mx[:, top.in_id])  # where each arc's input matches ...
+    by, uy, jy = np.nonzero(my)  # ... times where its output does
+    width = len(top.out_strings)
+    offsets = np.searchsorted(by * width + uy, np.arange(len(pairs) * width + 1))
+    entries, owner = gather(offsets, bx * width + top.out_id[a])
+    b, a, i, j = bx[owner], a[owner], i[owner], jy[entries]
     src = base[b] + top.src[a] * cells[b] + i * Y[b] + j
     dst = base[b] + top.dst[a] * cells[b] + (i + top.di[a]) * Y[b] + j + top.dj[a]
     starts = base[:-1]

@@ -19,12 +19,16 @@ OPENFST = CompileOptions(path="openfst")
 FIELDS = ("arc_src", "arc_dst", "arc_mark", "final", "positions", "height")
 
 
-def assert_same_lattice(direct, openfst):
-    """Array for array, numbering included, and the sizes before minimization."""
+def assert_same_lattice(direct, openfst, same_sizes: bool = True):
+    """Array for array, numbering included, and the sizes before minimization: equal, or (not
+    ``same_sizes``) no larger. OpenFst's determinized FST may hold extra copies of a state that
+    an arc with several delayed symbols enters (its factoring of string weights makes a state
+    per residual), which minimization merges again."""
     for name in FIELDS:
         np.testing.assert_array_equal(getattr(direct, name), getattr(openfst, name), name)
-    assert (direct.states_before_min, direct.arcs_before_min) == \
-        (openfst.states_before_min, openfst.arcs_before_min)
+    sizes = (direct.states_before_min, direct.arcs_before_min)
+    reference = (openfst.states_before_min, openfst.arcs_before_min)
+    assert sizes == reference if same_sizes else all(map(int.__le__, sizes, reference))
 
 
 @st.composite
@@ -61,21 +65,21 @@ def pair_for(data, T):
     return tuple(x), tuple(y)
 
 
-def check_both_paths(T, pair):
+def check_both_paths(T, pair, same_sizes: bool = False):
     assert direct_refusal(T) is None and compile_path(T) == "direct"
     note(f"arcs={T.arcs} finals={sorted(T.finals)}")
     check_against_brute_force(T, pair)  # the direct path: compile_lattice's default
-    check_same_as_openfst(T, pair)
+    check_same_as_openfst(T, pair, same_sizes)
 
 
-def check_same_as_openfst(T, pair):
+def check_same_as_openfst(T, pair, same_sizes: bool = False):
     direct, openfst = (compile_lattices(T, [pair], options)[0] for options in
                        (CompileOptions(), OPENFST))
     assert type(direct) is type(openfst)
     if isinstance(direct, Exception):
         assert str(direct) .split(":")[0] == str(openfst).split(":")[0]
     else:
-        assert_same_lattice(direct, openfst)
+        assert_same_lattice(direct, openfst, same_sizes)
 
 
 @settings(max_examples=examples(200), suppress_health_check=[HealthCheck.too_slow])
@@ -185,7 +189,7 @@ def small_cipher() -> MarkedFST:
 @settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.sampled_from("abc"), max_size=4), st.lists(st.sampled_from("abc"), max_size=4))
 def test_cipher_lattices(x, y):
-    check_both_paths(small_cipher(), (tuple(x), tuple(y)))
+    check_both_paths(small_cipher(), (tuple(x), tuple(y)), same_sizes=True)
 
 
 def test_the_cache_key_leaves_the_path_out():
