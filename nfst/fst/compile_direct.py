@@ -23,18 +23,11 @@ never share a mark string). Symbols are consumed when an arc completes.
 1. Reach: the arc-level product over (q, i, j), its arcs the arcs of T that match, searched
    forwards from (q0, 0, 0) and backwards from (F, |x|, |y|) (sweeps over the arcs).
 2. Expand each live arc-level arc into its trie path; (state, mark) fixes an arc, so shared
-   prefixes merge. ``states_before_min`` and ``arcs_before_min`` count this trimmed product.
-   It is OpenFst's determinized x ∘ T ∘ y up to state numbers (a subset of that recipe holds
-   the composed states of one trie node and cell), except that OpenFst may add copies of a
-   state that an arc with two or more delayed symbols enters (it factors string weights with
-   a state per residual); minimization merges them again. On tr, scan and cipher the counts
-   are equal.
-3–5. Heights, positions "as soon as possible", the minimal acceptor and the numbering of the
-   OpenFst path: ``nfst.fst.direct_minimize``. The lattice is the OpenFst path's, array for
-   array.
-
-Steps 1–4 are array operations over every state of every pair in the batch, one frontier or
-height at a time; step 5 is a Python loop per lattice over chains of states.
+   prefixes merge. ``states_before_min`` and ``arcs_before_min`` count this trimmed product:
+   OpenFst's determinized x ∘ T ∘ y up to state numbers, but for copies OpenFst may add of a
+   state that an arc with several delayed symbols enters (equal counts on tr, scan, cipher).
+3–5. Heights, positions, the minimal acceptor and the OpenFst path's numbering:
+   ``nfst.fst.direct_minimize``. The lattice is the OpenFst path's, array for array.
 """
 
 from __future__ import annotations
@@ -48,6 +41,8 @@ from .direct_minimize import Product, gather, lattices
 from .lattice import Lattice
 from .mfst import MarkedFST
 
+_MATCH_CELLS = 1 << 24
+"""Arcs × input offsets of the pairs whose matching arcs are found at once."""
 _DENSE_CODES = 1 << 25
 """Product states are numbered through a table over all their codes up to this many."""
 
@@ -248,14 +243,19 @@ def _live_arcs(top: DirectTopology, pairs, X: np.ndarray, Y: np.ndarray):
     base[b] + q·cells + i·Y + j."""
     cells = X * Y
     base = np.concatenate([[0], np.cumsum(top.num_states * cells)])
-    mx = _matches(top.in_strings, [x for x, _ in pairs], top.inputs)
-    my = _matches(top.out_strings, [y for _, y in pairs], top.outputs)
-    bx, a, i = np.nonzero(mx[:, top.in_id])  # where each arc's input matches ...
-    by, uy, jy = np.nonzero(my)  # ... times where its output does
-    width = len(top.out_strings)
-    offsets = np.searchsorted(by * width + uy, np.arange(len(pairs) * width + 1))
-    entries, owner = gather(offsets, bx * width + top.out_id[a])
-    b, a, i, j = bx[owner], a[owner], i[owner], jy[entries]
+    found = []
+    step = max(1, _MATCH_CELLS // max(1, len(top.src) * int(X.max())))
+    for lo in range(0, len(pairs), step):  # slices of pairs: arcs × offsets stay bounded
+        some = pairs[lo:lo + step]
+        mx = _matches(top.in_strings, [x for x, _ in some], top.inputs)
+        my = _matches(top.out_strings, [y for _, y in some], top.outputs)
+        bx, a, i = np.nonzero(mx[:, top.in_id])  # where each arc's input matches ...
+        by, uy, jy = np.nonzero(my)  # ... times where its output does
+        width = len(top.out_strings)
+        offsets = np.searchsorted(by * width + uy, np.arange(len(some) * width + 1))
+        entries, owner = gather(offsets, bx * width + top.out_id[a])
+        found.append(np.stack([bx[owner] + lo, a[owner], i[owner], jy[entries]]))
+    b, a, i, j = np.concatenate(found, axis=1)
     src = base[b] + top.src[a] * cells[b] + i * Y[b] + j
     dst = base[b] + top.dst[a] * cells[b] + (i + top.di[a]) * Y[b] + j + top.dj[a]
     starts = base[:-1]

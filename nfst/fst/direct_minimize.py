@@ -97,10 +97,10 @@ class CommonPrefixes:
 
     def advance(self, level, entries, owner, counts, first) -> None:
         """e and W of the states of one height, from those of their targets."""
-        p, top, witness, row, diag, si = self.p, self.top, self.witness, self.row, self.diag, \
-            self.p.si
-        src, dst, arc_of, final = p.src, p.dst, p.arc_of, p.final
-        reach_end, width, columns = self.end, p.width, np.arange(p.width)
+        p, top, witness, row, diag, reach_end = self.p, self.top, self.witness, self.row, \
+            self.diag, self.end
+        src, dst, arc_of, final, si, width = p.src, p.dst, p.arc_of, p.final, p.si, p.width
+        columns = np.arange(width)
         ends = diag[level].copy()
         if len(entries):
             a_ = arc_of[entries]
