@@ -122,6 +122,29 @@ def test_finality_separates_states_with_equal_arcs():
     assert sorted(compile_lattice(T, "a", "").mark_strings()) == [("m",), ("m", "o"), ("n", "o")]
 
 
+def test_position_separates_states_with_equal_arcs():
+    """After ``k`` (at (0, 0)) and after ``p`` (at (1, 1)) the states have the same arcs ``m``,
+    ``n`` into one class, but their paths part at once after ``k`` (a then c, or c then a) and
+    only after (1, 1) after ``p``: their positions differ, so they must stay apart."""
+    T = MarkedFST("positions")
+    q = [0] + [T.add_state(final=k == 5) for k in range(1, 6)]
+    T.add_arc(0, q[1], marks="k")
+    T.add_arc(q[1], q[2], input="a", marks="m")
+    T.add_arc(q[1], q[3], output="c", marks="n")
+    T.add_arc(q[2], q[5], output="c", marks="o")
+    T.add_arc(q[3], q[5], input="a", marks="o")
+    T.add_arc(0, q[4], input="a", output="c", marks="p")
+    T.add_arc(q[4], q[5], marks="m o")
+    T.add_arc(q[4], q[5], marks="n o")
+    check_same_as_openfst(T, ("a", "c"))
+    lattice = compile_lattice(T, "a", "c")
+    after = {m: int(lattice.arc_dst[(lattice.arc_src == 0)
+                                    & (lattice.arc_mark == lattice.mark_vocab.index(m))][0])
+             for m in "kp"}
+    assert after["k"] != after["p"]
+    assert [tuple(lattice.positions[after[m]]) for m in "kp"] == [(0, 0), (1, 1)]
+
+
 @pytest.mark.parametrize("task", ["cipher", "scan"])
 def test_builtin_topologies_qualify(task):
     assert direct_refusal(get_task(task).mfst()) is None
