@@ -7,6 +7,9 @@ For the N pairs of a split that compile, with lattices T_{x,y}:
     mean_arcs_before_min   = the same for arcs (Table 2 reports these two)
     mean_states, mean_arcs = the same after minimization (what the samplers walk)
     mark_vocab             = |Ω|, the size of the MFST's mark alphabet
+    compile_path           = which path compiles the task's lattices: "direct" where the
+                             topology qualifies (nfst.fst.compile_direct), else "openfst"
+    compile_refusal        = why the topology does not qualify (None when it does)
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import os
 from typing import Optional
 
 from ..evaluate.tables import text_table
+from ..fst.compile import compile_path
+from ..fst.compile_direct import direct_refusal
 from ..fst.dataset import compile_dataset
 from ..tasks import Task, get_task
 
@@ -62,6 +67,8 @@ def task_stats(task: Task | str, split: str = "train", limit: Optional[int] = No
         "mean_states": mean(L.num_states for L in data.lattices),
         "mean_arcs": mean(L.num_arcs for L in data.lattices),
         "mark_vocab": len(T.mark_alphabet),
+        "compile_path": compile_path(T),
+        "compile_refusal": direct_refusal(T),
         "paper": None if paper is None else {
             "x_len": paper.x_len, "y_len": paper.y_len,
             "states_before_min": paper.states_before_min,
@@ -77,7 +84,10 @@ def format_stats_table(stats: dict) -> str:
         ours, theirs = stats[key], paper.get(paper_key)
         ratio = f"{ours / theirs:.2f}" if theirs else ""
         rows.append((label, _number(ours), "" if theirs is None else _number(theirs), ratio))
-    return f"task {stats['task']}, split {stats['split']}\n" + text_table(rows)
+    path = ("the direct path" if stats["compile_path"] == "direct" else
+            f"OpenFst (not the direct path: {stats['compile_refusal']})")
+    return (f"task {stats['task']}, split {stats['split']}; lattices compiled by {path}\n"
+            + text_table(rows))
 
 
 def _number(value) -> str:

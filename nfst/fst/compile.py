@@ -16,6 +16,11 @@ Recipe:
    plus the longest common prefix of every output still to come ("as soon as possible").
 6. Minimize the mark acceptor, merging only states at equal positions.
 
+Where T allows (no arc without marks, prefix-free mark strings at every state, no cycle of
+arcs without symbols; see ``nfst.fst.compile_direct``), x ∘ T ∘ y is deterministic over marks
+as built and the same lattice is compiled without OpenFst, many pairs at once
+(:func:`compile_lattices`).
+
 Steps 1–2 write T and A_{x,y} for OpenFst (``nfst.fst.compile_to_openfst``); steps 4–6 read
 the determinized FST back into a :class:`Lattice` (``nfst.fst.compile_from_openfst``).
 
@@ -31,13 +36,15 @@ import os
 import sys
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal, Sequence
 
 import numpy as np
 import pynini
 
-from ..errors import (AmbiguousMFSTError, CyclicLatticeError, LatticeTooLargeError, NoPathError,
-                      UnknownSymbolError)
+from ..errors import (AmbiguousMFSTError, CyclicLatticeError, LatticeTooLargeError, NfstError,
+                      NoPathError, UnknownSymbolError)
+from .compile_direct import compile_direct, direct_refusal
 from .compile_from_openfst import LatticeReader
 from .compile_to_openfst import CompileEncoding
 from .from_openfst import read_fst
@@ -51,6 +58,59 @@ class CompileOptions:
     """Refuse lattices (and intermediate FSTs) with more states than this."""
     allow_cyclic: bool = False
     """Return cyclic lattices (flagged by ``Lattice.acyclic``) instead of raising."""
+    path: Literal["auto", "openfst"] = field(default="auto", repr=False)
+    """``auto``: the direct path where T qualifies (``compile_path``), else OpenFst;
+    ``openfst``: always OpenFst. Both give the same lattice, so the cache key (the repr)
+    leaves it out."""
+
+
+def compile_path(T: MarkedFST, options: CompileOptions = CompileOptions()) -> str:
+    """Which path compiles T's lattices: ``direct`` or ``openfst``."""
+    return "direct" if options.path == "auto" and direct_refusal(T) is None else "openfst"
+
+
+def compile_lattices(T: MarkedFST, pairs: Sequence[tuple[Symbols, Symbols]],
+                     options: CompileOptions = CompileOptions()) -> list[Lattice | NfstError]:
+    """T_{x,y} of each pair, or the error :func:`compile_lattice` would raise for it; on the
+    direct path many pairs at a time."""
+    pairs = [(as_symbols(x), as_symbols(y)) for x, y in pairs]
+    if compile_path(T, options) == "openfst":
+        return [_attempt(compile_lattice, T, x, y, options) for x, y in pairs]
+    results: list[Lattice | NfstError] = [_attempt(_check_symbols, T, x, y) for x, y in pairs]
+    known = [k for k, r in enumerate(results) if r is None]
+    batch, budget = [], 0
+    for n, k in enumerate(known):  # batches of bounded size: memory grows with their cells
+        batch.append(k)
+        budget += (len(pairs[k][0]) + 1) * (len(pairs[k][1]) + 1)
+        if budget >= _BATCH_CELLS or n == len(known) - 1:
+            for k_, r in zip(batch, compile_direct(T, [pairs[k_] for k_ in batch],
+                                                   options.max_states)):
+                results[k_] = r
+            batch, budget = [], 0
+    return results
+
+
+_BATCH_CELLS = 8_000
+"""Grid cells (|x|+1)(|y|+1) of the pairs the direct path compiles at once."""
+
+
+def _attempt(fn, *args):
+    try:
+        return fn(*args)
+    except NfstError as exc:
+        return exc
+
+
+def _check_symbols(T: MarkedFST, x: tuple[str, ...], y: tuple[str, ...]) -> None:
+    """UnknownSymbolError if x or y has a symbol that T's input or output alphabet lacks."""
+    inputs, outputs = T.derived("alphabets", lambda T: (frozenset(T.input_alphabet),
+                                                        frozenset(T.output_alphabet)))
+    where = f"{T.name} on x={' '.join(x)!r}, y={' '.join(y)!r}"
+    for tape, string, alphabet in (("input", x, inputs), ("output", y, outputs)):
+        unknown = sorted(set(string) - alphabet)
+        if unknown:
+            raise UnknownSymbolError(f"{where}: {tape} symbols {unknown} are not in the MFST's "
+                                     f"{tape} alphabet", tape=tape, symbols=tuple(unknown))
 
 
 def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
@@ -60,14 +120,16 @@ def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
     Raises UnknownSymbolError, NoPathError, AmbiguousMFSTError, CyclicLatticeError (unless
     ``options.allow_cyclic``) or LatticeTooLargeError; see ``nfst.errors``.
     """
-    enc = CompileEncoding.of(T)
     x, y = as_symbols(x), as_symbols(y)
+    if compile_path(T, options) == "direct":
+        _check_symbols(T, x, y)
+        (result,) = compile_direct(T, [(x, y)], options.max_states)
+        if isinstance(result, NfstError):
+            raise result
+        return result
+    enc = CompileEncoding.of(T)
     where = f"{T.name} on x={' '.join(x)!r}, y={' '.join(y)!r}"
-    for tape, string, alphabet in (("input", x, enc.inputs), ("output", y, enc.outputs)):
-        unknown = sorted(set(string) - alphabet)
-        if unknown:
-            raise UnknownSymbolError(f"{where}: {tape} symbols {unknown} are not in the MFST's "
-                                     f"{tape} alphabet", tape=tape, symbols=tuple(unknown))
+    _check_symbols(T, x, y)
 
     composed = pynini.compose(enc.fst, enc.alignment_acceptor(x, y), connect=True)
     if composed.num_states() == 0:

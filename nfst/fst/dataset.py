@@ -1,8 +1,9 @@
 """Compile the lattices of a whole dataset: in parallel processes, through an on-disk cache.
 
 Each lattice is cached under a content hash of the format version, the MFST, the compile
-options and the pair, so a changed topology or option never reads a stale entry. A cache entry
-that fails its integrity check is logged and rebuilt.
+options (all but ``CompileOptions.path``: both paths give the same lattice) and the pair, so a
+changed topology or option never reads a stale entry. A cache entry that fails its integrity
+check is logged and rebuilt.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from tqdm.auto import tqdm
 
 from ..errors import CorruptCacheError, NfstError, UnknownSymbolError
 from ..runtime import storage
-from .compile import CompileOptions, compile_lattice
+from .compile import CompileOptions, compile_lattices
 from .lattice import Lattice
 from .mfst import MarkedFST, Symbols, as_symbols
 
 FORMAT_VERSION = 2
+CHUNK = 256
+"""Most pairs compiled together (and handed to a worker process at once)."""
 log = logging.getLogger("nfst")
 Pair = tuple[tuple[str, ...], tuple[str, ...]]
 
@@ -87,20 +90,28 @@ class _Worker:
         key = cache_key(self.fingerprint, self.options, pair)
         return self.cache_dir / key[:2] / f"{key}.lat"
 
-    def __call__(self, pair: Pair) -> tuple[Optional[Lattice], Optional[NfstError], bool]:
-        path = self.path(pair)
-        if path is not None and path.exists():
-            try:
-                return Lattice.from_state(storage.load(path)), None, True
-            except CorruptCacheError as exc:
-                log.warning("%s; rebuilding it", exc)
-        try:
-            lattice = compile_lattice(self.T, pair[0], pair[1], self.options)
-        except NfstError as exc:
-            return None, exc, False
-        if path is not None:
-            storage.save(path, lattice.to_state())
-        return lattice, None, False
+    def __call__(self, pairs: list[Pair]) -> list[tuple[Optional[Lattice],
+                                                        Optional[NfstError], bool]]:
+        """Each pair's lattice (or error) and whether it came from the cache; the pairs not
+        cached are compiled together (``compile_lattices``)."""
+        paths = [self.path(pair) for pair in pairs]
+        results: list = [None] * len(pairs)
+        for k, path in enumerate(paths):
+            if path is not None and path.exists():
+                try:
+                    results[k] = (Lattice.from_state(storage.load(path)), None, True)
+                except CorruptCacheError as exc:
+                    log.warning("%s; rebuilding it", exc)
+        todo = [k for k, r in enumerate(results) if r is None]
+        for k, lattice in zip(todo, compile_lattices(self.T, [pairs[k] for k in todo],
+                                                     self.options)):
+            if isinstance(lattice, NfstError):
+                results[k] = (None, lattice, False)
+                continue
+            if paths[k] is not None:
+                storage.save(paths[k], lattice.to_state())
+            results[k] = (lattice, None, False)
+        return results
 
 
 _worker: Optional[_Worker] = None
@@ -115,8 +126,8 @@ def _init(worker: _Worker) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _run(pair: Pair):
-    return _worker(pair)
+def _run(pairs: list[Pair]):
+    return _worker(pairs)
 
 
 def compile_dataset(T: MarkedFST, pairs: Sequence[tuple[Symbols, Symbols]], *,
@@ -130,15 +141,23 @@ def compile_dataset(T: MarkedFST, pairs: Sequence[tuple[Symbols, Symbols]], *,
     worker = _Worker(T, options, Path(cache_dir) if cache_dir is not None else None)
     bar = dict(total=len(norm), desc=f"compile {T.name}", unit="lattice",
                disable=not progress, leave=False)
-    if processes > 1 and len(norm) > 1:
-        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-        with ctx.Pool(processes, initializer=_init, initargs=(worker,)) as pool:
-            chunk = max(1, min(64, len(norm) // (4 * processes)))
-            results = list(tqdm(pool.imap(_run, norm, chunksize=chunk), **bar))
-            pool.close()
-            pool.join()
-    else:
-        results = [worker(p) for p in tqdm(norm, **bar)]
+    # Chunks: the direct path compiles a chunk's pairs together; a pool takes one at a time.
+    size = CHUNK if processes == 1 else min(CHUNK, math.ceil(len(norm) / (4 * processes)))
+    chunks = [norm[k:k + size] for k in range(0, len(norm), size)]
+    results = []
+    with tqdm(**bar) as counter:
+        if processes > 1 and len(chunks) > 1:
+            ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+            with ctx.Pool(processes, initializer=_init, initargs=(worker,)) as pool:
+                for done in pool.imap(_run, chunks):
+                    results += done
+                    counter.update(len(done))
+                pool.close()
+                pool.join()
+        else:
+            for chunk in chunks:
+                results += worker(chunk)
+                counter.update(len(chunk))
     out = CompiledDataset()
     for pair, (lattice, error, hit) in zip(norm, results):
         if lattice is None:

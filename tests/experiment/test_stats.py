@@ -9,7 +9,8 @@ from nfst.fst.compile import compile_lattice
 from nfst.tasks import get_task
 
 KEYS = {"task", "split", "pairs", "mean_x_len", "mean_y_len", "mean_states_before_min",
-        "mean_arcs_before_min", "mean_states", "mean_arcs", "mark_vocab", "skipped", "paper"}
+        "mean_arcs_before_min", "mean_states", "mean_arcs", "mark_vocab", "skipped", "paper",
+        "compile_path", "compile_refusal"}
 
 
 def test_cipher_stats_on_a_tiny_sample(tmp_path):
@@ -37,7 +38,8 @@ def test_cipher_stats_on_a_tiny_sample(tmp_path):
 
     table = format_stats_table(stats)
     lines = table.splitlines()
-    assert lines[0] == "task cipher, split train"
+    assert lines[0] == "task cipher, split train; lattices compiled by the direct path"
+    assert (stats["compile_path"], stats["compile_refusal"]) == ("direct", None)
     row = next(line for line in lines if line.startswith("states before min")).split()
     assert row[-2:] == ["1,028", f"{stats['mean_states_before_min'] / 1028:.2f}"]
     end = lines[1].index("ours") + len("ours")  # numbers are right-aligned under "ours"
@@ -49,3 +51,6 @@ def test_table_without_paper_figures():
     assert stats["paper"]["x_len"] == 8.1
     stats["paper"] = None
     assert "states before min" in format_stats_table(stats)
+    stats["compile_path"], stats["compile_refusal"] = "openfst", "T: arc 0->1 carries no mark"
+    assert format_stats_table(stats).splitlines()[0].endswith(
+        "compiled by OpenFst (not the direct path: T: arc 0->1 carries no mark)")

@@ -1,0 +1,299 @@
+"""Compile T_{x,y} without OpenFst, for the MFSTs whose product with x and y is already
+deterministic over marks (docs/design.md §3, "The direct path"). Many pairs at once.
+
+Conditions on T (:func:`direct_refusal` names the first that fails):
+
+1. every arc carries at least one mark;
+2. at every state the arcs' mark strings are prefix-free: no two equal, none a proper prefix of
+   another;
+3. the arcs that read and write nothing form no cycle (else T_{x,y} is cyclic).
+
+Spell the mark strings of each state's out-arcs through a trie rooted at the state: the trie
+nodes v are T's states (the roots) and the proper prefixes; the last mark of arc a leads to the
+root dst(a). The product over cells (i, j) of the (|x|+1)(|y|+1) grid
+
+    (i, v, j) --ω--> (i, v', j)                     for a trie edge v --ω--> v' inside an arc,
+    (i, v, j) --ω--> (i + |a_Σ|, dst(a), j + |a_Δ|)  for arc a's last mark ω, where
+                                                    x[i:i+|a_Σ|] = a_Σ and y[j:j+|a_Δ|] = a_Δ,
+
+is x ∘ T ∘ y with marks spelled one per arc; by condition 2 a mark prefix leads to one node
+only, so the product is deterministic over marks as built, and T is unambiguous (two paths
+never share a mark string). Symbols are consumed when an arc completes.
+
+1. Reach: the arc-level product over (q, i, j), its arcs the arcs of T that match, searched
+   forwards from (q0, 0, 0) and backwards from (F, |x|, |y|) (sweeps over the arcs).
+2. Expand each live arc-level arc into its trie path; (state, mark) fixes an arc, so shared
+   prefixes merge. ``states_before_min`` and ``arcs_before_min`` count this trimmed product:
+   OpenFst's determinized x ∘ T ∘ y up to state numbers, but for copies OpenFst may add of a
+   state that an arc with several delayed symbols enters (equal counts on tr, scan, cipher).
+3–5. Heights, positions, the minimal acceptor and the OpenFst path's numbering:
+   ``nfst.fst.direct_minimize``. The lattice is the OpenFst path's, array for array.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ..errors import LatticeTooLargeError, NfstError, NoPathError
+from .direct_minimize import Product, gather, lattices
+from .lattice import Lattice
+from .mfst import MarkedFST
+
+_MATCH_CELLS = 1 << 24
+"""Arcs × input offsets of the pairs whose matching arcs are found at once."""
+_DENSE_CODES = 1 << 25
+"""Product states are numbered through a table over all their codes up to this many."""
+
+
+def direct_refusal(T: MarkedFST) -> Optional[str]:
+    """None when T qualifies for the direct path, else why not (one line)."""
+    return DirectTopology.of(T).refusal
+
+
+class DirectTopology:
+    """T spelled as tries, with the per-arc tables the direct path reads (built once per MFST:
+    :meth:`of`)."""
+
+    @classmethod
+    def of(cls, T: MarkedFST) -> "DirectTopology":
+        return T.derived("direct-topology", cls)
+
+    def __init__(self, T: MarkedFST):
+        self.name = T.name
+        self.marks = T.mark_alphabet
+        self.refusal = _refusal(T)
+        if self.refusal is not None:
+            return
+        arcs = T.arcs
+        mark_id = {m: k for k, m in enumerate(self.marks)}
+        self.inputs = {s: k for k, s in enumerate(T.input_alphabet)}
+        self.outputs = {s: k for k, s in enumerate(T.output_alphabet)}
+        self.num_states = T.num_states
+        self.is_final = np.zeros(T.num_states, dtype=bool)
+        self.is_final[list(T.finals)] = True
+        num, width = len(arcs), max(len(a.marks) for a in arcs) if arcs else 1
+        self.path = np.zeros((num, width), dtype=np.int64)
+        """(A, K): the trie node each of the arc's marks leaves (the first is the arc's src)."""
+        self.mark = np.zeros((num, width), dtype=np.int64)
+        self.length = np.asarray([len(a.marks) for a in arcs], dtype=np.int64)
+        self.src = np.asarray([a.src for a in arcs], dtype=np.int64)
+        self.dst = np.asarray([a.dst for a in arcs], dtype=np.int64)
+        self.di = np.asarray([len(a.input) for a in arcs], dtype=np.int64)
+        self.dj = np.asarray([len(a.output) for a in arcs], dtype=np.int64)
+        child: dict[tuple[int, int], int] = {}
+        nodes = T.num_states
+        for a, arc in enumerate(arcs):
+            node = arc.src
+            for t, m in enumerate(arc.marks):
+                self.path[a, t], self.mark[a, t] = node, mark_id[m]
+                if t < len(arc.marks) - 1:
+                    if (node, mark_id[m]) not in child:
+                        child[node, mark_id[m]] = nodes
+                        nodes += 1
+                    node = child[node, mark_id[m]]
+        self.num_nodes = nodes
+        self.in_strings, self.in_id = _strings(arcs, "input", self.inputs)
+        self.out_strings, self.out_id = _strings(arcs, "output", self.outputs)
+        self._units(arcs)
+
+    def _units(self, arcs) -> None:
+        """Per arc and offset o < |a_Σ| + |a_Δ| (the diagonals its symbols cross): the x
+        symbols consumed before offset o, or for offsets inside a group (more symbols than
+        marks: the last mark carries the rest, docs/design.md §3) the group's shape."""
+        width = max([len(a.input) + len(a.output) for a in arcs] + [1])
+        self.unit_dx = np.zeros((len(arcs), width), dtype=np.int64)
+        self.unit_skip = np.zeros((len(arcs), width), dtype=bool)
+        self.group_dx = np.zeros(len(arcs), dtype=np.int64)
+        self.group_shape = np.zeros(len(arcs), dtype=np.int64)
+        shapes: dict[tuple[int, int], int] = {}
+        for a, arc in enumerate(arcs):
+            n, k, nx = len(arc.input) + len(arc.output), len(arc.marks), len(arc.input)
+            self.unit_dx[a, :n] = np.minimum(np.arange(n), nx)
+            if n > k:
+                self.unit_skip[a, k:n] = True
+                gx = min(k - 1, nx)
+                self.group_dx[a] = gx
+                self.group_shape[a] = shapes.setdefault((nx - gx, n - (k - 1) - (nx - gx)),
+                                                        len(shapes))
+        self.num_shapes = len(shapes) + 1
+
+
+def _refusal(T: MarkedFST) -> Optional[str]:
+    name = T.name
+    by_state: dict[int, list] = {}
+    for arc in T.arcs:
+        if not arc.marks:
+            return f"{name}: arc {arc.src}->{arc.dst} carries no mark"
+        by_state.setdefault(arc.src, []).append(arc.marks)
+    for q, strings in by_state.items():
+        strings.sort()  # a proper prefix sorts right before a string that extends it
+        for u, v in zip(strings, strings[1:]):
+            if v[:len(u)] == u:
+                relation = "twice" if u == v else "one a prefix of the other"
+                return (f"{name}: state {q} has arcs with mark strings {' '.join(u)!r} and "
+                        f"{' '.join(v)!r} ({relation})")
+    silent = {q: [a.dst for a in T.arcs if a.src == q and not a.input and not a.output]
+              for q in range(T.num_states)}
+    state = [0] * T.num_states  # 0 new, 1 on the stack, 2 done
+    for root in range(T.num_states):
+        stack = [(root, iter(silent[root]))] if state[root] == 0 else []
+        state[root] = max(state[root], 1)
+        while stack:
+            q, succ = stack[-1]
+            r = next(succ, None)
+            if r is None:
+                state[q] = 2
+                stack.pop()
+            elif state[r] == 1:
+                return f"{name}: arcs without symbols form a cycle through state {r}"
+            elif state[r] == 0:
+                state[r] = 1
+                stack.append((r, iter(silent[r])))
+    return None
+
+
+def _strings(arcs, tape: str, ids: dict[str, int]) -> tuple[list[np.ndarray], np.ndarray]:
+    """The distinct strings on one tape (as symbol-id arrays) and each arc's index into them."""
+    index: dict[tuple[str, ...], int] = {}
+    arc_id = np.asarray([index.setdefault(getattr(a, tape), len(index)) for a in arcs],
+                        dtype=np.int64)
+    return [np.asarray([ids[s] for s in string], dtype=np.int64) for string in index], arc_id
+
+
+def _matches(strings: list[np.ndarray], texts: list[tuple[str, ...]],
+             ids: dict[str, int]) -> np.ndarray:
+    """(B, U, L + 1) bool, L the longest text: whether string u occurs in text b at each
+    offset (never past the text's end)."""
+    L = max(len(t) for t in texts)
+    padded = np.full((len(texts), L + max(map(len, strings), default=0)), -1, dtype=np.int64)
+    for b, text in enumerate(texts):
+        padded[b, :len(text)] = [ids[symbol] for symbol in text]
+    lengths = np.asarray([len(t) for t in texts])
+    out = np.zeros((len(texts), len(strings), L + 1), dtype=bool)
+    for n in {len(s) for s in strings}:
+        rows = np.asarray([u for u, s in enumerate(strings) if len(s) == n])
+        if n == 0:  # the empty string occurs at every offset up to the end
+            out[:, rows] = (np.arange(L + 1) <= lengths[:, None])[:, None]
+        else:  # a window with padding never matches
+            windows = np.lib.stride_tricks.sliding_window_view(padded, n, axis=1)[:, :L + 1]
+            patterns = np.stack([strings[u] for u in rows])
+            out[:, rows] = (windows[:, None] == patterns[None, :, None]).all(-1)
+    return out
+
+
+def _reach(num: int, src: np.ndarray, dst: np.ndarray, sources: np.ndarray) -> np.ndarray:
+    """(num,) bool: the nodes reachable from ``sources`` along arcs src -> dst (one sweep over
+    the arcs per step of the longest path)."""
+    seen = np.zeros(num, dtype=bool)
+    seen[sources] = True
+    while True:
+        new = dst[seen[src] & ~seen[dst]]
+        if not len(new):
+            return seen
+        seen[new] = True
+
+
+def _index(total: int, *codes: np.ndarray):
+    """The distinct codes (sorted, each < ``total``) and a function giving a code's index
+    among them: a table over every code where it fits in memory, else a sort."""
+    if total <= _DENSE_CODES:
+        present = np.zeros(total, dtype=bool)
+        for c in codes:
+            present[c] = True
+        distinct = np.flatnonzero(present)
+        table = np.empty(total, dtype=np.int32)  # read only where a code is present
+        table[distinct] = np.arange(len(distinct))
+        return distinct, lambda c: table[c]
+    distinct = np.unique(np.concatenate(codes))
+    return distinct, lambda c: np.searchsorted(distinct, c)
+
+
+def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[str, ...]]],
+                   max_states: int) -> list[Lattice | NfstError]:
+    """T_{x,y} of each pair (symbols known to T), or the error that pair raises (NoPathError,
+    LatticeTooLargeError when the product has more than ``max_states`` states). T must
+    qualify (:func:`direct_refusal`)."""
+    top = DirectTopology.of(T)
+    assert top.refusal is None, top.refusal
+    if not len(pairs):
+        return []
+    wheres = [f"{T.name} on x={' '.join(x)!r}, y={' '.join(y)!r}" for x, y in pairs]
+    X = np.asarray([len(x) + 1 for x, _ in pairs], dtype=np.int64)
+    Y = np.asarray([len(y) + 1 for _, y in pairs], dtype=np.int64)
+    live, has_path = _live_arcs(top, pairs, X, Y)
+    product, starts = _spell(top, live, has_path, X, Y)
+    sizes = np.stack([np.bincount(product.pair, minlength=len(pairs)),
+                      np.bincount(product.pair[product.src], minlength=len(pairs))], axis=1)
+    results: list[Lattice | NfstError] = [
+        NoPathError(f"{where}: no generating path") if not ok else
+        LatticeTooLargeError(f"{where}: T_{{x,y}} has {n} states before minimization > "
+                             f"max_states={max_states}") if n > max_states else None
+        for where, ok, n in zip(wheres, has_path, sizes[:, 0].tolist())]
+    todo = np.flatnonzero([r is None for r in results])
+    for r, lattice in lattices(product, top, int(X.max()), pairs, starts, todo, sizes).items():
+        results[r] = lattice
+    return results
+
+
+def _live_arcs(top: DirectTopology, pairs, X: np.ndarray, Y: np.ndarray):
+    """Step 1: (pair, arc, i, j) of every arc of the arc-level product on a path from
+    (q0, 0, 0) to (F, |x|, |y|), and whether each pair has such a path. States are coded
+    base[b] + q·cells + i·Y + j."""
+    cells = X * Y
+    base = np.concatenate([[0], np.cumsum(top.num_states * cells)])
+    found = []
+    step = max(1, _MATCH_CELLS // max(1, len(top.src) * int(X.max())))
+    for lo in range(0, len(pairs), step):  # slices of pairs: arcs × offsets stay bounded
+        some = pairs[lo:lo + step]
+        mx = _matches(top.in_strings, [x for x, _ in some], top.inputs)
+        my = _matches(top.out_strings, [y for _, y in some], top.outputs)
+        bx, a, i = np.nonzero(mx[:, top.in_id])  # where each arc's input matches ...
+        by, uy, jy = np.nonzero(my)  # ... times where its output does
+        width = len(top.out_strings)
+        offsets = np.searchsorted(by * width + uy, np.arange(len(some) * width + 1))
+        entries, owner = gather(offsets, bx * width + top.out_id[a])
+        found.append(np.stack([bx[owner] + lo, a[owner], i[owner], jy[entries]]))
+    b, a, i, j = np.concatenate(found, axis=1)
+    src = base[b] + top.src[a] * cells[b] + i * Y[b] + j
+    dst = base[b] + top.dst[a] * cells[b] + (i + top.di[a]) * Y[b] + j + top.dj[a]
+    starts = base[:-1]
+    finals = base[:-1, None] + np.flatnonzero(top.is_final)[None] * cells[:, None] \
+        + cells[:, None] - 1
+    forward = _reach(int(base[-1]), src, dst, starts)
+    backward = _reach(int(base[-1]), dst, src, finals.ravel())
+    live = forward[src] & backward[dst]
+    return (b[live], a[live], i[live], j[live]), backward[starts]
+
+
+def _spell(top: DirectTopology, live, has_path: np.ndarray, X: np.ndarray, Y: np.ndarray):
+    """Step 2: the live arcs spelled through their tries, as a :class:`Product` (states coded
+    base[b] + node·cells + i·Y + j, then numbered), and each pair's start state (-1 where it
+    has no path)."""
+    b, a, i, j = live
+    cells = X * Y
+    base = np.concatenate([[0], np.cumsum(top.num_nodes * cells)])
+    t = np.arange(top.path.shape[1])
+    spelled = t < top.length[a][:, None]
+    last = t == top.length[a][:, None] - 1
+    cell = (i * Y[b] + j)[:, None]
+    s_code = base[b][:, None] + top.path[a] * cells[b][:, None] + cell
+    within = base[b][:, None] + np.roll(top.path[a], -1, axis=1) * cells[b][:, None] + cell
+    onward = (base[b] + top.dst[a] * cells[b] + (i + top.di[a]) * Y[b] + j + top.dj[a])[:, None]
+    d_code = np.where(last, onward, within)[spelled]
+    s_code, mark = s_code[spelled], top.mark[a][spelled]
+    arc_of = np.where(last, a[:, None], -1)[spelled]
+    _, first = np.unique(s_code * len(top.marks) + mark, return_index=True)
+    s_code, mark, d_code, arc_of = s_code[first], mark[first], d_code[first], arc_of[first]
+    state_codes, index = _index(int(base[-1]), s_code, d_code, base[:-1][has_path])
+    pair = np.searchsorted(base, state_codes, side="right") - 1
+    node, c = np.divmod(state_codes - base[pair], cells[pair])
+    si, sj = np.divmod(c, Y[pair])
+    final = (node < top.num_states) & top.is_final[np.minimum(node, top.num_states - 1)] \
+        & (c == cells[pair] - 1)
+    starts = np.full(len(X), -1, dtype=np.int64)
+    starts[has_path] = index(base[:-1][has_path])
+    product = Product(src=index(s_code), dst=index(d_code), mark=mark, arc_of=arc_of,
+                      pair=pair, si=si, sj=sj, final=final, width=int((X + Y).max()) - 1)
+    return product, starts
