@@ -14,7 +14,7 @@ TORCH_FROM_INDEX = $(BIN)/pip install -q --retries 0 --timeout 10 --index-url $(
 	wheel for this platform); installing it from pip's \
 	default index, whose Linux x86-64 torch is the CUDA build"; $(BIN)/pip install -q $(TORCH); }
 
-.PHONY: setup test docs serve-docs demo bench clean
+.PHONY: setup test lint docs serve-docs demo bench clean
 
 $(BIN)/nfst: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,12 @@ setup: $(BIN)/nfst
 # runs in TEST_WORKERS processes (pytest-xdist), a test file to each, so that a file's module
 # fixtures and a documentation page's one run stay in one process.
 TEST_WORKERS ?= 2
-test: docs
+test: docs lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+lint: setup  ## ruff: lint-clean and formatted (pyproject.toml's [tool.ruff])
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # Material for MkDocs prints a notice on every build that it reaches end of life on 2027-05-05
 # (its successor is Zensical); noted here, silenced there.

@@ -73,8 +73,7 @@ def generating_ciphers(run: Run) -> list[str]:
 
 
 def open_run(run_dir: str) -> Run:
-    run = Run.open(run_dir, cache_dir=os.environ.get("NFST_CACHE_DIR", ".nfst-cache"),
-                   quiet=True)
+    run = Run.open(run_dir, cache_dir=os.environ.get("NFST_CACHE_DIR", ".nfst-cache"), quiet=True)
     if run.config.task != "cipher":
         sys.exit(f"{run_dir} is a {run.config.task} run; this diagnosis needs cipher")
     return run
@@ -89,8 +88,9 @@ def generating_paths(run: Run, split: str) -> list:
         offsets, arc_mark = lat.arc_offsets.tolist(), lat.arc_mark.tolist()
         state, arcs = 0, []
         for mark in marks[(tuple(lat.x), tuple(lat.y))]:  # lattices are deterministic
-            arc = next(a for a in range(offsets[state], offsets[state + 1])
-                       if arc_mark[a] == index[mark])
+            arc = next(
+                a for a in range(offsets[state], offsets[state + 1]) if arc_mark[a] == index[mark]
+            )
             arcs.append(arc)
             state = int(lat.arc_dst[arc])
         out.append((lat, arcs))
@@ -102,23 +102,36 @@ def picks(run_dir: str, samplers: str = "") -> None:
     test, scorer = run.lattices("test"), run.scorer()
     seed = stream_seed(run.training_seed(0), "test")  # the evaluation's test draws
     truth = generating_ciphers(run)
-    for name in (samplers.split(",") if samplers else run.config.samplers):
-        for state, sampler in (("untrained", run.untrained_sampler(name)),
-                               ("trained", run.sampler(name))):
+    for name in samplers.split(",") if samplers else run.config.samplers:
+        for state, sampler in (
+            ("untrained", run.untrained_sampler(name)),
+            ("trained", run.sampler(name)),
+        ):
             right, wrong = [], []
-            samples = draw(sampler, scorer, test, run.preset.evaluate.k, seed=seed,
-                           device=run.device)
+            samples = draw(
+                sampler, scorer, test, run.preset.evaluate.k, seed=seed, device=run.device
+            )
             for lat, pair, cipher in zip(test, samples, truth):
-                for arcs, log_q, log_p in zip(pair.arcs.tolist(), pair.log_q.tolist(),
-                                              pair.log_p.tolist()):
+                for arcs, log_q, log_p in zip(
+                    pair.arcs.tolist(), pair.log_q.tolist(), pair.log_p.tolist()
+                ):
                     (right if picked(lat, arcs) == cipher else wrong).append(log_q - log_p)
             n = len(right) + len(wrong)
-            print(json.dumps({
-                "sampler": name, "state": state, "generating_cipher": round(len(right) / n, 3),
-                "partial_kl": round((sum(right) + sum(wrong)) / n, 2),
-                "partial_kl_generating": round(sum(right) / len(right), 2) if right else None,
-                "partial_kl_other": round(sum(wrong) / len(wrong), 2) if wrong else None}),
-                flush=True)
+            print(
+                json.dumps(
+                    {
+                        "sampler": name,
+                        "state": state,
+                        "generating_cipher": round(len(right) / n, 3),
+                        "partial_kl": round((sum(right) + sum(wrong)) / n, 2),
+                        "partial_kl_generating": round(sum(right) / len(right), 2)
+                        if right
+                        else None,
+                        "partial_kl_other": round(sum(wrong) / len(wrong), 2) if wrong else None,
+                    }
+                ),
+                flush=True,
+            )
 
 
 def as_batch(items: list) -> tuple[LatticeBatch, torch.Tensor]:
@@ -126,7 +139,7 @@ def as_batch(items: list) -> tuple[LatticeBatch, torch.Tensor]:
     batch = LatticeBatch([lat for lat, _ in items], "cpu")
     arcs = torch.full((len(items), max(len(p) for _, p in items)), -1, dtype=torch.long)
     for b, (_, path) in enumerate(items):
-        arcs[b, :len(path)] = torch.tensor(path) + int(batch.arc_offsets[b])
+        arcs[b, : len(path)] = torch.tensor(path) + int(batch.arc_offsets[b])
     return batch, arcs
 
 
@@ -138,7 +151,7 @@ def generating_fit(sampler, items: list) -> dict:
     sampler.eval()
     q_cipher, argmax, log_q = [], [], []
     for lo in range(0, len(items), 64):
-        chunk = items[lo:lo + 64]
+        chunk = items[lo : lo + 64]
         batch, arcs = as_batch(chunk)
         route = route_of_arcs(batch, torch.arange(len(chunk)), arcs, per_lattice=1)
         lp = sampler.path_log_probs(batch, sampler.prepare(batch), route)  # (B, L + 1, D + 1)
@@ -148,23 +161,31 @@ def generating_fit(sampler, items: list) -> dict:
             t = next(t for t, m in enumerate(lat.marks_of(path)) if is_cipher(m))
             q_cipher.append(float(steps[b, t].exp()))
             arcs = batch.out_arcs[route.states[b, t]].tolist()  # the choice's columns
-            ciphers = [c for c, a in enumerate(arcs)
-                       if a >= 0 and is_cipher(lat.mark_vocab[int(batch.arc_mark[a])])]
+            ciphers = [
+                c
+                for c, a in enumerate(arcs)
+                if a >= 0 and is_cipher(lat.mark_vocab[int(batch.arc_mark[a])])
+            ]
             best = max(ciphers, key=lambda c: float(lp[b, t, c]))
             argmax.append(best == int(route.choice[b, t]))
             log_q.append(float(steps[b].sum()))
     sampler.train()
-    return {"q_generating_cipher": round(sum(q_cipher) / len(q_cipher), 3),
-            "argmax_generating_cipher": round(sum(argmax) / len(argmax), 3),
-            "log_q_generating_path": round(sum(log_q) / len(log_q), 2)}
+    return {
+        "q_generating_cipher": round(sum(q_cipher) / len(q_cipher), 3),
+        "argmax_generating_cipher": round(sum(argmax) / len(argmax), 3),
+        "log_q_generating_path": round(sum(log_q) / len(log_q), 2),
+    }
 
 
 def supervised(run_dir: str, name: str, steps: str = "400", lr: str = "3e-3") -> None:
     run = open_run(run_dir)
     steps, started = int(steps), time.time()
     train = generating_paths(run, "train")
-    measured = {"train": train[:500], "dev": generating_paths(run, "dev"),
-                "test": generating_paths(run, "test")}
+    measured = {
+        "train": train[:500],
+        "dev": generating_paths(run, "dev"),
+        "test": generating_paths(run, "test"),
+    }
     torch.manual_seed(run.config.seed)
     sampler = run.untrained_sampler(name).train()
     opt = torch.optim.Adam(sampler.parameters(), lr=float(lr))
@@ -172,8 +193,15 @@ def supervised(run_dir: str, name: str, steps: str = "400", lr: str = "3e-3") ->
 
     def report(step: int) -> None:
         fits = {split: generating_fit(sampler, items) for split, items in measured.items()}
-        print(json.dumps({"sampler": name, "train_pairs": len(train), "step": step} | fits
-                         | {"seconds": round(time.time() - started, 1)}), flush=True)
+        print(
+            json.dumps(
+                {"sampler": name, "train_pairs": len(train), "step": step}
+                | fits
+                | {"seconds": round(time.time() - started, 1)}
+            ),
+            flush=True,
+        )
+
     report(0)
     for step in range(1, steps + 1):
         batch, arcs = as_batch(rng.sample(train, 16))
@@ -198,19 +226,33 @@ def lengths(run_dir: str, samplers: str = "", n: str = "600") -> None:
     run = open_run(run_dir)
     scorer, T = run.scorer(), run.T
     seed = stream_seed(run.training_seed(1000), "triples")
-    drawn = [(compile_lattice(T, x, y), cipher_of(marks))
-             for x, y, marks in draw_triples(scorer, T, int(n), seed=seed).triples]
+    drawn = [
+        (compile_lattice(T, x, y), cipher_of(marks))
+        for x, y, marks in draw_triples(scorer, T, int(n), seed=seed).triples
+    ]
     drawn = [(lat, c) for lat, c in drawn if lat.num_arcs]
-    sets = {"triples": ([lat for lat, _ in drawn], [c for _, c in drawn]),
-            "test": (run.lattices("test"), generating_ciphers(run))}
-    for split, lats in (("triples", sets["triples"][0]), ("dev", run.lattices("dev")),
-                        ("test", sets["test"][0])):
+    sets = {
+        "triples": ([lat for lat, _ in drawn], [c for _, c in drawn]),
+        "test": (run.lattices("test"), generating_ciphers(run)),
+    }
+    for split, lats in (
+        ("triples", sets["triples"][0]),
+        ("dev", run.lattices("dev")),
+        ("test", sets["test"][0]),
+    ):
         counts = Counter(bucket(lat.x) for lat in lats)
-        print(json.dumps({"pairs": split, "count": len(lats),
-                          "x_length": round(sum(len(lat.x) for lat in lats) / len(lats), 2),
-                          "share_by_x": {b: round(c / len(lats), 3)
-                                         for b, c in sorted(counts.items())}}), flush=True)
-    for name in (samplers.split(",") if samplers else run.config.samplers):
+        print(
+            json.dumps(
+                {
+                    "pairs": split,
+                    "count": len(lats),
+                    "x_length": round(sum(len(lat.x) for lat in lats) / len(lats), 2),
+                    "share_by_x": {b: round(c / len(lats), 3) for b, c in sorted(counts.items())},
+                }
+            ),
+            flush=True,
+        )
+    for name in samplers.split(",") if samplers else run.config.samplers:
         sampler = run.sampler(name)
         for split, (lats, right) in sets.items():
             by: dict[str, list[float]] = {}
@@ -219,10 +261,19 @@ def lengths(run_dir: str, samplers: str = "", n: str = "600") -> None:
                 hits = [picked(lat, arcs) == cipher for arcs in pair.arcs.tolist()]
                 by.setdefault(bucket(lat.x), []).append(sum(hits) / len(hits))
             every = [v for values in by.values() for v in values]
-            print(json.dumps({"sampler": name, "pairs": split,
-                              "right_cipher": round(sum(every) / len(every), 3),
-                              "by_x": {b: [round(sum(v) / len(v), 3), len(v)]
-                                       for b, v in sorted(by.items())}}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "sampler": name,
+                        "pairs": split,
+                        "right_cipher": round(sum(every) / len(every), 3),
+                        "by_x": {
+                            b: [round(sum(v) / len(v), 3), len(v)] for b, v in sorted(by.items())
+                        },
+                    }
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

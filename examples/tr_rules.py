@@ -17,5 +17,6 @@ class RuleTransliteration(Transliteration):
 
     def build_mfst(self, data_dir):
         train = read_lexicon(self.path("train", data_dir))
-        return rule_transliteration({a for x, _ in train for a in x},
-                                    {b for _, y in train for b in y}, name=self.name)
+        return rule_transliteration(
+            {a for x, _ in train for a in x}, {b for _, y in train for b in y}, name=self.name
+        )

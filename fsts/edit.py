@@ -7,8 +7,14 @@ from typing import Iterable
 from nfst.fst.mfst import MarkedFST
 
 
-def deletion_insertion(sigma: Iterable[str], delta: Iterable[str], *, delete: str = "<del>",
-                       insert: str = "<ins>", name: str = "del-ins") -> MarkedFST:
+def deletion_insertion(
+    sigma: Iterable[str],
+    delta: Iterable[str],
+    *,
+    delete: str = "<del>",
+    insert: str = "<ins>",
+    name: str = "del-ins",
+) -> MarkedFST:
     """tr and scan: read an input symbol a (marks ``<del> a``) or write an output symbol b
     (marks ``<ins> b``), in any interleaving. Every alignment of x and y is one path."""
     T = MarkedFST(name)
@@ -20,9 +26,14 @@ def deletion_insertion(sigma: Iterable[str], delta: Iterable[str], *, delete: st
     return T
 
 
-def deletion_insertion_copy(alphabet: Iterable[str], *, delete: str = "delete",
-                            insert: str = "insert", copy: str = "copy",
-                            name: str = "del-ins-copy") -> MarkedFST:
+def deletion_insertion_copy(
+    alphabet: Iterable[str],
+    *,
+    delete: str = "delete",
+    insert: str = "insert",
+    copy: str = "copy",
+    name: str = "del-ins-copy",
+) -> MarkedFST:
     """Noisy copy over one alphabet: ``copy a`` (a:a), ``delete a`` (a:ε), ``insert b`` (ε:b)."""
     T = MarkedFST(name)
     T.set_final(T.start)

@@ -26,12 +26,46 @@ from nfst.fst.mfst import MarkedFST
 
 SCRIPT_TAG = "<ur>"
 LETTER_RULES: Sequence[tuple[str, str]] = (
-    ("a", "ا"), ("a", "ع"), ("aa", "ا"), ("b", "ب"), ("p", "پ"), ("t", "ت"), ("t", "ٹ"),
-    ("t", "ط"), ("s", "س"), ("s", "ص"), ("s", "ث"), ("j", "ج"), ("ch", "چ"), ("h", "ہ"),
-    ("h", "ح"), ("kh", "خ"), ("d", "د"), ("d", "ڈ"), ("z", "ز"), ("z", "ذ"), ("z", "ض"),
-    ("z", "ظ"), ("r", "ر"), ("r", "ڑ"), ("sh", "ش"), ("gh", "غ"), ("f", "ف"), ("q", "ق"),
-    ("k", "ک"), ("g", "گ"), ("l", "ل"), ("m", "م"), ("n", "ن"), ("w", "و"), ("v", "و"),
-    ("o", "و"), ("u", "و"), ("y", "ی"), ("i", "ی"), ("e", "ی"),
+    ("a", "ا"),
+    ("a", "ع"),
+    ("aa", "ا"),
+    ("b", "ب"),
+    ("p", "پ"),
+    ("t", "ت"),
+    ("t", "ٹ"),
+    ("t", "ط"),
+    ("s", "س"),
+    ("s", "ص"),
+    ("s", "ث"),
+    ("j", "ج"),
+    ("ch", "چ"),
+    ("h", "ہ"),
+    ("h", "ح"),
+    ("kh", "خ"),
+    ("d", "د"),
+    ("d", "ڈ"),
+    ("z", "ز"),
+    ("z", "ذ"),
+    ("z", "ض"),
+    ("z", "ظ"),
+    ("r", "ر"),
+    ("r", "ڑ"),
+    ("sh", "ش"),
+    ("gh", "غ"),
+    ("f", "ف"),
+    ("q", "ق"),
+    ("k", "ک"),
+    ("g", "گ"),
+    ("l", "ل"),
+    ("m", "م"),
+    ("n", "ن"),
+    ("w", "و"),
+    ("v", "و"),
+    ("o", "و"),
+    ("u", "و"),
+    ("y", "ی"),
+    ("i", "ی"),
+    ("e", "ی"),
 )
 """(Latin, Urdu) correspondences in any context; the mark is ``latin>urdu``."""
 STOPS = ("b", "p", "t", "d", "k", "g", "j", "c")
@@ -62,20 +96,23 @@ def transliteration_grammar(latin: Iterable[str], urdu: Iterable[str]) -> pynini
     sigma = pynini.union(*map(_u, latin), *(out for _, out in fired)).optimize()
     sigma_star = pynini.closure(sigma).optimize()
     cascade = pynini.closure(pynini.union(*map(_u, latin))).optimize()  # x is Latin
-    for (name, _, _, left, right), (lat, out) in zip(CONTEXT_RULES, fired):
-        rule = pynini.cdrewrite(pynini.cross(lat, out), _context(left), _context(right),
-                                sigma_star, mode="opt")
+    for (_, _, _, left, right), (lat, out) in zip(CONTEXT_RULES, fired):
+        rule = pynini.cdrewrite(
+            pynini.cross(lat, out), _context(left), _context(right), sigma_star, mode="opt"
+        )
         cascade = (cascade @ rule).optimize()
     moves = pynini.union(
         *(pynini.cross(_u(lat), _u(f"{ur}[@{lat}>{ur}]")) for lat, ur in LETTER_RULES),
         *(out for _, out in fired),  # a context rule's output, passed on whole
         *(pynini.cross(_u(a), _u(f"[@del:{a}]")) for a in latin),
-        *(pynini.cross(_u(""), _u(f"{b}[@ins:{b}]")) for b in urdu))
+        *(pynini.cross(_u(""), _u(f"{b}[@ins:{b}]")) for b in urdu),
+    )
     tag = pynini.cross(_u(""), _u(f"[{SCRIPT_TAG}][@script]"))
     return (tag + (cascade @ moves.closure())).optimize()
 
 
-def rule_transliteration(latin: Iterable[str], urdu: Iterable[str],
-                         name: str = "tr-rules") -> MarkedFST:
+def rule_transliteration(
+    latin: Iterable[str], urdu: Iterable[str], name: str = "tr-rules"
+) -> MarkedFST:
     """The grammar as a marked FST (marks on the output tape)."""
     return from_pynini(transliteration_grammar(latin, urdu), marks=OutputMarks(), name=name)

@@ -28,8 +28,8 @@ from . import cli_arguments as arguments
 from .bench import bench_command
 from .errors import Interrupted, NfstError
 from .experiment import commands
-from .experiment.options import parse_assignment, parse_option
 from .experiment.opening import RunRequest
+from .experiment.options import parse_assignment, parse_option
 from .runtime.interrupt import exit_status
 
 RENAMED = {"--out": "--run-dir", "--task": "the task as the first argument"}
@@ -46,56 +46,98 @@ class Command:
 
 COMMANDS: dict[str, Command] = {
     "tasks": Command("list the registered tasks", lambda p: None, commands.tasks, "nfst tasks"),
-    "compile": Command("compile (and cache) the lattices of a task split", arguments.split,
-                       commands.compile_split, "nfst compile cipher\n"
-                       "nfst compile tr --split dev --data-dir DATA --processes 4"),
-    "stats": Command("lattice statistics of a task split beside the paper's", arguments.stats,
-                     commands.stats, "nfst stats cipher --limit 200\n"
-                     "nfst stats tr --split dev --limit 500 --json"),
-    "options": Command("list the --option keys of a preset with their values and meanings",
-                       arguments.options, commands.options,
-                       "nfst options\nnfst options --preset paper"),
-    "bench": Command("run a benchmark; prints one JSON object as its last line", arguments.bench,
-                     bench_command, "nfst bench backward --lattices 64\n"
-                     "nfst bench abstract --run-dir runs/cipher-small-0"),
-    "run": Command("the whole pipeline for a task: compile, train, evaluate, SMC, report",
-                   arguments.run_all, commands.run, "nfst run cipher --preset small\n"
-                   "nfst run tr --data-dir DATA --samplers swa,swp-prefix --run-dir runs/tr\n"
-                   "nfst run cipher --option sampler.steps=100 --option scorer.kind=ngram\n"
-                   "nfst run --from runs/cipher-small-0 --run-dir runs/lr --option "
-                   "sampler.lr=0.01\n"
-                   "nfst run --run-dir runs/lr --continue --option sampler.steps=400"),
-    "reproduce": Command("003's comparison: run tr, scan and cipher at a preset, then merge "
-                         "them into one report", arguments.reproduce, commands.reproduce,
-                         "nfst reproduce --preset small --data-dir DATA\n"
-                         "nfst reproduce --preset large --data-dir DATA --jobs 2"),
-    "train-scorer": Command("train (or reuse) the frozen LSTM scorer of a run",
-                            arguments.train_scorer, commands.train_scorer,
-                            "nfst train-scorer cipher --run-dir runs/c --new "
-                            "--samplers swa,swp"),
-    "train-sampler": Command("train (or reuse) one sampler of a run, and add it to the run's "
-                             "samplers", arguments.train_sampler, commands.train_sampler,
-                             "nfst train-sampler --run-dir runs/c --sampler swp-prefix\n"
-                             "nfst train-sampler --run-dir runs/c --sampler swp --seeds 3 "
-                             "--training-seed 2"),
-    "evaluate": Command("partial KL, ESS and expected length of a run's samplers",
-                        arguments.run, commands.evaluate,
-                        "nfst evaluate --run-dir runs/c\n"
-                        "nfst evaluate --run-dir runs/c --samplers swa,swp"),
-    "smc": Command("particle smoothing with a run's reference sampler: offset KL against M",
-                   arguments.run, commands.smc, "nfst smc --run-dir runs/c"),
-    "report": Command("merge runs into report.md with tables and plots", arguments.report,
-                      commands.report, "nfst report runs/cipher-small-0\n"
-                      "nfst report runs/tr-small-0 runs/scan-small-0 runs/cipher-small-0 "
-                      "--out report"),
-    "compare": Command("compare the samplers of runs: paired gaps between runs that share a "
-                       "frozen scorer, ± SE over seeds and test pairs", arguments.compare,
-                       commands.compare, "nfst compare runs/cipher-small-0 runs/cipher-lr01\n"
-                       "nfst compare runs/a runs/b runs/c --json"),
-    "sample": Command("sample alignments of one pair (and draw its lattice) or of a split",
-                      arguments.sample, commands.sample, "nfst sample --run-dir runs/c "
-                      "--sampler swa --x 'n l c i u' --y 'h o s' --png lattice.png\n"
-                      "nfst sample --run-dir runs/c --sampler swp --split test --out test.jsonl"),
+    "compile": Command(
+        "compile (and cache) the lattices of a task split",
+        arguments.split,
+        commands.compile_split,
+        "nfst compile cipher\nnfst compile tr --split dev --data-dir DATA --processes 4",
+    ),
+    "stats": Command(
+        "lattice statistics of a task split beside the paper's",
+        arguments.stats,
+        commands.stats,
+        "nfst stats cipher --limit 200\nnfst stats tr --split dev --limit 500 --json",
+    ),
+    "options": Command(
+        "list the --option keys of a preset with their values and meanings",
+        arguments.options,
+        commands.options,
+        "nfst options\nnfst options --preset paper",
+    ),
+    "bench": Command(
+        "run a benchmark; prints one JSON object as its last line",
+        arguments.bench,
+        bench_command,
+        "nfst bench backward --lattices 64\nnfst bench abstract --run-dir runs/cipher-small-0",
+    ),
+    "run": Command(
+        "the whole pipeline for a task: compile, train, evaluate, SMC, report",
+        arguments.run_all,
+        commands.run,
+        "nfst run cipher --preset small\n"
+        "nfst run tr --data-dir DATA --samplers swa,swp-prefix --run-dir runs/tr\n"
+        "nfst run cipher --option sampler.steps=100 --option scorer.kind=ngram\n"
+        "nfst run --from runs/cipher-small-0 --run-dir runs/lr --option "
+        "sampler.lr=0.01\n"
+        "nfst run --run-dir runs/lr --continue --option sampler.steps=400",
+    ),
+    "reproduce": Command(
+        "003's comparison: run tr, scan and cipher at a preset, then merge them into one report",
+        arguments.reproduce,
+        commands.reproduce,
+        "nfst reproduce --preset small --data-dir DATA\n"
+        "nfst reproduce --preset large --data-dir DATA --jobs 2",
+    ),
+    "train-scorer": Command(
+        "train (or reuse) the frozen LSTM scorer of a run",
+        arguments.train_scorer,
+        commands.train_scorer,
+        "nfst train-scorer cipher --run-dir runs/c --new --samplers swa,swp",
+    ),
+    "train-sampler": Command(
+        "train (or reuse) one sampler of a run, and add it to the run's samplers",
+        arguments.train_sampler,
+        commands.train_sampler,
+        "nfst train-sampler --run-dir runs/c --sampler swp-prefix\n"
+        "nfst train-sampler --run-dir runs/c --sampler swp --seeds 3 "
+        "--training-seed 2",
+    ),
+    "evaluate": Command(
+        "partial KL, ESS and expected length of a run's samplers",
+        arguments.run,
+        commands.evaluate,
+        "nfst evaluate --run-dir runs/c\nnfst evaluate --run-dir runs/c --samplers swa,swp",
+    ),
+    "smc": Command(
+        "particle smoothing with a run's reference sampler: offset KL against M",
+        arguments.run,
+        commands.smc,
+        "nfst smc --run-dir runs/c",
+    ),
+    "report": Command(
+        "merge runs into report.md with tables and plots",
+        arguments.report,
+        commands.report,
+        "nfst report runs/cipher-small-0\n"
+        "nfst report runs/tr-small-0 runs/scan-small-0 runs/cipher-small-0 "
+        "--out report",
+    ),
+    "compare": Command(
+        "compare the samplers of runs: paired gaps between runs that share a "
+        "frozen scorer, ± SE over seeds and test pairs",
+        arguments.compare,
+        commands.compare,
+        "nfst compare runs/cipher-small-0 runs/cipher-lr01\n"
+        "nfst compare runs/a runs/b runs/c --json",
+    ),
+    "sample": Command(
+        "sample alignments of one pair (and draw its lattice) or of a split",
+        arguments.sample,
+        commands.sample,
+        "nfst sample --run-dir runs/c "
+        "--sampler swa --x 'n l c i u' --y 'h o s' --png lattice.png\n"
+        "nfst sample --run-dir runs/c --sampler swp --split test --out test.jsonl",
+    ),
 }
 
 
@@ -104,8 +146,9 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         command = self.prog.partition(" ")[2]  # "nfst sample" -> "sample"
-        raise NfstError(f"{command}: {message}" if command else message,
-                        f"see `{self.prog} --help`")
+        raise NfstError(
+            f"{command}: {message}" if command else message, f"see `{self.prog} --help`"
+        )
 
 
 def _version() -> str:
@@ -117,16 +160,22 @@ def _version() -> str:
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The parser, and each command's own."""
-    parser = _Parser(prog="nfst", description="Path inference in neural finite-state "
-                     "transducers.", epilog="`nfst COMMAND --help` describes a command.")
+    parser = _Parser(
+        prog="nfst",
+        description="Path inference in neural finite-state transducers.",
+        epilog="`nfst COMMAND --help` describes a command.",
+    )
     parser.add_argument("--version", action="version", version=f"nfst {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     parsers = {}
     for name, command in COMMANDS.items():
         p = parsers[name] = sub.add_parser(
-            name, help=command.help, description=command.help,
+            name,
+            help=command.help,
+            description=command.help,
             epilog="examples:\n" + "\n".join(f"  {line}" for line in command.examples.split("\n")),
-            formatter_class=argparse.RawDescriptionHelpFormatter)
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         command.arguments(p)
         arguments.common(p)
     return parser, parsers
@@ -142,10 +191,12 @@ def _config_arguments(args, parser: argparse.ArgumentParser) -> list[str]:
         with open(args.config, "rb") as f:
             data = tomllib.load(f)
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise NfstError(f"cannot read config {args.config}: {exc}",
-                        "check the path and TOML syntax")
-    settings = {k: v for k, v in data.items() if not isinstance(v, dict)} | \
-        data.get(args.command, {})
+        raise NfstError(
+            f"cannot read config {args.config}: {exc}", "check the path and TOML syntax"
+        ) from None
+    settings = {k: v for k, v in data.items() if not isinstance(v, dict)} | data.get(
+        args.command, {}
+    )
     actions = {}
     for action in parser._actions:  # argparse lists a parser's arguments nowhere public
         if action.dest not in ("help", "config"):
@@ -153,13 +204,19 @@ def _config_arguments(args, parser: argparse.ArgumentParser) -> list[str]:
                 actions.setdefault(name.lstrip("-").replace("-", "_"), action)
     unknown = sorted(key for key in settings if key.replace("-", "_") not in actions)
     if unknown:
-        raise NfstError(f"{args.config}: unknown settings for `nfst {args.command}`: "
-                        f"{', '.join(unknown)}", f"see `nfst {args.command} --help`")
+        raise NfstError(
+            f"{args.config}: unknown settings for `nfst {args.command}`: {', '.join(unknown)}",
+            f"see `nfst {args.command} --help`",
+        )
     arguments = []
     for key, value in settings.items():
         action = actions[key.replace("-", "_")]
-        texts = _config_texts(action, value, f"{args.config}: {key} = {value!r}: expected",
-                              f"see `nfst {args.command} --help`")
+        texts = _config_texts(
+            action,
+            value,
+            f"{args.config}: {key} = {value!r}: expected",
+            f"see `nfst {args.command} --help`",
+        )
         if not action.option_strings:  # the task
             parser.set_defaults(**{action.dest: texts[0]})
         elif action.nargs == 0:  # a switch
@@ -180,8 +237,9 @@ def _config_texts(action: argparse.Action, value, error: str, hint: str) -> list
         if type(value) is not bool:
             raise NfstError(f"{error} true or false", hint)
     elif any(type(v) not in (str, int, float) for v in values):
-        raise NfstError(f"{error} a string or a number"
-                        + (", or a list of them" if repeated else ""), hint)
+        raise NfstError(
+            f"{error} a string or a number" + (", or a list of them" if repeated else ""), hint
+        )
     return [str(v) for v in values]
 
 
@@ -193,20 +251,28 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.config:
         at = argv.index(args.command) + 1
-        args = parser.parse_args(argv[:at] + _config_arguments(args, parsers[args.command])
-                                 + argv[at:])
+        args = parser.parse_args(
+            argv[:at] + _config_arguments(args, parsers[args.command]) + argv[at:]
+        )
     renamed = getattr(args, "renamed", [])
     if getattr(args, "task_option", None):
         if args.task:
-            raise NfstError(f"{args.command}: the task is given twice ({args.task} and "
-                            f"--task {args.task_option})", "give it once, first")
+            raise NfstError(
+                f"{args.command}: the task is given twice ({args.task} and "
+                f"--task {args.task_option})",
+                "give it once, first",
+            )
         args.task = args.task_option
     if "task" in args and args.task is None and "run_dir" not in args:  # a run may give it
-        raise NfstError(f"{args.command}: the following arguments are required: TASK",
-                        f"see `nfst {args.command} --help`")
+        raise NfstError(
+            f"{args.command}: the following arguments are required: TASK",
+            f"see `nfst {args.command} --help`",
+        )
     for old in dict.fromkeys(renamed):
-        print(f"nfst: warning: {old} is deprecated (until the next release); use "
-              f"{RENAMED[old]}", file=sys.stderr)
+        print(
+            f"nfst: warning: {old} is deprecated (until the next release); use {RENAMED[old]}",
+            file=sys.stderr,
+        )
     return args
 
 
@@ -224,8 +290,9 @@ def request_of(args: argparse.Namespace) -> tuple[RunRequest, dict]:
     asked = {k: flags.pop(k) for k in fields & set(flags)}
     asked["given"] = frozenset(asked.get("given", ()))
     asked["overrides"] = tuple(map(parse_option, asked.get("overrides", ())))
-    asked["task_settings"] = tuple(parse_assignment(item, "--set")
-                                   for item in asked.get("task_settings", ()))
+    asked["task_settings"] = tuple(
+        parse_assignment(item, "--set") for item in asked.get("task_settings", ())
+    )
     return RunRequest(**asked), flags
 
 
@@ -245,8 +312,10 @@ def _command(argv: Optional[list[str]]) -> int:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         args = parse_args(argv)
-        logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
-                            format="%(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(
+            level=logging.WARNING if args.quiet else logging.INFO,
+            format="%(levelname)s %(name)s: %(message)s",
+        )
         commands.execute(COMMANDS[args.command].function, *request_of(args))
         return 0
     except SystemExit as exc:  # --help and --version
@@ -262,18 +331,27 @@ def _command(argv: Optional[list[str]]) -> int:
     except OSError as exc:  # a path given that cannot be read or written
         if debug or isinstance(exc, BrokenPipeError):  # the latter: main's
             raise
-        print(f"nfst: error: {exc}\n  hint: check the paths given: a folder missing, a file "
-              "where a folder belongs, no permission (--debug shows where)", file=sys.stderr)
+        print(
+            f"nfst: error: {exc}\n  hint: check the paths given: a folder missing, a file "
+            "where a folder belongs, no permission (--debug shows where)",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
-        print("nfst: interrupted\n  hint: run the same command again: finished stages, "
-              "checkpoints and cached lattices are kept", file=sys.stderr)
+        print(
+            "nfst: interrupted\n  hint: run the same command again: finished stages, "
+            "checkpoints and cached lattices are kept",
+            file=sys.stderr,
+        )
         return exit_status()
     except Exception as exc:  # an nfst bug, not bad input
         if debug:
             raise
-        print(f"nfst: internal error: {type(exc).__name__}: {exc}\n  hint: rerun with --debug "
-              "for the traceback, and please report it", file=sys.stderr)
+        print(
+            f"nfst: internal error: {type(exc).__name__}: {exc}\n  hint: rerun with --debug "
+            "for the traceback, and please report it",
+            file=sys.stderr,
+        )
         return 1
 
 

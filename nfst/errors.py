@@ -21,8 +21,9 @@ class UnknownSymbolError(NfstError):
 
     hint = "add arcs for the symbol to the MFST, or clean the data"
 
-    def __init__(self, message: str, hint: str = "", *, tape: str = "",
-                 symbols: tuple[str, ...] = ()):
+    def __init__(
+        self, message: str, hint: str = "", *, tape: str = "", symbols: tuple[str, ...] = ()
+    ):
         super().__init__(message, hint)
         self.tape, self.symbols = tape, symbols
 
@@ -58,8 +59,10 @@ class InvalidMFSTError(NfstError):
 class CorruptCacheError(NfstError):
     """A cached file or checkpoint does not pass its integrity check."""
 
-    hint = ("delete the file: a missing lattice cache is rebuilt, and a missing model or "
-            "checkpoint retrained")
+    hint = (
+        "delete the file: a missing lattice cache is rebuilt, and a missing model or "
+        "checkpoint retrained"
+    )
 
 
 class DataError(NfstError):
@@ -77,15 +80,19 @@ class TaskError(NfstError):
 class PathTooLongError(NfstError):
     """A walker was still going after the length cap."""
 
-    hint = ("raise the cap (--option sampler.sampler.max_length=N), or drop pairs with very "
-            "long lattices; a cyclic lattice has paths of every length")
+    hint = (
+        "raise the cap (--option sampler.sampler.max_length=N), or drop pairs with very "
+        "long lattices; a cyclic lattice has paths of every length"
+    )
 
 
 class TrainingDivergedError(NfstError):
     """The loss or its gradient became NaN or infinite."""
 
-    hint = ("lower the learning rate or the gradient clip, or resume from the last checkpoint "
-            "with another seed")
+    hint = (
+        "lower the learning rate or the gradient clip, or resume from the last checkpoint "
+        "with another seed"
+    )
 
 
 class Interrupted(NfstError):

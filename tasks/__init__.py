@@ -27,12 +27,37 @@ This package is the repository's top-level ``tasks/`` folder, installed as ``nfs
 """
 
 from nfst.errors import DataError, TaskError
-from .base import (DATA_ENV, MalformedLine, Pair, PaperStats, Task, TaskSettings, data_file,
-                   read_records, resolve_data_dir)
-from .registry import (TASKS_ENV, file_of_task, get_task, load_task_file, register_task,
-                       task_names)
-from . import cipher, scan, tr  # noqa: E402,F401  (built-in tasks register themselves)
 
-__all__ = ["DATA_ENV", "DataError", "MalformedLine", "Pair", "PaperStats", "TASKS_ENV", "Task",
-           "TaskError", "TaskSettings", "data_file", "file_of_task", "get_task", "load_task_file",
-           "read_records", "register_task", "resolve_data_dir", "task_names"]
+from . import cipher, scan, tr  # noqa: E402,F401  (built-in tasks register themselves)
+from .base import (
+    DATA_ENV,
+    MalformedLine,
+    Pair,
+    PaperStats,
+    Task,
+    TaskSettings,
+    data_file,
+    read_records,
+    resolve_data_dir,
+)
+from .registry import TASKS_ENV, file_of_task, get_task, load_task_file, register_task, task_names
+
+__all__ = [
+    "DATA_ENV",
+    "DataError",
+    "MalformedLine",
+    "Pair",
+    "PaperStats",
+    "TASKS_ENV",
+    "Task",
+    "TaskError",
+    "TaskSettings",
+    "data_file",
+    "file_of_task",
+    "get_task",
+    "load_task_file",
+    "read_records",
+    "register_task",
+    "resolve_data_dir",
+    "task_names",
+]

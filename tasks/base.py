@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Callable, ClassVar, Iterable, Optional, Sequence, TypeVar
 
 from nfst.errors import DataError, TaskError
-from nfst.fst.structure import Structure
 from nfst.fst.dataset import Pair
 from nfst.fst.mfst import MarkedFST
+from nfst.fst.structure import Structure
 from nfst.runtime.settings import nearest, setting_value
 
 DATA_ENV = "NFST_DATA_DIR"
@@ -86,17 +86,23 @@ class Task:
         for key, value in overrides.items():
             if key not in known:
                 near = nearest(key, known)
-                raise TaskError(f"task {self.name!r} has no setting {key!r}; " + (
-                    f"the nearest: {', '.join(near)}" if near else
-                    f"its settings are: {', '.join(known)}"),
-                    "spell the setting as one of those (--set KEY=VALUE)")
+                raise TaskError(
+                    f"task {self.name!r} has no setting {key!r}; "
+                    + (
+                        f"the nearest: {', '.join(near)}"
+                        if near
+                        else f"its settings are: {', '.join(known)}"
+                    ),
+                    "spell the setting as one of those (--set KEY=VALUE)",
+                )
             try:
                 overrides[key] = setting_value(type(base), key, value)
             except ValueError as exc:
                 now = ", ".join(f"{k}={getattr(base, k)!r}" for k in known)
-                raise TaskError(f"task {self.name!r}, setting {key}: {exc}",
-                                f"the settings of {self.name} and their values: {now} "
-                                "(--set KEY=VALUE)") from None
+                raise TaskError(
+                    f"task {self.name!r}, setting {key}: {exc}",
+                    f"the settings of {self.name} and their values: {now} (--set KEY=VALUE)",
+                ) from None
         self.settings = dataclasses.replace(base, **overrides)
         self._mfst: dict[Optional[Path], MarkedFST] = {}
 
@@ -155,8 +161,10 @@ class Task:
 
     def check_split(self, split: str) -> None:
         if split not in self.splits:
-            raise TaskError(f"task {self.name!r} has no split {split!r}; it has "
-                            f"{', '.join(self.splits)}", "pass one of those (--split NAME)")
+            raise TaskError(
+                f"task {self.name!r} has no split {split!r}; it has {', '.join(self.splits)}",
+                "pass one of those (--split NAME)",
+            )
 
 
 def steps(marks: Sequence[str], size: int) -> list[tuple[str, ...]]:
@@ -165,7 +173,7 @@ def steps(marks: Sequence[str], size: int) -> list[tuple[str, ...]]:
     evenly."""
     if len(marks) % size:
         raise ValueError(f"{len(marks)} marks are not steps of {size}: {' '.join(marks)}")
-    return [tuple(marks[i:i + size]) for i in range(0, len(marks), size)]
+    return [tuple(marks[i : i + size]) for i in range(0, len(marks), size)]
 
 
 # -- data files ---------------------------------------------------------------------------
@@ -181,12 +189,15 @@ def data_file(task: str, relative: str, data_dir: Optional[Path], source: str = 
     """``data_dir / relative``, or a DataError saying which file is missing and how to fix it;
     ``source`` says where the data comes from."""
     if data_dir is None:
-        raise DataError(f"task {task!r} reads {relative} from a data directory, and none is set",
-                        source)
+        raise DataError(
+            f"task {task!r} reads {relative} from a data directory, and none is set", source
+        )
     path = data_dir / relative
     if not path.is_file():
-        raise DataError(f"task {task!r}: {path} does not exist",
-                        source or f"the data directory {data_dir} must hold {relative}")
+        raise DataError(
+            f"task {task!r}: {path} does not exist",
+            source or f"the data directory {data_dir} must hold {relative}",
+        )
     return path
 
 
@@ -210,13 +221,13 @@ def _decoded_lines(path: Path) -> Iterable[tuple[int, str | UnicodeDecodeError]]
                 empty = False
                 yield lineno, line
     if empty:
-        raise DataError(f"{path} is empty",
-                        "the file has no data lines: check that it was written or downloaded "
-                        "completely")
+        raise DataError(
+            f"{path} is empty",
+            "the file has no data lines: check that it was written or downloaded completely",
+        )
 
 
-def read_records(path: Path, parse: Callable[[str], Record], strict: bool = False
-                 ) -> list[Record]:
+def read_records(path: Path, parse: Callable[[str], Record], strict: bool = False) -> list[Record]:
     """``parse(line)`` of each non-blank line of a UTF-8 file, in file order.
 
     A malformed line (``parse`` raises :class:`MalformedLine`, or the line is not UTF-8) is
@@ -231,19 +242,31 @@ def read_records(path: Path, parse: Callable[[str], Record], strict: bool = Fals
             records.append(parse(line))
         except MalformedLine as exc:
             if strict:
-                hint = ("re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-                        if isinstance(line, UnicodeDecodeError) else
-                        "fix or delete the line, or leave the task setting strict off to skip "
-                        "malformed lines")
+                hint = (
+                    "re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+                    if isinstance(line, UnicodeDecodeError)
+                    else "fix or delete the line, or leave the task setting strict off to skip "
+                    "malformed lines"
+                )
                 raise DataError(f"{path}:{lineno}: {exc}", hint) from None
             bad.append((lineno, str(exc)))
     if bad and not records:
-        raise DataError(f"{path}: every line is malformed (line {bad[0][0]}: {bad[0][1]})",
-                        "check that this is the right file, in the format the task reads")
+        raise DataError(
+            f"{path}: every line is malformed (line {bad[0][0]}: {bad[0][1]})",
+            "check that this is the right file, in the format the task reads",
+        )
     if bad:
         numbers = ", ".join(str(n) for n, _ in bad[:SHOWN_LINES])
         more = ", ..." if len(bad) > SHOWN_LINES else ""
-        log.warning("%s: skipped %d of %d lines as malformed (line%s %s%s; the first: %s); set "
-                    "the task setting strict = true to stop at the first instead", path, len(bad),
-                    len(bad) + len(records), "s" if len(bad) > 1 else "", numbers, more, bad[0][1])
+        log.warning(
+            "%s: skipped %d of %d lines as malformed (line%s %s%s; the first: %s); set "
+            "the task setting strict = true to stop at the first instead",
+            path,
+            len(bad),
+            len(bad) + len(records),
+            "s" if len(bad) > 1 else "",
+            numbers,
+            more,
+            bad[0][1],
+        )
     return records

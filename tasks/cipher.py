@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from nfst.errors import TaskError
-from nfst.fst.structure import Structure
 from nfst.fst.mfst import MarkedFST
+from nfst.fst.structure import Structure
 from nfst.fsts import cipher_mfst, substitution_ciphers
+
 from .base import Pair, PaperStats, Task, TaskSettings
 from .registry import register_task
 
@@ -103,7 +104,7 @@ class Cipher(Task):
             raise TaskError(f"cipher: alphabet_size must be 1..26, got {s.alphabet_size}")
         if s.num_ciphers > 1000:  # building the MFST of 1,000 takes seconds already
             raise TaskError(f"cipher: num_ciphers must be 1..1000, got {s.num_ciphers}")
-        self.alphabet = tuple(string.ascii_lowercase[:s.alphabet_size])
+        self.alphabet = tuple(string.ascii_lowercase[: s.alphabet_size])
         self.ciphers = substitution_ciphers(self.alphabet, s.num_ciphers, s.seed)
         self._generated: dict[str, list[GeneratedPair]] = {}
 
@@ -130,17 +131,21 @@ class Cipher(Task):
                 out.append(f"insert {marks[i + 1]}")
                 i += 2
             else:  # replace a b copy|delete b
-                _, a, b, move, _ = marks[i:i + 5]
+                _, a, b, move, _ = marks[i : i + 5]
                 out.append(f"{a}→{b}" + ("→ε" if move == "delete" else ""))
                 i += 5
-        return " ".join(step if step.endswith(":") or n == len(out) - 1 else step + ","
-                        for n, step in enumerate(out))
+        return " ".join(
+            step if step.endswith(":") or n == len(out) - 1 else step + ","
+            for n, step in enumerate(out)
+        )
 
     def structure(self, split: str) -> Structure:
         """``generating_cipher``: a path agrees when it names its pair's generating cipher."""
         cipher_of = {(g.x, g.y): f"cipher_{g.cipher}" for g in self.generate(split)}
-        return Structure("generating_cipher",
-                         lambda lattice, marks: cipher_of.get((lattice.x, lattice.y)) in marks)
+        return Structure(
+            "generating_cipher",
+            lambda lattice, marks: cipher_of.get((lattice.x, lattice.y)) in marks,
+        )
 
     def generate(self, split: str) -> list[GeneratedPair]:
         """``size(split)`` generated pairs with distinct (x, y), the same for the same seed."""
@@ -148,8 +153,10 @@ class Cipher(Task):
         if split not in self._generated:
             size = self.size(split)
             if size is None:
-                raise TaskError(f"cipher generates a fixed number of pairs; set "
-                                f"{'train_size' if split == 'train' else 'eval_size'} to a number")
+                raise TaskError(
+                    f"cipher generates a fixed number of pairs; set "
+                    f"{'train_size' if split == 'train' else 'eval_size'} to a number"
+                )
             rng, found = self.rng(split), {}
             while len(found) < size:
                 g = self.draw(rng, split)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from nfst.errors import NfstError, TaskError
 from nfst.runtime.settings import nearest
+
 from .base import Task
 
 TASKS_ENV = "NFST_TASKS"
@@ -32,8 +33,9 @@ def register_task(cls: type[Task]) -> type[Task]:
         raise TaskError(f"{cls.__qualname__} needs a non-empty class attribute `name`")
     old = _REGISTRY.get(cls.name)
     if old is not None and _where(old) != _where(cls):  # the same class again is fine (reload)
-        raise TaskError(f"task name {cls.name!r} is taken by {_where(old)}",
-                        "give the new task another name")
+        raise TaskError(
+            f"task name {cls.name!r} is taken by {_where(old)}", "give the new task another name"
+        )
     _REGISTRY[cls.name] = cls
     return cls
 
@@ -50,8 +52,10 @@ def load_task_file(path: str | os.PathLike) -> list[str]:
     if path in _LOADED_FILES:
         return _LOADED_FILES[path]
     if not path.is_file():
-        raise TaskError(f"task file {path} does not exist",
-                        f"check the path (and {TASKS_ENV}, if it came from there)")
+        raise TaskError(
+            f"task file {path} does not exist",
+            f"check the path (and {TASKS_ENV}, if it came from there)",
+        )
     # A stable, unique module name: dataclasses and pickle look classes up in sys.modules.
     module_name = f"nfst_task_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
     spec = importlib.util.spec_from_file_location(module_name, path)
@@ -65,8 +69,7 @@ def load_task_file(path: str | os.PathLike) -> list[str]:
         raise
     except Exception as exc:
         del sys.modules[module_name]
-        raise TaskError(f"task file {path} failed to import: {type(exc).__name__}: {exc}") \
-            from exc
+        raise TaskError(f"task file {path} failed to import: {type(exc).__name__}: {exc}") from exc
     _LOADED_FILES[path] = names = sorted(set(_REGISTRY) - before)
     return names
 
@@ -96,8 +99,13 @@ def get_task(name: str, **settings) -> Task:
     _load_tasks()
     if name not in _REGISTRY:
         near = nearest(name, sorted(_REGISTRY))
-        raise TaskError(f"no task named {name!r}; " + (
-            f"the nearest: {', '.join(near)}" if near else
-            f"known tasks: {', '.join(sorted(_REGISTRY))}"),
-            f"add your own in one Python file and list it in {TASKS_ENV}")
+        raise TaskError(
+            f"no task named {name!r}; "
+            + (
+                f"the nearest: {', '.join(near)}"
+                if near
+                else f"known tasks: {', '.join(sorted(_REGISTRY))}"
+            ),
+            f"add your own in one Python file and list it in {TASKS_ENV}",
+        )
     return _REGISTRY[name](**settings)

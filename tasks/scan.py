@@ -41,14 +41,19 @@ from typing import Optional, Sequence
 
 from nfst.fst.mfst import MarkedFST
 from nfst.fsts import deletion_insertion
+
 from .base import MalformedLine, Pair, PaperStats, Task, TaskSettings, read_records, steps
 from .registry import register_task
 
 VERBS = {"walk": "I_WALK", "look": "I_LOOK", "run": "I_RUN", "jump": "I_JUMP"}
 TURNS = {"left": "I_TURN_LEFT", "right": "I_TURN_RIGHT"}
 REPEATS = {"": 1, "twice": 2, "thrice": 3}
-WORDS = tuple(VERBS) + ("turn",) + tuple(TURNS) + ("opposite", "around", "twice", "thrice",
-                                                    "and", "after")
+WORDS = (
+    tuple(VERBS)
+    + ("turn",)
+    + tuple(TURNS)
+    + ("opposite", "around", "twice", "thrice", "and", "after")
+)
 ACTIONS = tuple(VERBS.values()) + tuple(TURNS.values())
 
 
@@ -69,8 +74,11 @@ def _verb_phrases() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
 def scan_commands() -> list[Pair]:
     """Every SCAN command with its action sequence, in a fixed order (S, then S and S, then
     S after S)."""
-    phrases = [(v + ((word,) if word else ()), meaning * k)
-               for v, meaning in _verb_phrases() for word, k in REPEATS.items()]
+    phrases = [
+        (v + ((word,) if word else ()), meaning * k)
+        for v, meaning in _verb_phrases()
+        for word, k in REPEATS.items()
+    ]
     commands = list(phrases)
     commands += [(c1 + ("and",) + c2, a1 + a2) for c1, a1 in phrases for c2, a2 in phrases]
     commands += [(c1 + ("after",) + c2, a2 + a1) for c1, a1 in phrases for c2, a2 in phrases]

@@ -25,28 +25,34 @@ from typing import Optional, Sequence
 from nfst.errors import DataError
 from nfst.fst.mfst import MarkedFST
 from nfst.fsts import deletion_insertion
+
 from .base import MalformedLine, Pair, PaperStats, Task, data_file, read_records, steps
 from .registry import register_task
 
 SCRIPT_TAG = "<ur>"
 MOVES = {"<del>": "delete", "<ins>": "insert"}
 FILE = "dakshina-ur/ur.translit.sampled.{split}.tsv"
-SOURCE = ("the files come from the public Dakshina dataset v1.0 (Roark et al. 2020, CC BY-SA 4.0): "
-          "download dakshina_dataset_v1.0.tar from Google Research and copy its "
-          "ur/lexicons/ur.translit.sampled.{train,dev,test}.tsv into DATA/dakshina-ur/ and give "
-          "--data-dir DATA (or set NFST_DATA_DIR)")
+SOURCE = (
+    "the files come from the public Dakshina dataset v1.0 (Roark et al. 2020, CC BY-SA 4.0): "
+    "download dakshina_dataset_v1.0.tar from Google Research and copy its "
+    "ur/lexicons/ur.translit.sampled.{train,dev,test}.tsv into DATA/dakshina-ur/ and give "
+    "--data-dir DATA (or set NFST_DATA_DIR)"
+)
 
 
 def parse_entry(line: str) -> Pair:
     """One ``native<TAB>roman<TAB>count`` line as a pair (x, y); MalformedLine if it is not."""
     fields = line.split("\t")
     if len(fields) != 3:
-        raise MalformedLine(f"expected 3 tab-separated fields native<TAB>roman<TAB>count, "
-                            f"got {len(fields)}: {line!r}")
+        raise MalformedLine(
+            f"expected 3 tab-separated fields native<TAB>roman<TAB>count, "
+            f"got {len(fields)}: {line!r}"
+        )
     native, roman, count = fields
     if not native or not roman or any(c.isspace() for c in native + roman):
-        raise MalformedLine(f"the native and roman words must be non-empty and contain no "
-                            f"whitespace: {line!r}")
+        raise MalformedLine(
+            f"the native and roman words must be non-empty and contain no whitespace: {line!r}"
+        )
     if not count.isdigit():
         raise MalformedLine(f"the count {count!r} is not a whole number")
     return tuple(roman), (SCRIPT_TAG,) + tuple(native)
@@ -72,9 +78,11 @@ class Transliteration(Task):
     def path(self, split: str, data_dir: Optional[Path]) -> Path:
         relative = FILE.format(split=split)
         if split == "test" and data_dir is not None and not (data_dir / relative).is_file():
-            raise DataError(f"task 'tr' has no test split here: {data_dir / relative} is absent",
-                            "the shared data ships train and dev only; evaluate on dev, or add "
-                            "the Dakshina test file")
+            raise DataError(
+                f"task 'tr' has no test split here: {data_dir / relative} is absent",
+                "the shared data ships train and dev only; evaluate on dev, or add "
+                "the Dakshina test file",
+            )
         return data_file(self.name, relative, data_dir, SOURCE)
 
     def build_mfst(self, data_dir: Optional[Path]) -> MarkedFST:

@@ -26,12 +26,21 @@ torch.set_num_threads(1)
 # Each profile from Hypothesis's defaults (not the "ci" it loads by itself where CI is set).
 # Timing is the one thing derandomize leaves to chance: no deadline, no too_slow check.
 _base = settings.get_profile("default")
-settings.register_profile("ci", _base, derandomize=True, database=None, deadline=None,
-                          print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci",
+    _base,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.register_profile("dev", _base, deadline=None)
 settings.register_profile("thorough", _base, max_examples=1000, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
-                      or ("ci" if os.environ.get("CI", "").lower() == "true" else "dev"))
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE")
+    or ("ci" if os.environ.get("CI", "").lower() == "true" else "dev")
+)
 
 
 def pytest_collection_modifyitems(items):
@@ -42,14 +51,25 @@ def pytest_collection_modifyitems(items):
     profile = settings.default
     for item in items:
         own = getattr(getattr(item, "obj", None), "_hypothesis_internal_use_settings", None)
-        if own is not None and (own.derandomize, own.database) != (profile.derandomize,
-                                                                   profile.database):
-            raise pytest.UsageError(f"{item.nodeid}: its @settings set derandomize or database; "
-                                    "the Hypothesis profile decides them (tests/conftest.py)")
+        if own is not None and (own.derandomize, own.database) != (
+            profile.derandomize,
+            profile.database,
+        ):
+            raise pytest.UsageError(
+                f"{item.nodeid}: its @settings set derandomize or database; "
+                "the Hypothesis profile decides them (tests/conftest.py)"
+            )
 
 
-@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="needs a CUDA GPU"))])
+@pytest.fixture(
+    params=[
+        "cpu",
+        pytest.param(
+            "cuda",
+            marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+        ),
+    ]
+)
 def device(request) -> torch.device:
     """Each test that takes it runs on the CPU and, when one is present, on a GPU (reported
     as skipped where there is none)."""

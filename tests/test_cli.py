@@ -17,8 +17,12 @@ def test_config_file_overridden_by_flags(tmp_path, capsys):
     assert main(["stats", "--config", str(cfg), "--quiet", "--json", "--processes", "1"]) == 0
     stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert stats["task"] == "cipher" and stats["pairs"] == 3
-    assert main(["stats", "--config", str(cfg), "--limit", "2", "--quiet", "--json",
-                 "--processes", "1"]) == 0
+    assert (
+        main(
+            ["stats", "--config", str(cfg), "--limit", "2", "--quiet", "--json", "--processes", "1"]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["pairs"] == 2
     assert (tmp_path / "c").is_dir()
 
@@ -40,6 +44,12 @@ def test_a_closed_pipe_ends_the_command_quietly(argv):
     os.close(read)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     with os.fdopen(write, "w") as stdout:
-        done = subprocess.run([sys.executable, "-m", "nfst.cli", *argv], stdout=stdout,
-                              stderr=subprocess.PIPE, env=env, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "nfst.cli", *argv],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+            timeout=120,
+        )
     assert (done.returncode, done.stderr) == (141, "")

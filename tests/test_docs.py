@@ -40,7 +40,9 @@ from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["README.md", "CHANGELOG.md"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))
+PAGES = ["README.md", "CHANGELOG.md"] + sorted(
+    str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")
+)
 PYTHON = {"python", "py"}
 SHELL = {"bash", "sh", "shell", "console"}
 PAGE_TIMEOUT_S = 600
@@ -78,13 +80,21 @@ def blocks(page: str, text: Optional[str] = None) -> list[Block]:
             continue
         indent, fence = len(m["indent"]), m["fence"]
         end = i + 1
-        while end < len(lines) and not (lines[end].strip().startswith(fence)
-                                        and set(lines[end].strip()) == {fence[0]}):
+        while end < len(lines) and not (
+            lines[end].strip().startswith(fence) and set(lines[end].strip()) == {fence[0]}
+        ):
             end += 1
-        code = "\n".join(line[indent:] for line in lines[i + 1:end]) + "\n"
+        code = "\n".join(line[indent:] for line in lines[i + 1 : end]) + "\n"
         marker = MARKER.match(lines[i - 1]) if i > 0 else None
-        found.append(Block(page, i + 1, m["lang"].lower(), code,
-                           (marker["kind"], marker["arg"]) if marker else None))
+        found.append(
+            Block(
+                page,
+                i + 1,
+                m["lang"].lower(),
+                code,
+                (marker["kind"], marker["arg"]) if marker else None,
+            )
+        )
         i = end + 1
     return found
 
@@ -94,6 +104,7 @@ def runnable() -> list[Block]:
 
 
 # -- the page runner (a subprocess: module-level state of the code under test stays there) --
+
 
 def _environment(scratch: Path) -> dict:
     env = dict(os.environ, MPLBACKEND="Agg", NFST_CACHE_DIR=str(scratch / ".nfst-cache"))
@@ -115,11 +126,18 @@ def console_commands(code: str) -> list[tuple[str, list[str]]]:
 
 def _bash(code: str, scratch: Path) -> str:
     # run_page has made this process's environment the page's: the shell inherits it
-    done = subprocess.run(["bash", "-e", "-c", code], cwd=scratch, capture_output=True,
-                          text=True, timeout=PAGE_TIMEOUT_S)
+    done = subprocess.run(
+        ["bash", "-e", "-c", code],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=PAGE_TIMEOUT_S,
+    )
     if done.returncode != 0:
-        raise RuntimeError(f"exit status {done.returncode}\n--- stdout\n{done.stdout[-4000:]}"
-                           f"\n--- stderr\n{done.stderr[-4000:]}")
+        raise RuntimeError(
+            f"exit status {done.returncode}\n--- stdout\n{done.stdout[-4000:]}"
+            f"\n--- stderr\n{done.stderr[-4000:]}"
+        )
     return done.stdout
 
 
@@ -132,8 +150,9 @@ def _run_shell(block: Block, scratch: Path) -> None:
     for command, shown in console_commands(block.code):
         out = [line.rstrip() for line in _bash(command, scratch).rstrip("\n").splitlines()]
         if shown and out != shown:
-            raise AssertionError(f"$ {command}\nshown:\n" + "\n".join(shown)
-                                 + "\nprinted:\n" + "\n".join(out))
+            raise AssertionError(
+                f"$ {command}\nshown:\n" + "\n".join(shown) + "\nprinted:\n" + "\n".join(out)
+            )
 
 
 def run_page(page: str) -> dict[int, dict]:
@@ -162,16 +181,20 @@ def run_page(page: str) -> dict[int, dict]:
                     results[block.line] = {"status": "written", "detail": arg}
                     continue
                 if kind is not None:
-                    raise ValueError(f"unknown marker <!-- docs: {kind} ... -->; "
-                                     "use `skip REASON` or `file NAME`")
+                    raise ValueError(
+                        f"unknown marker <!-- docs: {kind} ... -->; "
+                        "use `skip REASON` or `file NAME`"
+                    )
                 if block.lang in PYTHON:
                     # Padded so that tracebacks give the markdown file's own line numbers.
                     source = "\n" * block.line + block.code
                     exec(compile(source, str(ROOT / page), "exec"), namespace)
                 else:
                     _run_shell(block, scratch)
-                results[block.line] = {"status": "passed",
-                                       "detail": f"{time.perf_counter() - start:.1f} s"}
+                results[block.line] = {
+                    "status": "passed",
+                    "detail": f"{time.perf_counter() - start:.1f} s",
+                }
             except BaseException:  # noqa: B036 - report SystemExit from a block as a failure too
                 results[block.line] = {"status": "failed", "detail": traceback.format_exc()}
     finally:
@@ -182,12 +205,19 @@ def run_page(page: str) -> dict[int, dict]:
 
 @lru_cache(maxsize=None)
 def page_results(page: str) -> dict[int, dict]:
-    done = subprocess.run([sys.executable, __file__, page], cwd=ROOT, capture_output=True,
-                          text=True, timeout=PAGE_TIMEOUT_S)
+    done = subprocess.run(
+        [sys.executable, __file__, page],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=PAGE_TIMEOUT_S,
+    )
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
-        raise RuntimeError(f"the runner of {page} died (status {done.returncode}):\n"
-                           f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
+        raise RuntimeError(
+            f"the runner of {page} died (status {done.returncode}):\n"
+            f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+        )
     return {int(k): v for k, v in json.loads(lines[-1]).items()}
 
 
@@ -225,6 +255,7 @@ LINK = re.compile(r"\]\((?!https?:|mailto:|#)(?P<path>[^)#\s]+)(?:#(?P<anchor>[^
 def _anchors(path: Path) -> set[str]:
     """The anchors MkDocs gives the headings of a markdown file (the toc extension's)."""
     from markdown.extensions.toc import slugify
+
     headings = re.findall(r"^#{1,6} +(.+?) *$", path.read_text(encoding="utf-8"), re.M)
     return {slugify(re.sub(r"[`*]", "", h), "-") for h in headings}
 
@@ -238,7 +269,9 @@ def test_links_outside_the_site_resolve(page):
         target = ROOT / m["path"]
         assert target.exists(), f"{page}: link to {m['path']}, which does not exist"
         if m["anchor"] and target.suffix == ".md":
-            assert m["anchor"] in _anchors(target), f"{page}: no heading #{m['anchor']} in {m['path']}"
+            assert m["anchor"] in _anchors(target), (
+                f"{page}: no heading #{m['anchor']} in {m['path']}"
+            )
 
 
 CODE = re.compile(r"```.*?```|`[^`]+`", re.S)
@@ -251,6 +284,7 @@ def test_the_flags_named_exist(page):
     spans alike, is one that command takes: inline spans and skipped blocks never run, so
     nothing else checks them (the changelog keeps old names)."""
     from nfst.cli import build_parser
+
     _, parsers = build_parser()
     text = (ROOT / page).read_text(encoding="utf-8").replace("\\\n", " ")
     for code in CODE.findall(text):
@@ -266,7 +300,7 @@ def module_map() -> dict[str, str]:
     """design.md §1's map of the packages: the text of each top-level entry (``runtime/``,
     ``cli.py``, ``tasks/``, ...), continuation lines included."""
     text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
-    section = text[text.index("## 1. "):]
+    section = text[text.index("## 1. ") :]
     code = next(b.code for b in blocks("docs/design.md", section) if b.lang == "")
     entries: dict[str, str] = {}
     key = None
@@ -287,8 +321,13 @@ def test_the_module_map_names_every_module():
     the map fails here."""
     entries = module_map()
     missing = []
-    for path in sorted([*(ROOT / "nfst").rglob("*.py"), *(ROOT / "tasks").rglob("*.py"),
-                        *(ROOT / "fsts").rglob("*.py")]):
+    for path in sorted(
+        [
+            *(ROOT / "nfst").rglob("*.py"),
+            *(ROOT / "tasks").rglob("*.py"),
+            *(ROOT / "fsts").rglob("*.py"),
+        ]
+    ):
         parts = path.relative_to(ROOT).with_suffix("").parts
         parts = parts[1:] if parts[0] == "nfst" else parts
         if len(parts) == 1:  # nfst/cli.py and the like: anywhere in the map
@@ -299,20 +338,29 @@ def test_the_module_map_names_every_module():
         for name in names:
             if not re.search(rf"(?<![\w/]){re.escape(name)}(?![\w])", text):
                 missing.append(f"{'/'.join(parts)} ({name})")
-    assert not missing, ("docs/design.md §1 does not name these modules; add each, with what "
-                         "it holds, under its package: " + ", ".join(missing))
+    assert not missing, (
+        "docs/design.md §1 does not name these modules; add each, with what "
+        "it holds, under its package: " + ", ".join(missing)
+    )
 
 
 def test_blocks_are_found():
     """The parser sees fences of any length, languages, indented fences and markers."""
-    text = ("x\n<!-- docs: skip long: 1 h -->\n```bash\nsleep 3600\n```\n"
-            "  ````python\n  print(1)\n  ```\n  ````\n```\nplain\n```\n")
+    text = (
+        "x\n<!-- docs: skip long: 1 h -->\n```bash\nsleep 3600\n```\n"
+        "  ````python\n  print(1)\n  ```\n  ````\n```\nplain\n```\n"
+    )
     probe = blocks("probe.md", text)
     assert [(b.line, b.lang, b.marker) for b in probe] == [
-        (3, "bash", ("skip", "long: 1 h")), (6, "python", None), (10, "", None)]
+        (3, "bash", ("skip", "long: 1 h")),
+        (6, "python", None),
+        (10, "", None),
+    ]
     assert probe[1].code == "print(1)\n```\n"
     assert console_commands("$ nfst tasks\ncipher  \n$ nfst --help\n") == [
-        ("nfst tasks", ["cipher"]), ("nfst --help", [])]
+        ("nfst tasks", ["cipher"]),
+        ("nfst --help", []),
+    ]
 
 
 if __name__ == "__main__":  # the page runner: python tests/test_docs.py PAGE

@@ -33,8 +33,13 @@ def test_cipher_choice_splits_partial_kl_by_the_picked_cipher(tmp_path, capsys, 
     from nfst.experiment.run import Run
     from tests.helpers.tiny import tiny_config
 
-    run = Run(tiny_config(samplers=("swp",)), tmp_path / "run", cache_dir=tmp_path / "cache",
-              quiet=True, processes=1)
+    run = Run(
+        tiny_config(samplers=("swp",)),
+        tmp_path / "run",
+        cache_dir=tmp_path / "cache",
+        quiet=True,
+        processes=1,
+    )
     run.train_samplers()
     evaluated = run.evaluation()["samplers"]["swp"]
     path = Path(__file__).parent.parent / "examples" / "cipher_choice.py"
@@ -62,8 +67,10 @@ def test_cipher_choice_splits_partial_kl_by_the_picked_cipher(tmp_path, capsys, 
         assert 0 < rows[-1][split]["q_generating_cipher"] <= 1
         assert 0 <= rows[-1][split]["argmax_generating_cipher"] <= 1
     # q of the cipher at its choice is one factor of q of the path
-    assert all(math.log(r["train"]["q_generating_cipher"]) >= r["train"]["log_q_generating_path"]
-               for r in rows)
+    assert all(
+        math.log(r["train"]["q_generating_cipher"]) >= r["train"]["log_q_generating_path"]
+        for r in rows
+    )
 
     module.lengths(str(tmp_path / "run"), "swp", "40")
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -73,8 +80,9 @@ def test_cipher_choice_splits_partial_kl_by_the_picked_cipher(tmp_path, capsys, 
     for r, spread in zip(rows[3:], (rows[0], rows[2])):  # each bucket's pairs, all counted
         counts = {b: n for b, (_, n) in r["by_x"].items()}
         assert sum(counts.values()) == spread["count"]
-        assert all(abs(counts[b] / spread["count"] - v) < 0.01
-                   for b, v in spread["share_by_x"].items())
+        assert all(
+            abs(counts[b] / spread["count"] - v) < 0.01 for b, v in spread["share_by_x"].items()
+        )
         mean = sum(v * n for v, n in r["by_x"].values()) / spread["count"]
         assert 0 <= r["right_cipher"] <= 1 and abs(mean - r["right_cipher"]) < 0.01
 
@@ -90,28 +98,56 @@ def test_the_slurm_recipe_trains_one_sampler_and_seed_per_array_task(tmp_path):
     script = Path(__file__).parent.parent / "examples" / "slurm_array.sh"
     bin_dir, log = tmp_path / "bin", tmp_path / "sbatch.log"
     bin_dir.mkdir()
-    (bin_dir / "sbatch").write_text('#!/bin/sh\necho "$@" >> "$LOG"\n'
-                                    'echo $((100 + $(wc -l < "$LOG")))\n')
+    (bin_dir / "sbatch").write_text(
+        '#!/bin/sh\necho "$@" >> "$LOG"\necho $((100 + $(wc -l < "$LOG")))\n'
+    )
     (bin_dir / "nfst").write_text('#!/bin/sh\necho "$@"\n')
     for stand_in in bin_dir.iterdir():
         stand_in.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k != "SLURM_ARRAY_TASK_ID"} | {
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "LOG": str(log)}
-    subprocess.run(["bash", str(script), "runs/r", "cipher", "swa,swp", "2", "--preset", "tiny",
-                    "--data-dir", "my data"], env=env, check=True, capture_output=True)
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "LOG": str(log),
+    }
+    subprocess.run(
+        [
+            "bash",
+            str(script),
+            "runs/r",
+            "cipher",
+            "swa,swp",
+            "2",
+            "--preset",
+            "tiny",
+            "--data-dir",
+            "my data",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     scorer, array, rest = log.read_text().splitlines()
-    assert scorer.endswith("--wrap nfst train-scorer cipher --new --run-dir runs/r --samplers "
-                           "swa,swp --quiet --preset tiny --data-dir my\\ data")
+    assert scorer.endswith(
+        "--wrap nfst train-scorer cipher --new --run-dir runs/r --samplers "
+        "swa,swp --quiet --preset tiny --data-dir my\\ data"
+    )
     assert array.startswith("--parsable --dependency=afterok:101 --array=0-3 ")
     assert array.endswith("slurm_array.sh runs/r swa,swp 2")
     assert "--dependency=afterok:102 --wrap nfst run --run-dir runs/r" in rest
     trained = []
     for task in range(4):
-        argv = subprocess.run(["bash", str(script), "runs/r", "swa,swp", "2"], check=True,
-                              env=env | {"SLURM_ARRAY_TASK_ID": str(task)},
-                              capture_output=True, text=True).stdout.split()
+        argv = subprocess.run(
+            ["bash", str(script), "runs/r", "swa,swp", "2"],
+            check=True,
+            env=env | {"SLURM_ARRAY_TASK_ID": str(task)},
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         assert argv[:3] == ["train-sampler", "--run-dir", "runs/r"]
-        trained.append((argv[argv.index("--sampler") + 1], argv[argv.index("--seeds") + 1],
-                        argv[argv.index("--training-seed") + 1]))
-    assert trained == [("swa", "2", "0"), ("swp", "2", "0"), ("swa", "2", "1"),
-                       ("swp", "2", "1")]
+        trained.append(
+            (
+                argv[argv.index("--sampler") + 1],
+                argv[argv.index("--seeds") + 1],
+                argv[argv.index("--training-seed") + 1],
+            )
+        )
+    assert trained == [("swa", "2", "0"), ("swp", "2", "0"), ("swa", "2", "1"), ("swp", "2", "1")]

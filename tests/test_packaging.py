@@ -15,7 +15,9 @@ ROOT = Path(__file__).parents[1]
 
 def test_every_package_is_installed_under_nfst():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "nfst").rglob("__init__.py")}
+    on_disk = {
+        ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "nfst").rglob("__init__.py")
+    }
     assert set(config["packages"]) == on_disk | {"nfst.fsts", "nfst.tasks"}
     assert config["package-dir"] == {"nfst.fsts": "fsts", "nfst.tasks": "tasks"}
     assert all(name.startswith("nfst") for name in config["packages"])
@@ -35,10 +37,18 @@ def test_requires_python_is_what_the_code_needs():
         for path in (ROOT / folder).rglob("*.py"):
             tree = ast.parse(path.read_text(), feature_version=(major, minor))
             for node in ast.walk(tree):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                    [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
-                too_new += [f"{path.relative_to(ROOT)} imports {name}" for name in names
-                            if NEWER_STDLIB.get(name, (0, 0)) > (major, minor)]
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module]
+                    if isinstance(node, ast.ImportFrom) and node.module
+                    else []
+                )
+                too_new += [
+                    f"{path.relative_to(ROOT)} imports {name}"
+                    for name in names
+                    if NEWER_STDLIB.get(name, (0, 0)) > (major, minor)
+                ]
     assert not too_new, f"requires-python {spec}, but " + "; ".join(too_new)
 
 

@@ -23,8 +23,7 @@ def every_module() -> list[str]:
     names = ["nfst", "nfst.tasks", "nfst.fsts"]
     for package in list(names):
         path = importlib.import_module(package).__path__
-        names += [m.name for m in pkgutil.walk_packages(path, f"{package}.")
-                  if m.name not in names]
+        names += [m.name for m in pkgutil.walk_packages(path, f"{package}.") if m.name not in names]
     return names
 
 
@@ -66,9 +65,12 @@ def test_static_analysis_sees_every_public_name():
 
 
 def test_import_nfst_leaves_torch_and_the_layers_above_fst_unimported():
-    code = ("import sys, nfst; dir(nfst); print(sorted(m for m in sys.modules if m == 'torch' or "
-            "m.startswith(('nfst.dp', 'nfst.models', 'nfst.smc', 'nfst.evaluate', 'nfst.train', "
-            "'nfst.experiment'))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=ROOT)
+    code = (
+        "import sys, nfst; dir(nfst); print(sorted(m for m in sys.modules if m == 'torch' or "
+        "m.startswith(('nfst.dp', 'nfst.models', 'nfst.smc', 'nfst.evaluate', 'nfst.train', "
+        "'nfst.experiment'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     assert out.stdout.strip() == "[]", out.stdout

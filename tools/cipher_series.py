@@ -60,13 +60,25 @@ def prepare(out: str, steps: str) -> None:
     started, cores = time.time(), len(os.sched_getaffinity(0))
     timings = {}
     for size in sorted(SIZES, reverse=True):
-        config = RunConfig(task="cipher", preset="large", samplers=SAMPLERS,
-                           task_settings={"train_size": size},
-                           overrides=(f"train_pairs={size}", f"sampler.steps={steps}",
-                                      f"sampler.patience={steps}",
-                                      *os.environ.get("OPTIONS", "").split()))
-        run = Run(config, Path(out) / "runs" / f"c{size}", cache_dir=cache_dir(),
-                  processes=cores, quiet=True)
+        config = RunConfig(
+            task="cipher",
+            preset="large",
+            samplers=SAMPLERS,
+            task_settings={"train_size": size},
+            overrides=(
+                f"train_pairs={size}",
+                f"sampler.steps={steps}",
+                f"sampler.patience={steps}",
+                *os.environ.get("OPTIONS", "").split(),
+            ),
+        )
+        run = Run(
+            config,
+            Path(out) / "runs" / f"c{size}",
+            cache_dir=cache_dir(),
+            processes=cores,
+            quiet=True,
+        )
         run.run_dir.finish("compile", run.stage_compile())
         timings[f"c{size}"] = round(time.time() - started, 1)
     print(json.dumps({"cores": cores, "seconds_after": timings}))
@@ -93,9 +105,17 @@ def scorer(run_dir: str, *others: str) -> None:
             recorded = json.loads((Path(run_dir) / "stages" / f"{stage}.json").read_text())
             recorded["shared_from"] = str(run_dir)
             (other / "stages" / f"{stage}.json").write_text(json.dumps(recorded))
-    print(json.dumps({"run": run_dir, "shared_with": others, "device": device,
-                      "threads": torch.get_num_threads(),
-                      "scorer_seconds": round(time.time() - started, 1)}))
+    print(
+        json.dumps(
+            {
+                "run": run_dir,
+                "shared_with": others,
+                "device": device,
+                "threads": torch.get_num_threads(),
+                "scorer_seconds": round(time.time() - started, 1),
+            }
+        )
+    )
 
 
 def measure(run: Run, sampler, lattices: list, seed: int, split: str) -> dict:
@@ -103,16 +123,24 @@ def measure(run: Run, sampler, lattices: list, seed: int, split: str) -> dict:
     (mean, SE over pairs, per pair) and the generating paths' fit, on ``lattices``."""
     samples = draw(sampler, run.scorer(), lattices, run.preset.evaluate.k, seed=seed)
     structure = run.task.structure(split)
-    share = [structure.share(lat, s.arcs, torch.full((len(s.arcs),), 1 / len(s.arcs),
-                                                     dtype=torch.float64))
-             for lat, s in zip(lattices, samples)]
+    share = [
+        structure.share(
+            lat, s.arcs, torch.full((len(s.arcs),), 1 / len(s.arcs), dtype=torch.float64)
+        )
+        for lat, s in zip(lattices, samples)
+    ]
     kl = [float(partial_kl(s.log_q, s.log_p)) for s in samples]
     mean = sum(kl) / len(kl)
     se = math.sqrt(sum((v - mean) ** 2 for v in kl) / (len(kl) - 1) / len(kl))
     paths = dict(zip(map(id, run.lattices(split)), cipher_choice.generating_paths(run, split)))
     fit = cipher_choice.generating_fit(sampler, [paths[id(lat)] for lat in lattices])
-    return {"pairs": len(lattices), "generating_cipher": sum(share) / len(share),
-            "partial_kl": mean, "partial_kl_se": se, "per_pair_partial_kl": kl} | fit
+    return {
+        "pairs": len(lattices),
+        "generating_cipher": sum(share) / len(share),
+        "partial_kl": mean,
+        "partial_kl_se": se,
+        "per_pair_partial_kl": kl,
+    } | fit
 
 
 def usual(run_dir: str, name: str, out_json: str) -> None:
@@ -123,18 +151,33 @@ def usual(run_dir: str, name: str, out_json: str) -> None:
     sampler = run.train_sampler(name)
     trained = run.done(f"sampler-{name}")
     seed = run.training_seed(0)
-    result = {"sampler": name, "train_pairs": len(run.lattices("train")),
-              "steps": trained["steps"], "best_step": trained["best_step"],
-              "stopped_by": trained["stopped_by"], "train_seconds": round(trained["seconds"], 1),
-              "curve": [[h["step"], h["dev_partial_kl"]] for h in trained["history"]
-                        if "dev_partial_kl" in h]}
+    result = {
+        "sampler": name,
+        "train_pairs": len(run.lattices("train")),
+        "steps": trained["steps"],
+        "best_step": trained["best_step"],
+        "stopped_by": trained["stopped_by"],
+        "train_seconds": round(trained["seconds"], 1),
+        "curve": [
+            [h["step"], h["dev_partial_kl"]] for h in trained["history"] if "dev_partial_kl" in h
+        ],
+    }
     test = run.lattices("test")
-    untrained = draw(run.untrained_sampler(name), run.scorer(), test, run.preset.evaluate.k,
-                     seed=stream_seed(seed, "test"))
-    result["untrained_test_partial_kl"] = sum(float(partial_kl(s.log_q, s.log_p))
-                                          for s in untrained) / len(untrained)
-    for split, lattices in (("test", test), ("dev", run.lattices("dev")),
-                            ("train", run.lattices("train")[:MEASURED_TRAIN])):
+    untrained = draw(
+        run.untrained_sampler(name),
+        run.scorer(),
+        test,
+        run.preset.evaluate.k,
+        seed=stream_seed(seed, "test"),
+    )
+    result["untrained_test_partial_kl"] = sum(
+        float(partial_kl(s.log_q, s.log_p)) for s in untrained
+    ) / len(untrained)
+    for split, lattices in (
+        ("test", test),
+        ("dev", run.lattices("dev")),
+        ("train", run.lattices("train")[:MEASURED_TRAIN]),
+    ):
         stream = stream_seed(seed, "test" if split == "test" else "validation")
         result[split] = measure(run, sampler, lattices, stream, split)
         result["seconds"] = round(time.time() - started, 1)
@@ -153,8 +196,11 @@ def summary(out: str) -> None:
     jobs = Path(out) / "jobs"
     usual_runs, fitted = {}, {}
     for size in SIZES:
-        runs = {s: json.loads(p.read_text()) for s in SAMPLERS
-                if (p := jobs / f"usual-{s}-{size}.json").exists()}
+        runs = {
+            s: json.loads(p.read_text())
+            for s in SAMPLERS
+            if (p := jobs / f"usual-{s}-{size}.json").exists()
+        }
         kl = {s: r["test"]["per_pair_partial_kl"] for s, r in runs.items() if "test" in r}
         for name, r in runs.items():
             if "swp" in kl and name in kl and name != "swp":
@@ -162,12 +208,19 @@ def summary(out: str) -> None:
             for split in ("train", "dev", "test"):
                 r.get(split, {}).pop("per_pair_partial_kl", None)
         usual_runs[str(size)] = runs
-        fitted[str(size)] = {s: last_line(p) for s in SAMPLERS
-                             if (p := jobs / f"supervised-{s}-{size}.jsonl").exists()}
-    result = {"command": f"bash tools/cipher_series.sh {out}", "commit": commit(),
-              "machine": os.environ.get("MACHINE", f"{os.cpu_count()} cores"),
-              "scorer": f"c{SIZES[0]}'s n-gram and scorer, for every size",
-              "fitted_to_generating_paths": fitted, "trained_as_usual": usual_runs}
+        fitted[str(size)] = {
+            s: last_line(p)
+            for s in SAMPLERS
+            if (p := jobs / f"supervised-{s}-{size}.jsonl").exists()
+        }
+    result = {
+        "command": f"bash tools/cipher_series.sh {out}",
+        "commit": commit(),
+        "machine": os.environ.get("MACHINE", f"{os.cpu_count()} cores"),
+        "scorer": f"c{SIZES[0]}'s n-gram and scorer, for every size",
+        "fitted_to_generating_paths": fitted,
+        "trained_as_usual": usual_runs,
+    }
     (Path(out) / "cipher-series.json").write_text(json.dumps(result, indent=1))
     print(tables(result))
 
@@ -178,36 +231,77 @@ def last_line(path: Path) -> dict:
 
 
 def commit() -> str:
-    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                           text=True, cwd=Path(__file__).parent)
+    found = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent,
+    )
     return found.stdout.strip() or os.environ.get("COMMIT", "unknown")
 
 
 def tables(result: dict) -> str:
     """Two markdown tables: fitted to the generating paths, and trained as usual."""
+
     def row(*cells):
         return "| " + " | ".join(str(c) for c in cells) + " |"
+
     splits = ("train", "dev", "test")
-    lines = [row("pairs", "sampler", "steps", *(f"q gen. cipher ({s})" for s in splits),
-                 *(f"argmax gen. ({s})" for s in splits)), row(*["---"] * 9)]
+    lines = [
+        row(
+            "pairs",
+            "sampler",
+            "steps",
+            *(f"q gen. cipher ({s})" for s in splits),
+            *(f"argmax gen. ({s})" for s in splits),
+        ),
+        row(*["---"] * 9),
+    ]
     for size, runs in result["fitted_to_generating_paths"].items():
         for name, r in runs.items():
-            lines.append(row(size, name, r.get("step"),
-                             *(r.get(s, {}).get("q_generating_cipher") for s in splits),
-                             *(r.get(s, {}).get("argmax_generating_cipher") for s in splits)))
-    lines += ["", row("pairs", "sampler", "steps (best)", "test partial KL", "gap to SWP",
-                      *(f"samples naming gen. cipher ({s})" for s in splits),
-                      "q gen. cipher (test)"), row(*["---"] * 9)]
+            lines.append(
+                row(
+                    size,
+                    name,
+                    r.get("step"),
+                    *(r.get(s, {}).get("q_generating_cipher") for s in splits),
+                    *(r.get(s, {}).get("argmax_generating_cipher") for s in splits),
+                )
+            )
+    lines += [
+        "",
+        row(
+            "pairs",
+            "sampler",
+            "steps (best)",
+            "test partial KL",
+            "gap to SWP",
+            *(f"samples naming gen. cipher ({s})" for s in splits),
+            "q gen. cipher (test)",
+        ),
+        row(*["---"] * 9),
+    ]
     for size, runs in result["trained_as_usual"].items():
         for name, r in runs.items():
-            gap = (f"{r['gap_to_swp']:.1f} ± {r['gap_to_swp_se']:.1f}"
-                   if "gap_to_swp" in r else "reference" if name == "swp" else "–")
+            gap = (
+                f"{r['gap_to_swp']:.1f} ± {r['gap_to_swp_se']:.1f}"
+                if "gap_to_swp" in r
+                else "reference"
+                if name == "swp"
+                else "–"
+            )
             test = r.get("test", {"partial_kl": math.nan, "partial_kl_se": math.nan})
-            lines.append(row(size, name, f"{r['steps']} ({r['best_step']})",
-                             f"{test['partial_kl']:.1f} ± {test['partial_kl_se']:.1f}", gap,
-                             *(f"{r.get(s, {}).get('generating_cipher', math.nan):.2f}"
-                               for s in splits),
-                             f"{test.get('q_generating_cipher', math.nan):.2f}"))
+            lines.append(
+                row(
+                    size,
+                    name,
+                    f"{r['steps']} ({r['best_step']})",
+                    f"{test['partial_kl']:.1f} ± {test['partial_kl_se']:.1f}",
+                    gap,
+                    *(f"{r.get(s, {}).get('generating_cipher', math.nan):.2f}" for s in splits),
+                    f"{test.get('q_generating_cipher', math.nan):.2f}",
+                )
+            )
     return "\n".join(lines)
 
 

@@ -48,16 +48,20 @@ def _cell(text: object) -> str:
 def _common(parser: argparse.ArgumentParser) -> list:
     """The arguments of the "common options" group, which every command has."""
     # argparse keeps no public list of a parser's arguments or groups
-    return [a for g in parser._action_groups if g.title == "common options"
-            for a in g._group_actions]
+    return [
+        a for g in parser._action_groups if g.title == "common options" for a in g._group_actions
+    ]
 
 
 def _arguments(parser: argparse.ArgumentParser, which: str = "own") -> list[str]:
     """A table of the command's own arguments, or (``which="common"``) of the common
     options, described once for all commands."""
     common = _common(parser)
-    actions = common if which == "common" else [
-        a for a in parser._actions if all(a is not c for c in common)]
+    actions = (
+        common
+        if which == "common"
+        else [a for a in parser._actions if all(a is not c for c in common)]
+    )
     rows = ["| argument | meaning |", "|---|---|"]
     for action in actions:
         if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
@@ -76,16 +80,35 @@ def _commands() -> list[str]:
     from nfst.cli import build_parser
 
     _, parsers = build_parser()
-    lines = ["## Common options", "", "Every command takes these:", "",
-             *_arguments(next(iter(parsers.values())), "common"), "",
-             "## Commands", "", "| command | what it does |", "|---|---|"]
-    lines += [f"| [`nfst {name}`](#nfst-{name}) | {_cell(p.description)} |"
-              for name, p in parsers.items()]
+    lines = [
+        "## Common options",
+        "",
+        "Every command takes these:",
+        "",
+        *_arguments(next(iter(parsers.values())), "common"),
+        "",
+        "## Commands",
+        "",
+        "| command | what it does |",
+        "|---|---|",
+    ]
+    lines += [
+        f"| [`nfst {name}`](#nfst-{name}) | {_cell(p.description)} |" for name, p in parsers.items()
+    ]
     for name, p in parsers.items():
         examples = (p.epilog or "").split("\n")[1:]
         own = _arguments(p)
-        lines += ["", f"### nfst {name}", "", p.description or "", "",
-                  "```text", p.format_usage().strip(), "```", ""]
+        lines += [
+            "",
+            f"### nfst {name}",
+            "",
+            p.description or "",
+            "",
+            "```text",
+            p.format_usage().strip(),
+            "```",
+            "",
+        ]
         lines += own if len(own) > 2 else ["No arguments but the common options."]
         if examples:
             lines += ["", "Examples:", "", "```text", *(e.strip() for e in examples), "```"]
@@ -98,12 +121,16 @@ def _options() -> list[str]:
 
     described = {name: describe_options(name) for name in PRESETS}
     values = {name: {key: value for key, value, _ in rows} for name, rows in described.items()}
-    lines = ["## `--option` keys", "",
-             "Every preset setting, its value in each preset, and its meaning "
-             "(`nfst options --preset P` prints the same). Set one with "
-             "`--option KEY=VALUE` on any command that trains or evaluates.", "",
-             "| key | " + " | ".join(PRESETS) + " | meaning |",
-             "|---|" + "---|" * len(PRESETS) + "---|"]
+    lines = [
+        "## `--option` keys",
+        "",
+        "Every preset setting, its value in each preset, and its meaning "
+        "(`nfst options --preset P` prints the same). Set one with "
+        "`--option KEY=VALUE` on any command that trains or evaluates.",
+        "",
+        "| key | " + " | ".join(PRESETS) + " | meaning |",
+        "|---|" + "---|" * len(PRESETS) + "---|",
+    ]
     for key, _, meaning in next(iter(described.values())):
         cells = " | ".join(f"`{_cell(repr(values[p][key]))}`" for p in PRESETS)
         lines.append(f"| `{key}` | {cells} | {_cell(meaning)} |")

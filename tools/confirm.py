@@ -47,16 +47,26 @@ def collect(task: str, runs: dict[str, Path], command: str, commit: str) -> list
         if results["task"] != task:
             raise SystemExit(f"{run_dir} is a run of {results['task']}, not {task}")
         seeding = upgraded(results["config"])["run"]["seeding"]
-        out.append({
-            "label": label, "run": Path(run_dir).name, "commit": commit, "command": command,
-            "seeds": [training_seed(results["seed"], s, seeding) for s in results["seeds"]],
-            "overrides": results["config"]["run"]["overrides"],
-            "scorer_from": results["config"]["run"]["from_run"],
-            "samplers": {name: {"validation_partial_kl": m["validation_partial_kl"],
-                                "partial_kl": m["partial_kl"],
-                                "per_pair_partial_kl_by_seed": m["per_pair_partial_kl_by_seed"],
-                                **({"sleep": m["sleep"]} if m.get("sleep") else {})}
-                         for name, m in results["samplers"].items()}})
+        out.append(
+            {
+                "label": label,
+                "run": Path(run_dir).name,
+                "commit": commit,
+                "command": command,
+                "seeds": [training_seed(results["seed"], s, seeding) for s in results["seeds"]],
+                "overrides": results["config"]["run"]["overrides"],
+                "scorer_from": results["config"]["run"]["from_run"],
+                "samplers": {
+                    name: {
+                        "validation_partial_kl": m["validation_partial_kl"],
+                        "partial_kl": m["partial_kl"],
+                        "per_pair_partial_kl_by_seed": m["per_pair_partial_kl_by_seed"],
+                        **({"sleep": m["sleep"]} if m.get("sleep") else {}),
+                    }
+                    for name, m in results["samplers"].items()
+                },
+            }
+        )
     return out
 
 
@@ -65,8 +75,9 @@ def check(runs: list[dict], delta: float) -> dict:
     seeds = {tuple(run["seeds"]) for run in runs}
     if len(seeds) != 1:
         raise SystemExit(f"the runs do not share their training seeds: {sorted(seeds)}")
-    configurations = {(run["label"], name): m for run in runs
-                      for name, m in run["samplers"].items()}
+    configurations = {
+        (run["label"], name): m for run in runs for name, m in run["samplers"].items()
+    }
     candidate = [key for key in configurations if key[0] == CANDIDATE]
     if not candidate:
         raise SystemExit(f"no run labelled {CANDIDATE!r}")
@@ -75,12 +86,19 @@ def check(runs: list[dict], delta: float) -> dict:
         return configurations[key]["validation_partial_kl"]
 
     pick, best = min(candidate, key=validation), min(configurations, key=validation)
-    bound = upper_bound(configurations[pick]["per_pair_partial_kl_by_seed"],
-                        configurations[best]["per_pair_partial_kl_by_seed"])
-    return {"pick": "/".join(pick), "best": "/".join(best), "seeds": list(seeds.pop()),
-            "pairs": len(configurations[pick]["per_pair_partial_kl_by_seed"][0]),
-            **{k: bound[k] for k in ("mean", "se", "df", "t", "upper")},
-            "delta": delta, "confirmed": bound["upper"] < delta}
+    bound = upper_bound(
+        configurations[pick]["per_pair_partial_kl_by_seed"],
+        configurations[best]["per_pair_partial_kl_by_seed"],
+    )
+    return {
+        "pick": "/".join(pick),
+        "best": "/".join(best),
+        "seeds": list(seeds.pop()),
+        "pairs": len(configurations[pick]["per_pair_partial_kl_by_seed"][0]),
+        **{k: bound[k] for k in ("mean", "se", "df", "t", "upper")},
+        "delta": delta,
+        "confirmed": bound["upper"] < delta,
+    }
 
 
 def main(argv=None) -> None:
@@ -97,18 +115,28 @@ def main(argv=None) -> None:
     o = parser.parse_args(argv)
     if o.what == "collect":
         runs = dict(item.split("=", 1) for item in o.runs)
-        commit = o.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                            capture_output=True, text=True).stdout.strip()
+        commit = (
+            o.commit
+            or subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+            ).stdout.strip()
+        )
         path = FOLDER / f"confirm-{o.task}.json"
-        path.write_text(json.dumps(collect(o.task, {k: Path(v) for k, v in runs.items()},
-                                           o.command, commit), indent=1) + "\n")
+        path.write_text(
+            json.dumps(
+                collect(o.task, {k: Path(v) for k, v in runs.items()}, o.command, commit), indent=1
+            )
+            + "\n"
+        )
         print(f"written: {path}")
         return
     result = check(json.loads(o.file.read_text()), o.delta)
-    print(f"{o.file.name}: the candidate's pick {result['pick']} against the best on "
-          f"validation {result['best']}: gap {result['mean']:+.3f} ± {result['se']:.3f} "
-          f"(df {result['df']:.1f}), one-sided 95% upper bound {result['upper']:.3f} "
-          f"{'<' if result['confirmed'] else '≥'} δ = {o.delta}")
+    print(
+        f"{o.file.name}: the candidate's pick {result['pick']} against the best on "
+        f"validation {result['best']}: gap {result['mean']:+.3f} ± {result['se']:.3f} "
+        f"(df {result['df']:.1f}), one-sided 95% upper bound {result['upper']:.3f} "
+        f"{'<' if result['confirmed'] else '≥'} δ = {o.delta}"
+    )
     print(json.dumps(result))
 
 

@@ -24,8 +24,14 @@ import torch
 
 from nfst.bench.common import cipher_lattices
 from nfst.dp.batch import LatticeBatch
-from nfst.models.samplers import (SAMPLERS, SamplerConfig, Vocabulary, WalkRecord, graph,
-                                  make_sampler)
+from nfst.models.samplers import (
+    SAMPLERS,
+    SamplerConfig,
+    Vocabulary,
+    WalkRecord,
+    graph,
+    make_sampler,
+)
 from nfst.models.scorer import LSTMScorer
 from nfst.tasks import get_task
 from nfst.train.sampler import SamplerTrainConfig, train_sampler
@@ -36,6 +42,7 @@ DEVICE = torch.device(os.environ.get("DEVICE", "cuda"))  # DEVICE=cpu: try the t
 def check_graph() -> None:
     from tests.helpers.lattices import cipher_lattice, del_ins_lattices
     from tests.helpers.samplers import dropout_sampler
+
     lats = [cipher_lattice()] + del_ins_lattices()
     batch = LatticeBatch(lats, DEVICE)
     B, k = len(lats), 8
@@ -50,15 +57,24 @@ def check_graph() -> None:
             record = WalkRecord(B * k, static=True)
             with torch.no_grad():
                 walks[capture] = graph.static_walk(
-                    sampler, batch, context, lattice, k,
-                    torch.Generator(DEVICE).manual_seed(2), batch.max_height, record,
-                    capture=capture)
+                    sampler,
+                    batch,
+                    context,
+                    lattice,
+                    k,
+                    torch.Generator(DEVICE).manual_seed(2),
+                    batch.max_height,
+                    record,
+                    capture=capture,
+                )
             forced = sampler._route_log_q(batch, context, walks[capture][0], record)
-        (route, arcs, walked), (_, arcs0, walked0) = walks[True], walks[False]
-        out[name] = {"same_arcs": bool(torch.equal(arcs, arcs0)),
-                     "same_log_q": float((walked - walked0).abs().max()),
-                     "walk_vs_forced": float((walked - forced.detach()).abs().max()),
-                     "captured": captured()}
+        (_, arcs, walked), (_, arcs0, walked0) = walks[True], walks[False]
+        out[name] = {
+            "same_arcs": bool(torch.equal(arcs, arcs0)),
+            "same_log_q": float((walked - walked0).abs().max()),
+            "walk_vs_forced": float((walked - forced.detach()).abs().max()),
+            "captured": captured(),
+        }
     print(json.dumps({"check": "graph", **out}), flush=True)
 
 
@@ -82,27 +98,38 @@ def time_training(steps: int, names: list[str]) -> None:
     scorer = LSTMScorer(vocab, 256).freeze()
     for name in names:
         sampler = make_sampler(name, Vocabulary.of(T), SamplerConfig(d=256))
-        config = SamplerTrainConfig(steps=steps, sampler=sampler.config, eval_every=10 ** 6)
+        config = SamplerTrainConfig(steps=steps, sampler=sampler.config, eval_every=10**6)
         clock: list[float] = []
         start = time.perf_counter()
 
-        def tick(step: int, record: dict) -> None:
+        def tick(step: int, record: dict, clock=clock, start=start) -> None:
             clock.append(time.perf_counter())
             if clock[-1] - start > seconds:
                 raise _Enough
+
         try:
-            train_sampler(sampler, scorer, train, dev, config, device=DEVICE, quiet=True,
-                          callback=tick)
+            train_sampler(
+                sampler, scorer, train, dev, config, device=DEVICE, quiet=True, callback=tick
+            )
         except _Enough:
             pass
         gaps = [b - a for a, b in zip(clock, clock[1:])][9:]
         ms = 1000 * statistics.median(gaps) if gaps else float("nan")
-        print(json.dumps({"train": name, "d": 256, "steps": len(clock),
-                          "ms_per_step": round(ms, 1),
-                          "minutes_per_20000_steps": round(20000 * ms / 60000, 1),
-                          "wall_s": round(time.perf_counter() - start, 1),
-                          "static_walk": sampler.walks_statically(LatticeBatch(dev[:1], DEVICE)),
-                          "captured": captured()}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "train": name,
+                    "d": 256,
+                    "steps": len(clock),
+                    "ms_per_step": round(ms, 1),
+                    "minutes_per_20000_steps": round(20000 * ms / 60000, 1),
+                    "wall_s": round(time.perf_counter() - start, 1),
+                    "static_walk": sampler.walks_statically(LatticeBatch(dev[:1], DEVICE)),
+                    "captured": captured(),
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

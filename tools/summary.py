@@ -51,9 +51,19 @@ DOCS = ROOT / "docs"
 BLOCK = re.compile(r"(<!-- table: (\S+) -->\n).*?(<!-- end table -->)", re.S)
 KINDS = ("gaps:", "proposals:")
 PAGES = [DOCS / "results.md", *sorted((DOCS / "results").glob("*.md"))]  # the results pages
-SAMPLER_KEYS = ("partial_kl", "partial_kl_by_seed", "validation_partial_kl",
-                "untrained_partial_kl", "stopped_by", "steps", "best_step", "ess",
-                "expected_length", "exclusive_kl", "inclusive_kl")
+SAMPLER_KEYS = (
+    "partial_kl",
+    "partial_kl_by_seed",
+    "validation_partial_kl",
+    "untrained_partial_kl",
+    "stopped_by",
+    "steps",
+    "best_step",
+    "ess",
+    "expected_length",
+    "exclusive_kl",
+    "inclusive_kl",
+)
 OPTIONAL_KEYS = ("train_seconds", "sleep")  # where the run has them (sleep: sleep training)
 NUMBERS = re.compile(r"\[\s*(-?[\d.e+-]+(?:,\s*-?[\d.e+-]+)*)\s*\]")  # a list of numbers
 
@@ -68,28 +78,52 @@ def summarize(results: dict, command: str, commit: str, machine: str) -> dict:
     per_pair = {s: m["per_pair_partial_kl_by_seed"] for s, m in samplers.items()}
     seeding = upgraded(results["config"])["run"]["seeding"]
     return {
-        "task": results["task"], "preset": results["preset"], "command": command,
-        "commit": commit, "machine": machine, "wall_seconds": results["wall_seconds"],
+        "task": results["task"],
+        "preset": results["preset"],
+        "command": command,
+        "commit": commit,
+        "machine": machine,
+        "wall_seconds": results["wall_seconds"],
         "overrides": results["config"]["run"]["overrides"],
         "task_settings": results["config"]["run"]["task_settings"],
         "seeds": [training_seed(results["seed"], s, seeding) for s in results["seeds"]],
-        "reference": results["reference"], "pairs": results["pairs"], "structure": structure,
+        "reference": results["reference"],
+        "pairs": results["pairs"],
+        "structure": structure,
         "share_over_seeds": True,  # older summaries hold training seed 0's (tools/render.py)
         "validation_pairs": results["validation_pairs"],
         "ordering": ordering(per_pair),
-        "scorer": {k: results["scorer"][k] for k in (
-            "kind", "test_log_z", "test_log_z_se", "test_log_z_exact",
-            "ngram_test_log_likelihood", *share)},
-        "samplers": {s: {k: samplers[s][k] for k in (*SAMPLER_KEYS, *share)}
-                     | {k: samplers[s][k] for k in OPTIONAL_KEYS if samplers[s].get(k)}
-                     | {"partial_kl_se": mean_over_seeds_and_pairs(per_pair[s])["se"],
-                        "gap": gap(per_pair[s], per_pair[results["reference"]]),
-                        "per_pair_partial_kl_by_seed": per_pair[s]}
-                     for s in names},
-        "proposals": {"pair": 0, "x": first["x"], "y": first["y"],
-                      "samplers": {s: {k: samplers[s]["most_probable"][k]
-                                       for k in ("proposal", "log_q", "log_p")}
-                                   for s in names}}}
+        "scorer": {
+            k: results["scorer"][k]
+            for k in (
+                "kind",
+                "test_log_z",
+                "test_log_z_se",
+                "test_log_z_exact",
+                "ngram_test_log_likelihood",
+                *share,
+            )
+        },
+        "samplers": {
+            s: {k: samplers[s][k] for k in (*SAMPLER_KEYS, *share)}
+            | {k: samplers[s][k] for k in OPTIONAL_KEYS if samplers[s].get(k)}
+            | {
+                "partial_kl_se": mean_over_seeds_and_pairs(per_pair[s])["se"],
+                "gap": gap(per_pair[s], per_pair[results["reference"]]),
+                "per_pair_partial_kl_by_seed": per_pair[s],
+            }
+            for s in names
+        },
+        "proposals": {
+            "pair": 0,
+            "x": first["x"],
+            "y": first["y"],
+            "samplers": {
+                s: {k: samplers[s]["most_probable"][k] for k in ("proposal", "log_q", "log_p")}
+                for s in names
+            },
+        },
+    }
 
 
 def series(rows: list[dict], command: str, commit: str, machine: str) -> dict:
@@ -136,8 +170,10 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="what", required=True)
     add = sub.add_parser("add", help="summarize a run into docs/results/NAME.json")
     add.add_argument("run_dir")
-    group = sub.add_parser("group", help="summarize runs (an ablation: a row per run and "
-                                         "sampler) into docs/results/NAME.json")
+    group = sub.add_parser(
+        "group",
+        help="summarize runs (an ablation: a row per run and sampler) into docs/results/NAME.json",
+    )
     rows = sub.add_parser("series", help="a JSON list of rows into docs/results/NAME.json")
     for p in (add, group, rows):
         p.add_argument("name")
@@ -163,19 +199,37 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> None:
     o = _parser().parse_args(argv)
     if o.what in ("add", "group", "series"):
-        commit = o.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                            capture_output=True, text=True,
-                                            check=True).stdout.strip()
+        commit = (
+            o.commit
+            or subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
         if o.what == "series":
-            _write(o.name, series(json.loads(Path(o.rows).read_text()), o.command, commit,
-                                  o.machine))
+            _write(
+                o.name, series(json.loads(Path(o.rows).read_text()), o.command, commit, o.machine)
+            )
         else:
-            made = [summarize(load_results(d), o.command, commit, o.machine)
-                    for d in ([o.run_dir] if o.what == "add" else o.run_dirs)]
+            made = [
+                summarize(load_results(d), o.command, commit, o.machine)
+                for d in ([o.run_dir] if o.what == "add" else o.run_dirs)
+            ]
             _write(o.name, made[0] if o.what == "add" else made)
     elif o.what == "plot":
-        plot_series(load_summary(o.name), o.x, o.y, DOCS / "assets" / f"{o.name}.png",
-                    group=o.group, paper=o.paper, logx=o.logx, title=o.title)
+        plot_series(
+            load_summary(o.name),
+            o.x,
+            o.y,
+            DOCS / "assets" / f"{o.name}.png",
+            group=o.group,
+            paper=o.paper,
+            logx=o.logx,
+            title=o.title,
+        )
     else:
         for path in PAGES:
             path.write_text(page(path.read_text(encoding="utf-8")), encoding="utf-8")

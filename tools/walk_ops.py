@@ -24,9 +24,25 @@ from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers import SamplerConfig, Vocabulary, WalkRecord, make_sampler
 from nfst.tasks import get_task
 
-VIEWS = {"unsqueeze", "slice", "select", "t", "permute", "view", "expand", "alias",
-         "_unsafe_view", "squeeze", "transpose", "as_strided", "unbind", "split", "detach",
-         "scalar_tensor", "lift_fresh"}
+VIEWS = {
+    "unsqueeze",
+    "slice",
+    "select",
+    "t",
+    "permute",
+    "view",
+    "expand",
+    "alias",
+    "_unsafe_view",
+    "squeeze",
+    "transpose",
+    "as_strided",
+    "unbind",
+    "split",
+    "detach",
+    "scalar_tensor",
+    "lift_fresh",
+}
 
 
 class Count(TorchDispatchMode):
@@ -56,13 +72,21 @@ def main(static: bool) -> dict:
         with torch.no_grad():
             context = sampler.prepare(batch)
             with Count() as count:
-                route, _, _ = sampler._walk(batch, context, lattice, 16,
-                                            torch.Generator().manual_seed(0), batch.max_height,
-                                            record(len(lattice), static))
+                route, _, _ = sampler._walk(
+                    batch,
+                    context,
+                    lattice,
+                    16,
+                    torch.Generator().manual_seed(0),
+                    batch.max_height,
+                    record(len(lattice), static),
+                )
         steps = route.states.shape[1]  # every walk here reaches the longest path's STOP
         views = sum(n for op, n in count.ops.items() if op in VIEWS)
-        out[name] = {"per_step": round((sum(count.ops.values()) - views) / steps, 1),
-                     "views_per_step": round(views / steps, 1)}
+        out[name] = {
+            "per_step": round((sum(count.ops.values()) - views) / steps, 1),
+            "views_per_step": round(views / steps, 1),
+        }
     return out
 
 

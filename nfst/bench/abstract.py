@@ -43,59 +43,127 @@ def trained_models(run_dir: str | Path, sampler: str, device: str = "cpu"):
     """(run, scorer, sampler) of a cipher run directory, training what is missing."""
     from ..experiment.config import RunConfig
     from ..experiment.run import Run
+
     path = Path(run_dir)
     if (path / "config.json").exists():
         run = Run.open(path, device=device, quiet=True)
     else:
-        run = Run(RunConfig(task="cipher", preset="small", samplers=(sampler,)), path,
-                  device=device, quiet=True)
+        run = Run(
+            RunConfig(task="cipher", preset="small", samplers=(sampler,)),
+            path,
+            device=device,
+            quiet=True,
+        )
     return run, run.scorer(), run.train_sampler(sampler)
 
 
-def bench_abstract(pairs: int = 16, particles: tuple[int, ...] = (4, 16, 64), runs: int = 2,
-                   sampler: str = "swa", ess_k: int = 16, z_particles: int = 16,
-                   z_runs: int = 16, z_reference: int = 1024,
-                   run_dir: str = "runs/cipher-small-0", device: str = "cpu",
-                   seed: int = 0) -> dict:
+def bench_abstract(
+    pairs: int = 16,
+    particles: tuple[int, ...] = (4, 16, 64),
+    runs: int = 2,
+    sampler: str = "swa",
+    ess_k: int = 16,
+    z_particles: int = 16,
+    z_runs: int = 16,
+    z_reference: int = 1024,
+    run_dir: str = "runs/cipher-small-0",
+    device: str = "cpu",
+    seed: int = 0,
+) -> dict:
     run, scorer, proposal = trained_models(run_dir, sampler, device)
     lattices = run.lattices("test")[:pairs]
     train = run.lattices("train")[:256]
     config = SMCEvalConfig(batch_size=pairs)
-    names = {"abstract": "ABSTRACT", "beam": "BEAM", "ps_r": f"PS:R[{sampler}]",
-             "is": f"IS[{sampler}]", "is_wor": f"IS-WOR[{sampler}]"}
-    result = evaluate_smc(proposal, scorer, lattices, particles=particles, runs=runs, seed=seed,
-                          device=device, train_lattices=train, config=config,
-                          only=list(names.values()))
+    names = {
+        "abstract": "ABSTRACT",
+        "beam": "BEAM",
+        "ps_r": f"PS:R[{sampler}]",
+        "is": f"IS[{sampler}]",
+        "is_wor": f"IS-WOR[{sampler}]",
+    }
+    result = evaluate_smc(
+        proposal,
+        scorer,
+        lattices,
+        particles=particles,
+        runs=runs,
+        seed=seed,
+        device=device,
+        train_lattices=train,
+        config=config,
+        only=list(names.values()),
+    )
     methods = result["methods"]
-    out = {"bench": "abstract", "pairs": len(lattices), "M": list(particles), "sampler": sampler,
-           "offset_kl": {k: [round(v, 3) for v in methods[n]["offset_kl"]] for k, n in names.items()},
-           "scorer_calls": {k: methods[n]["scorer_calls"] for k, n in names.items()},
-           "dedup_ess": {k: [round(v, 3) for v in methods[n]["dedup_ess"]] for k, n in names.items()}}
-    abstract = fit_abstract_proposal(scorer, proposal, train, paths=config.abstract_fit_paths,
-                                     batch_size=pairs, seed=seed, device=device)
-    ess = evaluate({sampler: proposal, "abstract": abstract}, scorer, lattices, k=ess_k,
-                   batch_size=pairs, seed=seed, device=device, quiet=True)["samplers"]
-    out["ess_k"] = {"k": ess_k, **{name: {"ess": round(m["ess"], 3), "ess_wor": round(m["ess_wor"], 3)}
-                                   for name, m in ess.items()}}
+    out = {
+        "bench": "abstract",
+        "pairs": len(lattices),
+        "M": list(particles),
+        "sampler": sampler,
+        "offset_kl": {k: [round(v, 3) for v in methods[n]["offset_kl"]] for k, n in names.items()},
+        "scorer_calls": {k: methods[n]["scorer_calls"] for k, n in names.items()},
+        "dedup_ess": {k: [round(v, 3) for v in methods[n]["dedup_ess"]] for k, n in names.items()},
+    }
+    abstract = fit_abstract_proposal(
+        scorer,
+        proposal,
+        train,
+        paths=config.abstract_fit_paths,
+        batch_size=pairs,
+        seed=seed,
+        device=device,
+    )
+    ess = evaluate(
+        {sampler: proposal, "abstract": abstract},
+        scorer,
+        lattices,
+        k=ess_k,
+        batch_size=pairs,
+        seed=seed,
+        device=device,
+        quiet=True,
+    )["samplers"]
+    out["ess_k"] = {
+        "k": ess_k,
+        **{
+            name: {"ess": round(m["ess"], 3), "ess_wor": round(m["ess_wor"], 3)}
+            for name, m in ess.items()
+        },
+    }
     batch = LatticeBatch(lattices, device)
     generator = torch.Generator(device=device).manual_seed(seed + 1)
     with torch.no_grad():
-        ref = smc(batch, abstract, scorer, None,
-                  SMCConfig(particles=z_reference, resample_threshold=0.0), generator).log_z
+        ref = smc(
+            batch,
+            abstract,
+            scorer,
+            None,
+            SMCConfig(particles=z_reference, resample_threshold=0.0),
+            generator,
+        ).log_z
     out |= {"z_particles": z_particles, "z_runs": z_runs, "z_reference": z_reference}
     for key, source in (("z_ratio", proposal), ("z_ratio_abstract", abstract)):
         ratio = z_ratios(source, scorer, batch, ref, z_particles, z_runs, generator)
-        out |= {f"{key}_mean": float(ratio.mean()),
-                f"{key}_se": float(ratio.std() / math.sqrt(len(ratio)))}
+        out |= {
+            f"{key}_mean": float(ratio.mean()),
+            f"{key}_se": float(ratio.std() / math.sqrt(len(ratio))),
+        }
     return out
 
 
 @torch.no_grad()
-def z_ratios(sampler, scorer, batch: LatticeBatch, log_ref: torch.Tensor, k: int, runs: int,
-             generator: torch.Generator) -> torch.Tensor:
+def z_ratios(
+    sampler,
+    scorer,
+    batch: LatticeBatch,
+    log_ref: torch.Tensor,
+    k: int,
+    runs: int,
+    generator: torch.Generator,
+) -> torch.Tensor:
     """(pairs,) mean over ``runs`` of Ẑ_WOR (k distinct paths) / exp(``log_ref``)."""
-    wor = torch.stack([distinct_particles(sampler, scorer, batch, k, generator).log_z
-                       for _ in range(runs)])
+    wor = torch.stack(
+        [distinct_particles(sampler, scorer, batch, k, generator).log_z for _ in range(runs)]
+    )
     return torch.exp(torch.logsumexp(wor, 0) - math.log(runs) - log_ref).cpu()
 
 
@@ -106,8 +174,7 @@ def main(argv=None) -> None:
     p.add_argument("--run-dir", default="runs/cipher-small-0")
     p.add_argument("--device", default="cpu")
     args = p.parse_args(argv)
-    emit(bench_abstract(args.pairs, sampler=args.sampler, run_dir=args.run_dir,
-                        device=args.device))
+    emit(bench_abstract(args.pairs, sampler=args.sampler, run_dir=args.run_dir, device=args.device))
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@ from ..fst.to_openfst import lattice_to_fst
 from .common import cipher_lattices, emit, median_seconds
 
 
-def bench_backward(lattices: int = 256, repeat: int = 10, device: str = "cpu",
-                   cache_dir=None, seed: int = 0) -> dict:
+def bench_backward(
+    lattices: int = 256, repeat: int = 10, device: str = "cpu", cache_dir=None, seed: int = 0
+) -> dict:
     lats = cipher_lattices(lattices, cache_dir=cache_dir)
     batch = LatticeBatch(lats, device=device)
     g = torch.Generator().manual_seed(seed)
@@ -38,7 +39,7 @@ def bench_backward(lattices: int = 256, repeat: int = 10, device: str = "cpu",
     beta = ours().cpu().numpy()
 
     offsets = batch.arc_offsets.tolist()
-    weights = [w[offsets[b]:offsets[b + 1]].cpu().numpy() for b in range(len(lats))]
+    weights = [w[offsets[b] : offsets[b + 1]].cpu().numpy() for b in range(len(lats))]
     fsts = [lattice_to_fst(lat, wb) for lat, wb in zip(lats, weights)]
     t = time.perf_counter()
     for fst in fsts:
@@ -46,11 +47,15 @@ def bench_backward(lattices: int = 256, repeat: int = 10, device: str = "cpu",
     openfst_s = time.perf_counter() - t
 
     s_off = batch.state_offsets.tolist()
-    err = max(float(np.abs(beta[s_off[b]:s_off[b + 1]] - reverse_shortest_distance(lat, wb)).max())
-              for b, (lat, wb) in enumerate(zip(lats, weights)))
+    err = max(
+        float(np.abs(beta[s_off[b] : s_off[b + 1]] - reverse_shortest_distance(lat, wb)).max())
+        for b, (lat, wb) in enumerate(zip(lats, weights))
+    )
     n = len(lats)
     return {
-        "bench": "backward", "device": str(batch.device), "lattices": n,
+        "bench": "backward",
+        "device": str(batch.device),
+        "lattices": n,
         "mean_states": float(np.mean([lat.num_states for lat in lats])),
         "mean_arcs": float(np.mean([lat.num_arcs for lat in lats])),
         "levels": batch.max_height + 1,

@@ -17,13 +17,19 @@ from ..fst.lattice import Lattice
 from ..tasks import get_task
 
 
-def cipher_lattices(n: int, split: str = "train", cache_dir: Optional[str] = None,
-                    processes: int = 2, progress: bool = False) -> list[Lattice]:
+def cipher_lattices(
+    n: int,
+    split: str = "train",
+    cache_dir: Optional[str] = None,
+    processes: int = 2,
+    progress: bool = False,
+) -> list[Lattice]:
     """The first ``n`` lattices of the cipher task (synthetic: no data needed)."""
     task = get_task("cipher")
     pairs = task.pairs(split)[:n]
-    return compile_dataset(task.mfst(), pairs, cache_dir=cache_dir, processes=processes,
-                           progress=progress).lattices
+    return compile_dataset(
+        task.mfst(), pairs, cache_dir=cache_dir, processes=processes, progress=progress
+    ).lattices
 
 
 def median_seconds(fn: Callable[[], object], repeat: int, warmup: int = 1) -> float:
@@ -59,14 +65,21 @@ class OpCounter(TorchDispatchMode):
 def _waits_for_values(func, args) -> bool:
     """Whether ``func`` on ``args`` needs tensor values on the host (``OpCounter``)."""
     if func.overloadpacket in _INDEXING:  # only boolean indices do
-        return any(isinstance(i, torch.Tensor) and i.dtype == torch.bool
-                   for i in args[1] if i is not None)
-    return any(tag in func.tags for tag in (torch.Tag.data_dependent_output,
-                                            torch.Tag.dynamic_output_shape))
+        return any(
+            isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in args[1] if i is not None
+        )
+    return any(
+        tag in func.tags
+        for tag in (torch.Tag.data_dependent_output, torch.Tag.dynamic_output_shape)
+    )
 
 
-_INDEXING = (torch.ops.aten.index, torch.ops.aten.index_put, torch.ops.aten.index_put_,
-             torch.ops.aten._index_put_impl_)
+_INDEXING = (
+    torch.ops.aten.index,
+    torch.ops.aten.index_put,
+    torch.ops.aten.index_put_,
+    torch.ops.aten._index_put_impl_,
+)
 
 
 def emit(result: dict) -> None:

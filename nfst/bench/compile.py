@@ -31,14 +31,18 @@ def bench_compile(lattices: int = 256, repeat: int = 3) -> dict:
         pairs = task.pairs(split)[:lattices]
         runs = {"direct": [], "openfst": [], "bare": []}
         for _ in range(repeat):
-            direct, s = _timed(lambda: compile_lattices(T, pairs))
+            direct, s = _timed(lambda pairs=pairs: compile_lattices(T, pairs))
             runs["direct"].append(s)
-            openfst, s = _timed(lambda: compile_lattices(T, pairs, CompileOptions(path="openfst")))
+            openfst, s = _timed(
+                lambda pairs=pairs: compile_lattices(T, pairs, CompileOptions(path="openfst"))
+            )
             runs["openfst"].append(s)
-            runs["bare"].append(_timed(lambda: [openfst_lattice(T, x, y) for x, y in pairs])[1])
+            bare = _timed(lambda pairs=pairs: [openfst_lattice(T, x, y) for x, y in pairs])
+            runs["bare"].append(bare[1])
         for a, b in zip(direct, openfst):
-            if not (np.array_equal(a.arc_dst, b.arc_dst) and np.array_equal(a.positions,
-                                                                            b.positions)):
+            if not (
+                np.array_equal(a.arc_dst, b.arc_dst) and np.array_equal(a.positions, b.positions)
+            ):
                 raise RuntimeError("the direct and OpenFst paths gave different lattices")
         n = len(pairs)
         ms = {k: 1e3 * statistics.median(v) / n for k, v in runs.items()}
@@ -56,19 +60,22 @@ def bench_compile(lattices: int = 256, repeat: int = 3) -> dict:
     pairs = task.pairs("train")[:lattices]
     with tempfile.TemporaryDirectory() as cache:
         compile_dataset(T, pairs, cache_dir=cache, processes=1, progress=False)
-        warm, s = _timed(lambda: compile_dataset(T, pairs, cache_dir=cache, processes=1,
-                                                 progress=False))
+        warm, s = _timed(
+            lambda: compile_dataset(T, pairs, cache_dir=cache, processes=1, progress=False)
+        )
     if warm.cache_hits != len(pairs):
         raise RuntimeError(f"expected {len(pairs)} cache hits, got {warm.cache_hits}")
     result["train"]["cached_ms_per_lattice"] = 1e3 * s / len(pairs)
     for split in ("train", "test"):
         r = result[split]
-        print(f"{split}: {r['lattices']} lattices, {r['mean_states']:,.0f} states; ms per "
-              f"lattice: direct {r['direct_ms_per_lattice']:.2f}, OpenFst path "
-              f"{r['openfst_path_ms_per_lattice']:.2f}, bare OpenFst "
-              f"{r['bare_openfst_ms_per_lattice']:.2f}; direct / bare "
-              f"{r['median_direct_over_bare']:.3f} (median of "
-              f"{', '.join(f'{v:.3f}' for v in r['direct_over_bare'])})")
+        print(
+            f"{split}: {r['lattices']} lattices, {r['mean_states']:,.0f} states; ms per "
+            f"lattice: direct {r['direct_ms_per_lattice']:.2f}, OpenFst path "
+            f"{r['openfst_path_ms_per_lattice']:.2f}, bare OpenFst "
+            f"{r['bare_openfst_ms_per_lattice']:.2f}; direct / bare "
+            f"{r['median_direct_over_bare']:.3f} (median of "
+            f"{', '.join(f'{v:.3f}' for v in r['direct_over_bare'])})"
+        )
     return result
 
 

@@ -29,11 +29,17 @@ def bench_compose(letters: int = 1000, ciphers: int = 10) -> dict:
     openfst_s = time.perf_counter() - t
     if not _same_paths(python, openfst):
         raise RuntimeError("the two compositions have different paths")
-    return {"bench": "compose", "arcs": [len(A.arcs), len(B.arcs)],
-            "python_states": python.num_states, "python_arcs": len(python.arcs),
-            "openfst_states": openfst.num_states, "openfst_arcs": len(openfst.arcs),
-            "python_ms": 1e3 * python_s, "openfst_ms": 1e3 * openfst_s,
-            "speedup": python_s / openfst_s}
+    return {
+        "bench": "compose",
+        "arcs": [len(A.arcs), len(B.arcs)],
+        "python_states": python.num_states,
+        "python_arcs": len(python.arcs),
+        "openfst_states": openfst.num_states,
+        "openfst_arcs": len(openfst.arcs),
+        "python_ms": 1e3 * python_s,
+        "openfst_ms": 1e3 * openfst_s,
+        "speedup": python_s / openfst_s,
+    }
 
 
 def _same_paths(S: MarkedFST, T: MarkedFST) -> bool:

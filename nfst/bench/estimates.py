@@ -51,26 +51,43 @@ def _stated_se(per_pair_se: Sequence[float]) -> float:
     return math.sqrt(sum(se * se for se in per_pair_se)) / len(per_pair_se)
 
 
-def bench_estimates(lattices: int = 32, train_pairs: int = 256, steps: int = 60, d: int = 64,
-                    k: int = 16, M: int = 256, order: int = 3, seed: int = 0,
-                    samplers: Optional[Sequence[str]] = None, cache_dir: Optional[str] = None,
-                    device: str = "cpu", quiet: bool = True) -> dict:
+def bench_estimates(
+    lattices: int = 32,
+    train_pairs: int = 256,
+    steps: int = 60,
+    d: int = 64,
+    k: int = 16,
+    M: int = 256,
+    order: int = 3,
+    seed: int = 0,
+    samplers: Optional[Sequence[str]] = None,
+    cache_dir: Optional[str] = None,
+    device: str = "cpu",
+    quiet: bool = True,
+) -> dict:
     started = time.time()
     names = list(samplers or SAMPLERS)
     train = cipher_lattices(train_pairs, "train", cache_dir)
     test = cipher_lattices(lattices, "test", cache_dir)
     scorer = fit_ngram(train, NgramConfig(order=order), device=device, quiet=True).scorer
     vocabulary = Vocabulary.of(get_task("cipher").mfst())
-    config = SamplerTrainConfig(sampler=SamplerConfig(d=d, dropout=0.0), lr=3e-3, steps=steps,
-                                eval_every=max(1, steps), eval_k=8, patience=10**6)
+    config = SamplerTrainConfig(
+        sampler=SamplerConfig(d=d, dropout=0.0),
+        lr=3e-3,
+        steps=steps,
+        eval_every=max(1, steps),
+        eval_k=8,
+        patience=10**6,
+    )
     untrained, trained = {}, {}
     for i, name in enumerate(names):
         torch.manual_seed(seed + i)  # each sampler's initial weights, whatever ran before
         untrained[name] = make_sampler(name, vocabulary, config.sampler).to(device)
         trained[name] = make_sampler(name, vocabulary, config.sampler).to(device)
         trained[name].load_state_dict(untrained[name].state_dict())
-        train_sampler(trained[name], scorer, train, train[:16], config, seed=seed,
-                      device=device, quiet=quiet)
+        train_sampler(
+            trained[name], scorer, train, train[:16], config, seed=seed, device=device, quiet=quiet
+        )
     common = dict(k=k, seed=seed, device=device, quiet=quiet, without_replacement=False, examples=0)
     result = evaluate(trained, scorer, test, **common)
     for name, m in evaluate(untrained, scorer, test, **common)["samplers"].items():
@@ -78,17 +95,33 @@ def bench_estimates(lattices: int = 32, train_pairs: int = 256, steps: int = 60,
     result["log_z"] = estimate_log_z(trained, scorer, test, M, seed=seed, device=device)
     add_exclusive_kl(result)
     add_exact(result, scorer, trained, test, k=k, seed=seed, device=device)
-    own = {name: estimate_log_z({name: trained[name]}, scorer, test, M, seed=seed,
-                                device=device) for name in names}
+    own = {
+        name: estimate_log_z({name: trained[name]}, scorer, test, M, seed=seed, device=device)
+        for name in names
+    }
 
     exact_z = result["exact_log_z"]["mean"]
-    out: dict = {"bench": "estimates", "pairs": len(test), "train_pairs": len(train),
-                 "steps": steps, "d": d, "k": k, "M": M, "scorer": f"{order}-gram (WFST)",
-                 "exact_log_z": exact_z,
-                 "estimated_log_z": {}, "estimated_log_z_se": {}, "pareto_k": {},
-                 "exact_exclusive_kl": {}, "exact_exclusive_kl_se": {},
-                 "estimated_exclusive_kl": {}, "estimated_exclusive_kl_se": {},
-                 "exact_inclusive_kl": {}, "exact_inclusive_kl_se": {}, "checks": {}}
+    out: dict = {
+        "bench": "estimates",
+        "pairs": len(test),
+        "train_pairs": len(train),
+        "steps": steps,
+        "d": d,
+        "k": k,
+        "M": M,
+        "scorer": f"{order}-gram (WFST)",
+        "exact_log_z": exact_z,
+        "estimated_log_z": {},
+        "estimated_log_z_se": {},
+        "pareto_k": {},
+        "exact_exclusive_kl": {},
+        "exact_exclusive_kl_se": {},
+        "estimated_exclusive_kl": {},
+        "estimated_exclusive_kl_se": {},
+        "exact_inclusive_kl": {},
+        "exact_inclusive_kl_se": {},
+        "checks": {},
+    }
     for name, estimate in [*own.items(), ("mixture", result["log_z"])]:
         mean = sum(estimate["per_pair"]) / len(estimate["per_pair"])
         se = _stated_se(estimate["per_pair_se"])

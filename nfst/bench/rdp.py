@@ -57,13 +57,20 @@ def _swp(vocabulary, d, budget, scorer, train, steps, k, seed):
     generator = torch.Generator().manual_seed(seed)
     for step in range(steps):
         lo = (8 * step) % max(1, len(train) - 8)
-        _train_step(sampler, scorer, LatticeBatch(train[lo:lo + 8]), opt, generator, k)
+        _train_step(sampler, scorer, LatticeBatch(train[lo : lo + 8]), opt, generator, k)
     return sampler, opt
 
 
-def bench_rdp(lattices: int = 100, runs: int = 10, d: int = 256, steps: int = 30,
-              eval_lattices: int = 32, swp_budget: float = 0.1, repeat: int = 3,
-              seed: int = 0) -> dict:
+def bench_rdp(
+    lattices: int = 100,
+    runs: int = 10,
+    d: int = 256,
+    steps: int = 30,
+    eval_lattices: int = 32,
+    swp_budget: float = 0.1,
+    repeat: int = 3,
+    seed: int = 0,
+) -> dict:
     task = get_task("cipher")
     T = task.mfst()
     test = cipher_lattices(lattices, "test")
@@ -71,9 +78,12 @@ def bench_rdp(lattices: int = 100, runs: int = 10, d: int = 256, steps: int = 30
     vocab = len(test[0].mark_vocab)
     torch.manual_seed(seed)
     scorer = LSTMScorer(vocab, 64).freeze()
-    result = {"bench": "rdp", "lattices": len(test),
-              "mean_states": float(np.mean([lat.num_states for lat in test])),
-              "budgets": list(BUDGETS)}
+    result = {
+        "bench": "rdp",
+        "lattices": len(test),
+        "mean_states": float(np.mean([lat.num_states for lat in test])),
+        "budgets": list(BUDGETS),
+    }
 
     # 1. SWP: train both, time a step, partial KL on test pairs
     with cpu_threads(torch.device("cpu")):
@@ -94,8 +104,12 @@ def bench_rdp(lattices: int = 100, runs: int = 10, d: int = 256, steps: int = 30
             ms[name] = 1e3 * statistics.median(times[1:])
             if name == "exact":
                 exact_swp = sampler
-    result.update(swp_exact_ms=ms["exact"], swp_rdp_ms=ms["rdp"],
-                  swp_exact_partial_kl=list(kl["exact"]), swp_rdp_partial_kl=list(kl["rdp"]))
+    result.update(
+        swp_exact_ms=ms["exact"],
+        swp_rdp_ms=ms["rdp"],
+        swp_exact_partial_kl=list(kl["exact"]),
+        swp_rdp_partial_kl=list(kl["rdp"]),
+    )
 
     # 2. log Z of the trained SWP's WFST: randomized vs exact vs top-K
     batch = LatticeBatch(test)
@@ -109,26 +123,58 @@ def bench_rdp(lattices: int = 100, runs: int = 10, d: int = 256, steps: int = 30
     generator = torch.Generator().manual_seed(seed)
 
     def diffs(config, n):
-        return torch.cat([randomized_backward(batch, log_w, config=config, generator=generator,
-                                              cheap_alpha=alpha).log_z - log_z for _ in range(n)])
+        return torch.cat(
+            [
+                randomized_backward(
+                    batch, log_w, config=config, generator=generator, cheap_alpha=alpha
+                ).log_z
+                - log_z
+                for _ in range(n)
+            ]
+        )
 
     mse, ratio = [], None
     for budget in BUDGETS:
         d_log = diffs(RDPConfig(budget=budget, proposal="alpha-beta"), runs)
-        mse.append(float((d_log ** 2).mean()))
+        mse.append(float((d_log**2).mean()))
         if budget == 0.1:
             ratio = mean_and_se(torch.exp(d_log).tolist())
     top = diffs(RDPConfig(budget=0.5, top_share=1.0, proposal="beta"), 1)
     exact_s = median_seconds(lambda: backward(batch, log_w), repeat)
-    rdp_s = median_seconds(lambda: randomized_backward(
-        batch, log_w, config=RDPConfig(budget=0.1, proposal="alpha-beta"), generator=generator,
-        cheap_alpha=alpha), repeat)
-    result.update(mse_log_z=mse, mse_log_z_topk50=float((top ** 2).mean()),
-                  z_ratio_mean=ratio[0], z_ratio_se=ratio[1],
-                  exact_ms=1e3 * exact_s / len(test), rdp_ms=1e3 * rdp_s / len(test))
-    keys = ("bench", "lattices", "mean_states", "budgets", "mse_log_z", "mse_log_z_topk50",
-            "z_ratio_mean", "z_ratio_se", "exact_ms", "rdp_ms", "swp_exact_ms", "swp_rdp_ms",
-            "swp_exact_partial_kl", "swp_rdp_partial_kl")
+    rdp_s = median_seconds(
+        lambda: randomized_backward(
+            batch,
+            log_w,
+            config=RDPConfig(budget=0.1, proposal="alpha-beta"),
+            generator=generator,
+            cheap_alpha=alpha,
+        ),
+        repeat,
+    )
+    result.update(
+        mse_log_z=mse,
+        mse_log_z_topk50=float((top**2).mean()),
+        z_ratio_mean=ratio[0],
+        z_ratio_se=ratio[1],
+        exact_ms=1e3 * exact_s / len(test),
+        rdp_ms=1e3 * rdp_s / len(test),
+    )
+    keys = (
+        "bench",
+        "lattices",
+        "mean_states",
+        "budgets",
+        "mse_log_z",
+        "mse_log_z_topk50",
+        "z_ratio_mean",
+        "z_ratio_se",
+        "exact_ms",
+        "rdp_ms",
+        "swp_exact_ms",
+        "swp_rdp_ms",
+        "swp_exact_partial_kl",
+        "swp_rdp_partial_kl",
+    )
     return {key: result[key] for key in keys}
 
 

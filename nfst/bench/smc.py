@@ -16,17 +16,25 @@ import argparse
 import torch
 
 from ..dp.batch import LatticeBatch
-from ..smc.lookahead import LearnedLookahead
 from ..models.samplers import SamplerConfig, Vocabulary, make_sampler
 from ..models.scorer import LSTMScorer
 from ..smc.engine import SMCConfig, smc
+from ..smc.lookahead import LearnedLookahead
 from ..tasks import get_task
 from .common import cipher_lattices, emit, median_seconds
 
 
-def bench_smc(pairs: int = 16, particles: int = 64, sampler: str = "swp", d: int = 64,
-              scorer_hidden: int = 64, resampling: str = "systematic", repeat: int = 3,
-              device: str = "cpu", seed: int = 0) -> dict:
+def bench_smc(
+    pairs: int = 16,
+    particles: int = 64,
+    sampler: str = "swp",
+    d: int = 64,
+    scorer_hidden: int = 64,
+    resampling: str = "systematic",
+    repeat: int = 3,
+    device: str = "cpu",
+    seed: int = 0,
+) -> dict:
     """Time SMC with ``particles`` particles on each of ``pairs`` cipher test lattices."""
     device = torch.device(device)
     T = get_task("cipher").mfst()
@@ -49,9 +57,18 @@ def bench_smc(pairs: int = 16, particles: int = 64, sampler: str = "swp", d: int
         steps.append(result.ess.shape[1])
 
     seconds = median_seconds(run, repeat)
-    return {"pairs": len(lats), "particles": particles, "seconds": round(seconds, 4),
-            "steps": steps[-1], "sampler": sampler, "d": d, "scorer_hidden": scorer_hidden,
-            "states": batch.num_states, "device": str(device), "threads": torch.get_num_threads()}
+    return {
+        "pairs": len(lats),
+        "particles": particles,
+        "seconds": round(seconds, 4),
+        "steps": steps[-1],
+        "sampler": sampler,
+        "d": d,
+        "scorer_hidden": scorer_hidden,
+        "states": batch.num_states,
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+    }
 
 
 def main(argv=None) -> None:
@@ -64,8 +81,17 @@ def main(argv=None) -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--device", default="cpu")
     args = p.parse_args(argv)
-    emit(bench_smc(args.pairs, args.particles, args.sampler, args.d, args.scorer_hidden,
-                   repeat=args.repeat, device=args.device))
+    emit(
+        bench_smc(
+            args.pairs,
+            args.particles,
+            args.sampler,
+            args.d,
+            args.scorer_hidden,
+            repeat=args.repeat,
+            device=args.device,
+        )
+    )
 
 
 if __name__ == "__main__":

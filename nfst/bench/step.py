@@ -40,20 +40,28 @@ from ..dp.batch import LatticeBatch
 from ..experiment.config import DEFAULT_SAMPLERS
 from ..experiment.presets import preset
 from ..fst.compile import compile_lattice
-from ..runtime.threads import cpu_threads
-from ..train.objectives import inclusive_kl_loss, iwae_loss
-from ..train.triples import MarkReader, draw_strings
 from ..models.samplers import SamplerConfig, Vocabulary, make_sampler
 from ..models.scorer import LSTMScorer, distinct_strings
+from ..runtime.threads import cpu_threads
 from ..tasks import get_task
+from ..train.objectives import inclusive_kl_loss, iwae_loss
+from ..train.triples import MarkReader, draw_strings
 from .common import OpCounter, cipher_lattices, emit
 
 SAMPLER_NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix", "swp-sws")
 
 
-def bench_step(lattices: int = 16, k: int = 16, dims: Sequence[int] = (256, 64),
-               scorer_hidden: int = 256, repeat: int = 5, samplers: Sequence[str] = SAMPLER_NAMES,
-               device: str = "cpu", seed: int = 0, cache_dir: Optional[str] = None) -> dict:
+def bench_step(
+    lattices: int = 16,
+    k: int = 16,
+    dims: Sequence[int] = (256, 64),
+    scorer_hidden: int = 256,
+    repeat: int = 5,
+    samplers: Sequence[str] = SAMPLER_NAMES,
+    device: str = "cpu",
+    seed: int = 0,
+    cache_dir: Optional[str] = None,
+) -> dict:
     """Time one training step (``lattices`` pairs, k paths each) of each sampler at each
     hidden size in ``dims``; see the module docstring."""
     device = torch.device(device)
@@ -63,12 +71,24 @@ def bench_step(lattices: int = 16, k: int = 16, dims: Sequence[int] = (256, 64),
     vocab = len(lats[0].mark_vocab)
     torch.manual_seed(seed)
     scorer = LSTMScorer(vocab, scorer_hidden).to(device).freeze()
-    result = {"benchmark": "step", "device": str(device), "lattices": lattices, "k": k,
-              "scorer_hidden": scorer_hidden, "states": batch.num_states, "arcs": batch.num_arcs,
-              "max_height": batch.max_height, "repeat": repeat}
+    result = {
+        "benchmark": "step",
+        "device": str(device),
+        "lattices": lattices,
+        "k": k,
+        "scorer_hidden": scorer_hidden,
+        "states": batch.num_states,
+        "arcs": batch.num_arcs,
+        "max_height": batch.max_height,
+        "repeat": repeat,
+    }
     for d in dims:
-        steppers = {name: _Stepper(make_sampler(name, Vocabulary.of(T), SamplerConfig(d=d)),
-                                   scorer, batch, k, seed) for name in samplers}
+        steppers = {
+            name: _Stepper(
+                make_sampler(name, Vocabulary.of(T), SamplerConfig(d=d)), scorer, batch, k, seed
+            )
+            for name in samplers
+        }
         for _ in range(repeat + 1):  # round robin: a busy machine slows every sampler alike
             for stepper in steppers.values():
                 stepper.step()
@@ -78,23 +98,28 @@ def bench_step(lattices: int = 16, k: int = 16, dims: Sequence[int] = (256, 64),
         for stepper in steppers.values():
             stepper.count()
         per_step = {n: 1000 * statistics.median(s.totals[1:]) for n, s in steppers.items()}
-        sampler_only = {n: 1000 * statistics.median(t - c for t, c in
-                                                     zip(s.totals[1:], s.scoring[1:]))
-                        for n, s in steppers.items()}
-        at_d = {"ms_per_step": {n: round(v, 1) for n, v in per_step.items()},
-                "ms_per_sleep_step": {n: round(1000 * statistics.median(s.sleeps[1:]), 1)
-                                      for n, s in steppers.items()},
-                "ms_sampler_only": {n: round(v, 1) for n, v in sampler_only.items()},
-                "ops_per_step": {n: s.ops for n, s in steppers.items()},
-                "syncs_per_step": {n: s.syncs for n, s in steppers.items()}}
+        sampler_only = {
+            n: 1000 * statistics.median(t - c for t, c in zip(s.totals[1:], s.scoring[1:]))
+            for n, s in steppers.items()
+        }
+        at_d = {
+            "ms_per_step": {n: round(v, 1) for n, v in per_step.items()},
+            "ms_per_sleep_step": {
+                n: round(1000 * statistics.median(s.sleeps[1:]), 1) for n, s in steppers.items()
+            },
+            "ms_sampler_only": {n: round(v, 1) for n, v in sampler_only.items()},
+            "ops_per_step": {n: s.ops for n, s in steppers.items()},
+            "syncs_per_step": {n: s.syncs for n, s in steppers.items()},
+        }
         if "swp" in per_step:
             at_d["over_swp"] = {n: round(v / per_step["swp"], 2) for n, v in per_step.items()}
             if "swa" in per_step:
                 at_d["swp_over_swa"] = round(per_step["swp"] / per_step["swa"], 3)
         result[f"d{d}"] = at_d
     result["triples"] = _triple_ms(scorer, T, lats, device, seed)
-    result["paper_preset"] = paper_preset_hours(result, _scorer_step_ms(batch, Vocabulary.of(T),
-                                                                         repeat, seed))
+    result["paper_preset"] = paper_preset_hours(
+        result, _scorer_step_ms(batch, Vocabulary.of(T), repeat, seed)
+    )
     return result
 
 
@@ -106,29 +131,36 @@ def paper_preset_hours(result: dict, scorer_ms: float) -> dict:
     ms = result.get(f"d{d}", {}).get("ms_per_step", {})
     hours = {n: round(steps * ms[n] / 3.6e6, 2) for n in DEFAULT_SAMPLERS if n in ms}
     scorer_hours = round(paper.scorer.steps * scorer_ms / 3.6e6, 2)
-    out = {"sampler_steps": steps, "d": d, "hours_per_sampler": hours,
-           "scorer_steps": paper.scorer.steps, "ms_per_scorer_step": round(scorer_ms, 1),
-           "scorer_hours": scorer_hours}
+    out = {
+        "sampler_steps": steps,
+        "d": d,
+        "hours_per_sampler": hours,
+        "scorer_steps": paper.scorer.steps,
+        "ms_per_scorer_step": round(scorer_ms, 1),
+        "scorer_hours": scorer_hours,
+    }
     if len(hours) == len(DEFAULT_SAMPLERS):
         out["hours_per_task"] = round(sum(hours.values()) + scorer_hours, 2)
-        print(f"paper preset on {result['device']}: up to {steps:,} steps per sampler at d {d} "
-              f"(early stopping may end sooner; validation not counted): "
-              + ", ".join(f"{n} {h:.2f} h" for n, h in hours.items())
-              + f"; the scorer {paper.scorer.steps:,} steps at {scorer_ms:.0f} ms, "
-              f"{scorer_hours:.2f} h; up to {out['hours_per_task']:.2f} h per task, one after "
-              "another")
+        print(
+            f"paper preset on {result['device']}: up to {steps:,} steps per sampler at d {d} "
+            f"(early stopping may end sooner; validation not counted): "
+            + ", ".join(f"{n} {h:.2f} h" for n, h in hours.items())
+            + f"; the scorer {paper.scorer.steps:,} steps at {scorer_ms:.0f} ms, "
+            f"{scorer_hours:.2f} h; up to {out['hours_per_task']:.2f} h per task, one after "
+            "another"
+        )
     return out
 
 
-def _scorer_step_ms(batch: LatticeBatch, vocabulary: Vocabulary, repeat: int, seed: int
-                    ) -> float:
+def _scorer_step_ms(batch: LatticeBatch, vocabulary: Vocabulary, repeat: int, seed: int) -> float:
     """Median ms of the paper preset's scorer training step (its hidden size, dropout, label
     smoothing, K and clipping) on ``batch``: log p̃ of each distinct path and the label-smoothed
     IWAE loss (``nfst.train.scorer``), backward, clip, Adam."""
     config = preset("paper").scorer
     torch.manual_seed(seed)
     scorer = LSTMScorer(vocabulary.size, config.hidden, config.layers, config.dropout).to(
-        batch.device)
+        batch.device
+    )
     opt = torch.optim.Adam(scorer.parameters(), lr=config.lr)
     proposal = make_sampler("nolookahead", vocabulary, SamplerConfig(d=64)).to(batch.device)
     with torch.no_grad():
@@ -139,8 +171,9 @@ def _scorer_step_ms(batch: LatticeBatch, vocabulary: Vocabulary, repeat: int, se
     for _ in range(repeat + 1):
         t0 = _clock(batch.device)
         log_p, smoothed = scorer.log_prob_smoothed(marks, lengths, config.label_smoothing)
-        loss = iwae_loss(log_p[index].view(B, K).detach(), paths.log_q,
-                         surrogate=smoothed[index].view(B, K))
+        loss = iwae_loss(
+            log_p[index].view(B, K).detach(), paths.log_q, surrogate=smoothed[index].view(B, K)
+        )
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(scorer.parameters(), config.grad_clip)

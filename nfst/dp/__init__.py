@@ -7,13 +7,34 @@
 """
 
 from .batch import LatticeBatch
-from .passes import (arc_posteriors, backward, forward, log_partition, log_path_count, sample,
-                     sample_paths, transition_log_probs)
+from .passes import (
+    arc_posteriors,
+    backward,
+    forward,
+    log_partition,
+    log_path_count,
+    sample,
+    sample_paths,
+    transition_log_probs,
+)
 from .randomized import randomized_backward, randomized_forward
 from .selection import RDPConfig
 from .semiring import LogSemiring, MaxSemiring, Semiring
 
-__all__ = ["LatticeBatch", "LogSemiring", "MaxSemiring", "RDPConfig", "Semiring",
-           "arc_posteriors", "backward", "forward", "log_partition", "log_path_count",
-           "randomized_backward", "randomized_forward", "sample", "sample_paths",
-           "transition_log_probs"]
+__all__ = [
+    "LatticeBatch",
+    "LogSemiring",
+    "MaxSemiring",
+    "RDPConfig",
+    "Semiring",
+    "arc_posteriors",
+    "backward",
+    "forward",
+    "log_partition",
+    "log_path_count",
+    "randomized_backward",
+    "randomized_forward",
+    "sample",
+    "sample_paths",
+    "transition_log_probs",
+]

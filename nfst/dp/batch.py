@@ -33,9 +33,15 @@ class Level:
     """(n_arcs,) level-order index of the arc's other end (destination / source)."""
 
 
-def _schedule(key_state: np.ndarray, other_state: np.ndarray, *, height: np.ndarray,
-              level_of: np.ndarray, bounds: np.ndarray,
-              device: torch.device | str) -> tuple[np.ndarray, list[Level]]:
+def _schedule(
+    key_state: np.ndarray,
+    other_state: np.ndarray,
+    *,
+    height: np.ndarray,
+    level_of: np.ndarray,
+    bounds: np.ndarray,
+    device: torch.device | str,
+) -> tuple[np.ndarray, list[Level]]:
     """The arcs (A,) ordered by the height, then the level-order slot, of their ``key_state``
     (source for a backward pass, destination for a forward one), and one :class:`Level` per
     height: its states (``bounds[h]:bounds[h + 1]`` of the level order) and its block of arcs.
@@ -48,10 +54,14 @@ def _schedule(key_state: np.ndarray, other_state: np.ndarray, *, height: np.ndar
         a0, a1 = int(arc_bounds[h]), int(arc_bounds[h + 1])
         arcs = arc_order[a0:a1]
         lo = bounds[h]
-        levels.append(Level(
-            states=slice(int(lo), int(bounds[h + 1])), arcs=slice(a0, a1),
-            segment=torch.as_tensor(level_of[key_state[arcs]] - lo, device=device),
-            other=torch.as_tensor(level_of[other_state[arcs]], device=device)))
+        levels.append(
+            Level(
+                states=slice(int(lo), int(bounds[h + 1])),
+                arcs=slice(a0, a1),
+                segment=torch.as_tensor(level_of[key_state[arcs]] - lo, device=device),
+                other=torch.as_tensor(level_of[other_state[arcs]], device=device),
+            )
+        )
     return arc_order, levels
 
 
@@ -129,8 +139,12 @@ class LatticeBatch:
         # per-state tables of the legal choices, so that a walk's step indexes them once
         self.legal = t(np.concatenate([out_arcs >= 0, final[:, None]], axis=1))
         out_marks = mark[out_arcs.clip(min=0)] if A else np.zeros_like(out_arcs)
-        self.column_marks = t(np.concatenate(
-            [np.where(out_arcs >= 0, out_marks, 0), np.full((S, 1), len(self.mark_vocab))], axis=1))
+        self.column_marks = t(
+            np.concatenate(
+                [np.where(out_arcs >= 0, out_marks, 0), np.full((S, 1), len(self.mark_vocab))],
+                axis=1,
+            )
+        )
         ahead = out_deg + final > 1
         for level in self.backward_levels[1:]:  # bottom-up: every destination is complete
             arcs = backward_arc_order[level.arcs]

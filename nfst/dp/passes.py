@@ -24,9 +24,11 @@ from .semiring import LogSemiring, Semiring
 
 def _check(batch: LatticeBatch, arc_weights: torch.Tensor, final_weights: torch.Tensor) -> None:
     if arc_weights.shape != (batch.num_arcs,) or final_weights.shape != (batch.num_states,):
-        raise ValueError(f"expected arc weights ({batch.num_arcs},) and final weights "
-                         f"({batch.num_states},), got {tuple(arc_weights.shape)} and "
-                         f"{tuple(final_weights.shape)}")
+        raise ValueError(
+            f"expected arc weights ({batch.num_arcs},) and final weights "
+            f"({batch.num_states},), got {tuple(arc_weights.shape)} and "
+            f"{tuple(final_weights.shape)}"
+        )
 
 
 class _Backward(torch.autograd.Function):
@@ -56,21 +58,27 @@ class _Backward(torch.autograd.Function):
             for level in reversed(batch.backward_levels[1:]):
                 lo, hi = level.states.start, level.states.stop
                 vals = w[level.arcs] + beta.index_select(0, level.other)
-                g_vals, g_init = semiring.segment_grad(vals, level.segment, final[lo:hi], beta[lo:hi])
+                g_vals, g_init = semiring.segment_grad(
+                    vals, level.segment, final[lo:hi], beta[lo:hi]
+                )
                 g_vals *= adj[lo:hi].index_select(0, level.segment)
                 grad_w[level.arcs] = g_vals
                 grad_final[lo:hi] = g_init * adj[lo:hi]
                 adj.index_add_(0, level.other, g_vals)
             dead = batch.backward_levels[0].states  # height 0: β(s) = final(s)
-            grad_final[dead] = torch.where(torch.isfinite(beta[dead]), adj[dead],
-                                           torch.zeros_like(adj[dead]))
+            grad_final[dead] = torch.where(
+                torch.isfinite(beta[dead]), adj[dead], torch.zeros_like(adj[dead])
+            )
             grad_arcs = torch.empty_like(grad_w).index_copy_(0, batch.backward_arc_order, grad_w)
         return grad_arcs, grad_final.index_select(0, batch.level_index), None, None
 
 
-def backward(batch: LatticeBatch, arc_weights: torch.Tensor,
-             final_weights: Optional[torch.Tensor] = None,
-             semiring: type[Semiring] = LogSemiring) -> torch.Tensor:
+def backward(
+    batch: LatticeBatch,
+    arc_weights: torch.Tensor,
+    final_weights: Optional[torch.Tensor] = None,
+    semiring: type[Semiring] = LogSemiring,
+) -> torch.Tensor:
     """β for every state, shape (S,); ``β[batch.start]`` is each lattice's total log Z."""
     if final_weights is None:
         final_weights = batch.final_weights(arc_weights.dtype)
@@ -79,13 +87,15 @@ def backward(batch: LatticeBatch, arc_weights: torch.Tensor,
 
 
 @torch.no_grad()
-def forward(batch: LatticeBatch, arc_weights: torch.Tensor,
-            semiring: type[Semiring] = LogSemiring) -> torch.Tensor:
+def forward(
+    batch: LatticeBatch, arc_weights: torch.Tensor, semiring: type[Semiring] = LogSemiring
+) -> torch.Tensor:
     """α for every state, shape (S,): ⊕ over paths from the start to the state. Not
     differentiable; gradients come from ``backward``."""
     with cpu_threads(arc_weights.device):
-        alpha = torch.full((batch.num_states,), float("-inf"), dtype=arc_weights.dtype,
-                           device=arc_weights.device)
+        alpha = torch.full(
+            (batch.num_states,), float("-inf"), dtype=arc_weights.dtype, device=arc_weights.device
+        )
         alpha[batch.level_index[batch.start]] = 0.0
         w = arc_weights.index_select(0, batch.forward_arc_order)
         for level in batch.forward_levels:
@@ -96,15 +106,19 @@ def forward(batch: LatticeBatch, arc_weights: torch.Tensor,
     return alpha.index_select(0, batch.level_index)
 
 
-def log_partition(batch: LatticeBatch, arc_weights: torch.Tensor,
-                  final_weights: Optional[torch.Tensor] = None,
-                  semiring: type[Semiring] = LogSemiring) -> torch.Tensor:
+def log_partition(
+    batch: LatticeBatch,
+    arc_weights: torch.Tensor,
+    final_weights: Optional[torch.Tensor] = None,
+    semiring: type[Semiring] = LogSemiring,
+) -> torch.Tensor:
     """(B,) total weight of each lattice: log Z (log semiring) or the best path (max)."""
     return backward(batch, arc_weights, final_weights, semiring)[batch.start]
 
 
-def arc_posteriors(batch: LatticeBatch, arc_weights: torch.Tensor,
-                   final_weights: Optional[torch.Tensor] = None) -> torch.Tensor:
+def arc_posteriors(
+    batch: LatticeBatch, arc_weights: torch.Tensor, final_weights: Optional[torch.Tensor] = None
+) -> torch.Tensor:
     """(A,) posterior probability of each arc, exp(α(src) + w + β(dst) − log Z)."""
     if final_weights is None:
         final_weights = batch.final_weights(arc_weights.dtype)
@@ -116,9 +130,12 @@ def arc_posteriors(batch: LatticeBatch, arc_weights: torch.Tensor,
     return torch.nan_to_num(post, nan=0.0)
 
 
-def transition_log_probs(batch: LatticeBatch, arc_weights: torch.Tensor,
-                         final_weights: Optional[torch.Tensor] = None,
-                         beta: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
+def transition_log_probs(
+    batch: LatticeBatch,
+    arc_weights: torch.Tensor,
+    final_weights: Optional[torch.Tensor] = None,
+    beta: Optional[torch.Tensor] = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Locally normalised path distribution of a weighted lattice (003 Alg. 1, line 6):
     log q(a | src) = w_a + β(dst) − β(src) for each arc (A,), and log q(STOP | s) (S,)."""
     if final_weights is None:
@@ -130,8 +147,9 @@ def transition_log_probs(batch: LatticeBatch, arc_weights: torch.Tensor,
     return arc_lp, stop_lp
 
 
-def transition_table(batch: LatticeBatch, arc_log_probs: torch.Tensor,
-                     stop_log_probs: torch.Tensor) -> torch.Tensor:
+def transition_table(
+    batch: LatticeBatch, arc_log_probs: torch.Tensor, stop_log_probs: torch.Tensor
+) -> torch.Tensor:
     """(S, D + 1) log q of each column of ``batch.out_arcs`` (-inf for padding), STOP last:
     the form every walker over the lattice reads its choices from."""
     arcs = batch.out_arcs
@@ -139,8 +157,13 @@ def transition_table(batch: LatticeBatch, arc_log_probs: torch.Tensor,
     return torch.cat([per_arc, stop_log_probs[:, None]], dim=1)
 
 
-def sample_paths(batch: LatticeBatch, arc_log_probs: torch.Tensor, stop_log_probs: torch.Tensor,
-                 k: int, generator: Optional[torch.Generator] = None) -> tuple[torch.Tensor, torch.Tensor]:
+def sample_paths(
+    batch: LatticeBatch,
+    arc_log_probs: torch.Tensor,
+    stop_log_probs: torch.Tensor,
+    k: int,
+    generator: Optional[torch.Generator] = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Draw k paths per lattice from locally normalised transition probabilities.
 
     Returns ``arcs`` (B, k, L) long, the arcs taken, -1 after the path ends, and ``log_prob``
@@ -155,11 +178,15 @@ def sample_paths(batch: LatticeBatch, arc_log_probs: torch.Tensor, stop_log_prob
     for _ in range(batch.max_height + 1):
         logits = table[state]
         choice = torch.multinomial(torch.softmax(logits, dim=1), 1, generator=generator).squeeze(1)
-        log_prob = log_prob + torch.where(alive, logits.gather(1, choice[:, None]).squeeze(1),
-                                          torch.zeros_like(log_prob))
+        log_prob = log_prob + torch.where(
+            alive, logits.gather(1, choice[:, None]).squeeze(1), torch.zeros_like(log_prob)
+        )
         stopping = choice == stop_col
-        arc = torch.where(alive & ~stopping, batch.out_arcs[state, choice.clamp(max=stop_col - 1)],
-                          torch.full_like(state, -1))
+        arc = torch.where(
+            alive & ~stopping,
+            batch.out_arcs[state, choice.clamp(max=stop_col - 1)],
+            torch.full_like(state, -1),
+        )
         taken.append(arc)
         alive = alive & ~stopping
         state = torch.where(alive, batch.arc_dst[arc.clamp(min=0)], state)
@@ -169,9 +196,13 @@ def sample_paths(batch: LatticeBatch, arc_log_probs: torch.Tensor, stop_log_prob
     return arcs, log_prob.view(batch.batch_size, k)
 
 
-def sample(batch: LatticeBatch, arc_weights: torch.Tensor, k: int,
-           final_weights: Optional[torch.Tensor] = None,
-           generator: Optional[torch.Generator] = None) -> tuple[torch.Tensor, torch.Tensor]:
+def sample(
+    batch: LatticeBatch,
+    arc_weights: torch.Tensor,
+    k: int,
+    final_weights: Optional[torch.Tensor] = None,
+    generator: Optional[torch.Generator] = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Exact samples from p(path) ∝ exp(Σ arc weights + final weight): see ``sample_paths``."""
     with torch.no_grad():
         arc_lp, stop_lp = transition_log_probs(batch, arc_weights, final_weights)

@@ -43,8 +43,9 @@ class RandomizedPass:
 
 class _RandomizedBackward(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, arc_weights, final_weights, batch: LatticeBatch, config: RDPConfig,
-                generator, hint):
+    def forward(
+        ctx, arc_weights, final_weights, batch: LatticeBatch, config: RDPConfig, generator, hint
+    ):
         with cpu_threads(arc_weights.device):
             final = final_weights.index_select(0, batch.level_order)
             beta = final.clone()
@@ -91,33 +92,41 @@ class _RandomizedBackward(torch.autograd.Function):
                 grad_final[lo:hi] = g_init * adj[lo:hi]
                 adj.index_add_(0, other, g_vals)
             dead = batch.backward_levels[0].states
-            grad_final[dead] = torch.where(torch.isfinite(beta[dead]), adj[dead],
-                                           torch.zeros_like(adj[dead]))
+            grad_final[dead] = torch.where(
+                torch.isfinite(beta[dead]), adj[dead], torch.zeros_like(adj[dead])
+            )
             grad_arcs = torch.empty_like(grad_w).index_copy_(0, batch.backward_arc_order, grad_w)
         return grad_arcs, grad_final.index_select(0, batch.level_index), None, None, None, None
 
 
-def randomized_backward(batch: LatticeBatch, arc_weights: Tensor,
-                        final_weights: Optional[Tensor] = None,
-                        config: RDPConfig = RDPConfig(),
-                        generator: Optional[torch.Generator] = None,
-                        cheap_alpha: Optional[Tensor] = None) -> RandomizedPass:
+def randomized_backward(
+    batch: LatticeBatch,
+    arc_weights: Tensor,
+    final_weights: Optional[Tensor] = None,
+    config: RDPConfig = RDPConfig(),
+    generator: Optional[torch.Generator] = None,
+    cheap_alpha: Optional[Tensor] = None,
+) -> RandomizedPass:
     """β̂ (S,), differentiable in the weights with the selection fixed; ``cheap_alpha`` (S,) is
     α of the cheap arc-factored model (``nfst.dp.forward``), needed by ``alpha-beta``."""
     if final_weights is None:
         final_weights = batch.final_weights(arc_weights.dtype)
     hint = None if cheap_alpha is None else cheap_alpha.detach().to(arc_weights.dtype)
-    beta, log_c = _RandomizedBackward.apply(arc_weights, final_weights, batch, config,
-                                            generator, hint)
+    beta, log_c = _RandomizedBackward.apply(
+        arc_weights, final_weights, batch, config, generator, hint
+    )
     return RandomizedPass(beta, log_c, beta[batch.start])
 
 
 @torch.no_grad()
-def randomized_forward(batch: LatticeBatch, arc_weights: Tensor,
-                       final_weights: Optional[Tensor] = None,
-                       config: RDPConfig = RDPConfig(),
-                       generator: Optional[torch.Generator] = None,
-                       cheap_beta: Optional[Tensor] = None) -> RandomizedPass:
+def randomized_forward(
+    batch: LatticeBatch,
+    arc_weights: Tensor,
+    final_weights: Optional[Tensor] = None,
+    config: RDPConfig = RDPConfig(),
+    generator: Optional[torch.Generator] = None,
+    cheap_beta: Optional[Tensor] = None,
+) -> RandomizedPass:
     """α̂ (S,) by the same scheme top-down (α̂ of height h is complete once the higher levels
     are done; then that level is selected), and log Ẑ = log Σ_s c(s) α̂(s) final(s). The
     ``beta`` proposal scores by α̂ here; ``alpha-beta`` by α̂ times ``cheap_beta``. Not
@@ -125,14 +134,18 @@ def randomized_forward(batch: LatticeBatch, arc_weights: Tensor,
     if final_weights is None:
         final_weights = batch.final_weights(arc_weights.dtype)
     with cpu_threads(arc_weights.device):
-        alpha = torch.full((batch.num_states,), -math.inf, dtype=arc_weights.dtype,
-                           device=arc_weights.device)
+        alpha = torch.full(
+            (batch.num_states,), -math.inf, dtype=arc_weights.dtype, device=arc_weights.device
+        )
         alpha[batch.level_index[batch.start]] = 0.0
         log_c = torch.full_like(alpha, -math.inf)
         lattice = batch.state_lattice.index_select(0, batch.level_order)
         groups = level_groups(batch, config)
-        hint = None if cheap_beta is None else \
-            cheap_beta.to(arc_weights.dtype).index_select(0, batch.level_order)
+        hint = (
+            None
+            if cheap_beta is None
+            else cheap_beta.to(arc_weights.dtype).index_select(0, batch.level_order)
+        )
         w = arc_weights.index_select(0, batch.forward_arc_order)
         for level in batch.forward_levels:
             lo, hi = level.states.start, level.states.stop
@@ -150,5 +163,6 @@ def randomized_forward(batch: LatticeBatch, arc_weights: Tensor,
         peak = peak.clamp_min(torch.finfo(terms.dtype).min)
         total = torch.zeros_like(peak).index_add_(0, lattice, torch.exp(terms - peak[lattice]))
         log_z = torch.log(total) + peak
-    return RandomizedPass(alpha.index_select(0, batch.level_index),
-                          log_c.index_select(0, batch.level_index), log_z)
+    return RandomizedPass(
+        alpha.index_select(0, batch.level_index), log_c.index_select(0, batch.level_index), log_z
+    )

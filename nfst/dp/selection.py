@@ -49,11 +49,15 @@ class RDPConfig:
 
     def __post_init__(self):
         if self.proposal not in PROPOSALS or self.sampling not in SAMPLINGS:
-            raise ValueError(f"RDPConfig: proposal must be one of {PROPOSALS} and sampling one "
-                             f"of {SAMPLINGS}, got {self.proposal!r} and {self.sampling!r}")
+            raise ValueError(
+                f"RDPConfig: proposal must be one of {PROPOSALS} and sampling one "
+                f"of {SAMPLINGS}, got {self.proposal!r} and {self.sampling!r}"
+            )
         if not self.budget > 0 or not 0 <= self.top_share <= 1:
-            raise ValueError(f"RDPConfig: budget must be > 0 and top_share in [0, 1], got "
-                             f"{self.budget} and {self.top_share}")
+            raise ValueError(
+                f"RDPConfig: budget must be > 0 and top_share in [0, 1], got "
+                f"{self.budget} and {self.top_share}"
+            )
 
 
 @dataclass
@@ -82,8 +86,11 @@ def level_groups(batch: LatticeBatch, config: RDPConfig) -> dict[int, LevelGroup
     gid = np.cumsum(new) - 1
     first = np.flatnonzero(new)
     counts = np.diff(np.append(first, len(height)))
-    k = np.maximum(np.ceil(counts * config.budget - 1e-9), 1) if config.budget <= 1 else \
-        np.minimum(counts, int(config.budget))
+    k = (
+        np.maximum(np.ceil(counts * config.budget - 1e-9), 1)
+        if config.budget <= 1
+        else np.minimum(counts, int(config.budget))
+    )
     k1 = np.floor(k * config.top_share)
     t = lambda a: torch.as_tensor(a, dtype=torch.long, device=batch.device)  # noqa: E731
     gid_t, first_t, counts_t, k_t, k1_t = t(gid), t(first), t(counts), t(k), t(k1)
@@ -92,13 +99,18 @@ def level_groups(batch: LatticeBatch, config: RDPConfig) -> dict[int, LevelGroup
         lo, hi = level.states.start, level.states.stop
         if hi > lo:
             g0, g1 = int(gid[lo]), int(gid[hi - 1]) + 1
-            out[lo] = LevelGroups(gid_t[lo:hi] - g0, counts_t[g0:g1], first_t[g0:g1] - lo,
-                                  k_t[g0:g1], k1_t[g0:g1])
+            out[lo] = LevelGroups(
+                gid_t[lo:hi] - g0, counts_t[g0:g1], first_t[g0:g1] - lo, k_t[g0:g1], k1_t[g0:g1]
+            )
     return out
 
 
-def select_level(score: Tensor, groups: LevelGroups, config: RDPConfig,
-                 generator: Optional[torch.Generator] = None) -> Tensor:
+def select_level(
+    score: Tensor,
+    groups: LevelGroups,
+    config: RDPConfig,
+    generator: Optional[torch.Generator] = None,
+) -> Tensor:
     """log c (n,) for the n states of one level: 0 for kept-whole or top-K₁ states, the log
     factor of sampled ones, -inf for dropped ones (see the module docstring).
 
@@ -129,24 +141,33 @@ def select_level(score: Tensor, groups: LevelGroups, config: RDPConfig,
     log_c[(s_whole & s_live) | top] = 0.0
     sampled = ~whole & (k2 > 0) & (n_live > k1)
     if config.sampling == "replacement":
-        draws = torch.repeat_interleave(torch.arange(len(counts), device=score.device),
-                                        torch.where(sampled, k2, torch.zeros_like(k2)))
+        draws = torch.repeat_interleave(
+            torch.arange(len(counts), device=score.device),
+            torch.where(sampled, k2, torch.zeros_like(k2)),
+        )
         if len(draws):
             cdf = torch.cumsum(q, 0)
             before = torch.where(start > 0, cdf[(start - 1).clamp(min=0)], torch.zeros_like(peak))
             last = torch.full_like(counts, -1).scatter_reduce(
-                0, s_seg, torch.where(q > 0, torch.arange(n, device=score.device), -1), "amax")
-            u = torch.rand(len(draws), dtype=torch.float64, device=score.device,
-                           generator=generator)
+                0, s_seg, torch.where(q > 0, torch.arange(n, device=score.device), -1), "amax"
+            )
+            u = torch.rand(
+                len(draws), dtype=torch.float64, device=score.device, generator=generator
+            )
             # inverse CDF; zero-probability entries never satisfy cdf > target
-            hit = torch.searchsorted(cdf, before[draws] + u * (cdf[last[draws]] - before[draws]),
-                                     right=True)
+            hit = torch.searchsorted(
+                cdf, before[draws] + u * (cdf[last[draws]] - before[draws]), right=True
+            )
             hit = torch.minimum(hit, last[draws])
             times = torch.zeros(n, dtype=torch.float64, device=score.device).index_add_(
-                0, hit, torch.ones_like(u))
+                0, hit, torch.ones_like(u)
+            )
             chosen = times > 0
-            log_c[chosen] = torch.log(times[chosen]) - torch.log(k2[s_seg[chosen]].double()) \
+            log_c[chosen] = (
+                torch.log(times[chosen])
+                - torch.log(k2[s_seg[chosen]].double())
                 - torch.log(q[chosen])
+            )
     else:
         incl = torch.clamp(k2[s_seg].double() * q, max=1.0)
         u = torch.rand(n, dtype=torch.float64, device=score.device, generator=generator)

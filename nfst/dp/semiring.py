@@ -14,14 +14,17 @@ class Semiring:
     name: str
 
     @staticmethod
-    def segment_sum(values: torch.Tensor, segment: torch.Tensor, init: torch.Tensor) -> torch.Tensor:
+    def segment_sum(
+        values: torch.Tensor, segment: torch.Tensor, init: torch.Tensor
+    ) -> torch.Tensor:
         """total[i] = init[i] ⊕ (⊕ of values[j] with segment[j] = i); values, segment (N,),
         init (n,) -> (n,)."""
         raise NotImplementedError
 
     @staticmethod
-    def segment_grad(values: torch.Tensor, segment: torch.Tensor, init: torch.Tensor,
-                     total: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def segment_grad(
+        values: torch.Tensor, segment: torch.Tensor, init: torch.Tensor, total: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(∂ total[segment[j]] / ∂ values[j] (N,), ∂ total[i] / ∂ init[i] (n,)); zero where
         the total is -inf."""
         raise NotImplementedError
@@ -40,7 +43,8 @@ class LogSemiring(Semiring):
             peak = init.scatter_reduce(0, segment, values, "amax")
             peak = peak.clamp_min(torch.finfo(peak.dtype).min)  # -inf segments stay -inf below
         total = torch.exp(init - peak).index_add(
-            0, segment, torch.exp(values - peak.index_select(0, segment)))
+            0, segment, torch.exp(values - peak.index_select(0, segment))
+        )
         return torch.log(total) + peak
 
     @staticmethod

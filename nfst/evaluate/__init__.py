@@ -15,7 +15,24 @@ from .samplers import PairSamples, draw, evaluate, paired_difference
 from .smc import SMCEvalConfig, evaluate_smc
 from .whole import evaluate_all
 
-__all__ = ["Evaluation", "PairSamples", "SMCEvalConfig", "SamplerEvaluation", "Structure",
-           "add_exact", "add_exclusive_kl", "draw", "estimate_log_z", "evaluate", "evaluate_all",
-           "evaluate_smc", "exact_log_z", "inclusive_kl", "is_exact", "mean_and_se",
-           "paired_difference", "pareto_k", "pareto_threshold"]
+__all__ = [
+    "Evaluation",
+    "PairSamples",
+    "SMCEvalConfig",
+    "SamplerEvaluation",
+    "Structure",
+    "add_exact",
+    "add_exclusive_kl",
+    "draw",
+    "estimate_log_z",
+    "evaluate",
+    "evaluate_all",
+    "evaluate_smc",
+    "exact_log_z",
+    "inclusive_kl",
+    "is_exact",
+    "mean_and_se",
+    "paired_difference",
+    "pareto_k",
+    "pareto_threshold",
+]

@@ -29,16 +29,23 @@ def _json_names(cls) -> dict[str, str]:
 
 def _sparse(cls) -> set[str]:
     """Where ``cls.SPARSE``, its fields with a default: left out of its JSON form where None."""
-    return {f.name for f in fields(cls) if getattr(cls, "SPARSE", False)
-            and (f.default is not MISSING or f.default_factory is not MISSING)}
+    return {
+        f.name
+        for f in fields(cls)
+        if getattr(cls, "SPARSE", False)
+        and (f.default is not MISSING or f.default_factory is not MISSING)
+    }
 
 
 def fields_to_json(obj, structure: Optional[str]) -> dict:
     """A dataclass's fields by their JSON keys, the structure's share under its name; where
     ``SPARSE``, a field with a default left out where it is None."""
     sparse = _sparse(type(obj))
-    out = {key: getattr(obj, name) for name, key in _json_names(type(obj)).items()
-           if getattr(obj, name) is not None or name not in sparse}
+    out = {
+        key: getattr(obj, name)
+        for name, key in _json_names(type(obj)).items()
+        if getattr(obj, name) is not None or name not in sparse
+    }
     if structure is not None:
         out[structure], out[f"{structure}_se"] = obj.structure_share, obj.structure_share_se
     return out
@@ -173,13 +180,16 @@ class Evaluation:
 
     def to_json(self) -> dict:
         return fields_to_json(self, None) | {
-            "samplers": {n: s.to_json(self.structure) for n, s in self.samplers.items()}}
+            "samplers": {n: s.to_json(self.structure) for n, s in self.samplers.items()}
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> Evaluation:
         """From ``stages/evaluate.json`` (keys it does not know, e.g. ``seconds``, ignored); a
         KeyError names the keys it lacks (a file of an older nfst)."""
         evaluation = _read(cls, data, None)
-        evaluation.samplers = {n: SamplerEvaluation.from_json(s, data["structure"])
-                               for n, s in data["samplers"].items()}
+        evaluation.samplers = {
+            n: SamplerEvaluation.from_json(s, data["structure"])
+            for n, s in data["samplers"].items()
+        }
         return evaluation

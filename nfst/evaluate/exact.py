@@ -43,23 +43,39 @@ class ExactScorer(Protocol):
 
 def is_exact(scorer: Scorer) -> bool:
     """Whether ``scorer`` gives exact log Z and posterior samples (:class:`ExactScorer`)."""
-    return callable(getattr(scorer, "log_partition", None)) and \
-        callable(getattr(scorer, "posterior", None))
+    return callable(getattr(scorer, "log_partition", None)) and callable(
+        getattr(scorer, "posterior", None)
+    )
 
 
 @torch.no_grad()
-def exact_log_z(scorer: ExactScorer, lattices: Sequence[Lattice], *, batch_size: int = 16,
-                device: torch.device | str = "cpu") -> list[float]:
+def exact_log_z(
+    scorer: ExactScorer,
+    lattices: Sequence[Lattice],
+    *,
+    batch_size: int = 16,
+    device: torch.device | str = "cpu",
+) -> list[float]:
     """log Z of each lattice (float64 backward pass of the WFST scorer)."""
     device = torch.device(device)
-    return [float(v) for lo in range(0, len(lattices), batch_size)
-            for v in scorer.log_partition(LatticeBatch(lattices[lo:lo + batch_size], device))]
+    return [
+        float(v)
+        for lo in range(0, len(lattices), batch_size)
+        for v in scorer.log_partition(LatticeBatch(lattices[lo : lo + batch_size], device))
+    ]
 
 
 @torch.no_grad()
-def inclusive_kl(samplers: Mapping[str, Sampler], scorer: ExactScorer,
-                 lattices: Sequence[Lattice], k: int, *, batch_size: int = 16, seed: int = 0,
-                 device: torch.device | str = "cpu") -> dict[str, list[float]]:
+def inclusive_kl(
+    samplers: Mapping[str, Sampler],
+    scorer: ExactScorer,
+    lattices: Sequence[Lattice],
+    k: int,
+    *,
+    batch_size: int = 16,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+) -> dict[str, list[float]]:
     """Per sampler (by name) and pair, (1/k) Σ_j log p(z_j) − log q(z_j) over the same k exact
     posterior samples z_j of the pair, drawn once for every sampler. Each minibatch draws from
     its own generator, so under torchrun the ranks share them (a collective)."""
@@ -68,22 +84,35 @@ def inclusive_kl(samplers: Mapping[str, Sampler], scorer: ExactScorer,
     starts = list(range(0, len(lattices), batch_size))
 
     def one_batch(i: int) -> dict[str, list[float]]:
-        batch = LatticeBatch(lattices[starts[i]:starts[i] + batch_size], device)
+        batch = LatticeBatch(lattices[starts[i] : starts[i] + batch_size], device)
         generator = torch.Generator(device=device).manual_seed(item_seed(seed, i))
         paths = posterior.sample(batch, k, generator)
         log_p = paths.log_q.double().cpu()  # the posterior's log q is the exact log p
-        return {name: [float((lp - lq).mean()) for lp, lq in
-                       zip(log_p, sampler.score(batch, paths.arcs).double().cpu())]
-                for name, sampler in samplers.items()}
+        return {
+            name: [
+                float((lp - lq).mean())
+                for lp, lq in zip(log_p, sampler.score(batch, paths.arcs).double().cpu())
+            ]
+            for name, sampler in samplers.items()
+        }
 
     with eval_mode(posterior, *samplers.values()):
         parts = shared_map(one_batch, range(len(starts)))
     return {name: [v for part in parts for v in part[name]] for name in samplers}
 
 
-def add_exact(result: dict, scorer: ExactScorer, samplers: Mapping[str, Sampler],
-              lattices: Sequence[Lattice], *, k: int, batch_size: int = 16, seed: int = 0,
-              device: torch.device | str = "cpu", log_z: Optional[list[float]] = None) -> dict:
+def add_exact(
+    result: dict,
+    scorer: ExactScorer,
+    samplers: Mapping[str, Sampler],
+    lattices: Sequence[Lattice],
+    *,
+    k: int,
+    batch_size: int = 16,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    log_z: Optional[list[float]] = None,
+) -> dict:
     """Add the module docstring's exact quantities to :func:`samplers.evaluate`'s ``result``
     (on the same ``lattices``): ``result["exact_log_z"]`` (mean and per pair) and, for each
     sampler, ``exclusive_kl`` ± ``exclusive_kl_se`` (and ``untrained_exclusive_kl`` where the
@@ -96,8 +125,9 @@ def add_exact(result: dict, scorer: ExactScorer, samplers: Mapping[str, Sampler]
         log_z = exact_log_z(scorer, lattices, batch_size=batch_size, device=device)
     result["exact_log_z"] = {"mean": sum(log_z) / len(log_z), "per_pair": log_z}
     add_partial_kl_plus(result, log_z, "exclusive_kl")
-    inclusive = inclusive_kl(samplers, scorer, lattices, k, batch_size=batch_size, seed=seed,
-                             device=device)
+    inclusive = inclusive_kl(
+        samplers, scorer, lattices, k, batch_size=batch_size, seed=seed, device=device
+    )
     for name, m in result["samplers"].items():
         m["per_pair_inclusive_kl"] = inclusive[name]
         m["inclusive_kl"], m["inclusive_kl_se"] = mean_and_se(inclusive[name])

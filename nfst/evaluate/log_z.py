@@ -23,6 +23,7 @@ import torch
 
 from ..dp.batch import LatticeBatch
 from ..fst.lattice import Lattice
+from ..fst.structure import Structure
 from ..models.samplers.base import Sampler
 from ..models.samplers.mixture import mixture_counts, mixture_draw
 from ..models.scorer import Scorer
@@ -31,13 +32,19 @@ from ..runtime.threads import cpu_threads
 from . import metrics
 from .metrics import mean_and_se
 from .pareto import nonzero_weights, pareto_k, pareto_summary, pareto_threshold
-from ..fst.structure import Structure
 from .samplers import eval_mode
 
 
 @torch.no_grad()
-def _draw(proposals: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence[Lattice], M: int,
-          seed: int, device: torch.device, structure: Optional[Structure]) -> list[dict]:
+def _draw(
+    proposals: Mapping[str, Sampler],
+    scorer: Scorer,
+    lattices: Sequence[Lattice],
+    M: int,
+    seed: int,
+    device: torch.device,
+    structure: Optional[Structure],
+) -> list[dict]:
     """Per pair of ``lattices`` (one minibatch), M paths from the even mixture of
     ``proposals``: log Ẑ ± SE, k̂ and the nonzero weights it is computed from, each
     proposal's own log Ẑ from its paths, the share."""
@@ -49,27 +56,49 @@ def _draw(proposals: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence[L
         log_p = scorer.score_arcs(batch, drawn.arcs).double().cpu()
     log_w = log_p - drawn.log_r.double().cpu()
     log_q = drawn.log_q.double().cpu()
-    local = torch.where(drawn.arcs >= 0, drawn.arcs - batch.arc_offsets[:-1, None, None],
-                        drawn.arcs).cpu()
+    local = torch.where(
+        drawn.arcs >= 0, drawn.arcs - batch.arc_offsets[:-1, None, None], drawn.arcs
+    ).cpu()
     bounds = torch.tensor((0,) + drawn.counts).cumsum(0).tolist()
     out = []
     for b, lat in enumerate(batch.lattices):
         value, se = metrics.log_z_is(log_w[b])
-        own = {name: metrics.log_z_is(log_p[b, lo:hi] - log_q[c, b, lo:hi])[0]
-               for c, (name, lo, hi) in enumerate(zip(proposals, bounds, bounds[1:]))
-               if hi > lo}
-        share = None if structure is None else structure.share(lat, local[b],
-                                                                torch.softmax(log_w[b], 0))
-        out.append({"value": value, "se": se, "pareto_k": pareto_k(log_w[b]),
-                    "weights": nonzero_weights(log_w[b]), "own": own, "samples": M,
-                    "share": share})
+        own = {
+            name: metrics.log_z_is(log_p[b, lo:hi] - log_q[c, b, lo:hi])[0]
+            for c, (name, lo, hi) in enumerate(zip(proposals, bounds, bounds[1:]))
+            if hi > lo
+        }
+        share = (
+            None
+            if structure is None
+            else structure.share(lat, local[b], torch.softmax(log_w[b], 0))
+        )
+        out.append(
+            {
+                "value": value,
+                "se": se,
+                "pareto_k": pareto_k(log_w[b]),
+                "weights": nonzero_weights(log_w[b]),
+                "own": own,
+                "samples": M,
+                "share": share,
+            }
+        )
     return out
 
 
-def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
-                   lattices: Sequence[Lattice], M: int, *, max_samples: Optional[int] = None,
-                   batch_size: int = 16, seed: int = 0, device: torch.device | str = "cpu",
-                   structure: Optional[Structure] = None) -> dict:
+def estimate_log_z(
+    proposals: Mapping[str, Sampler],
+    scorer: Scorer,
+    lattices: Sequence[Lattice],
+    M: int,
+    *,
+    max_samples: Optional[int] = None,
+    batch_size: int = 16,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    structure: Optional[Structure] = None,
+) -> dict:
     """Per-pair IS estimates of log Z (``metrics.log_z_is``) with M samples per pair from an
     even mixture of ``proposals`` (by name), each path weighted against the whole mixture
     (``nfst.models.samplers.mixture``). Ẑ is unbiased, so E[log Ẑ] ≤ log Z: each log Ẑ is a
@@ -95,9 +124,18 @@ def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
         starts = list(range(0, len(lats), size))
         # stage s's minibatch i is seeded (s, i) (``item_seed``): no fresh draw repeats the
         # first draw, nor one of the other stage
-        parts = shared_map(lambda i: _draw(proposals, scorer, lats[starts[i]:starts[i] + size],
-                                           m, item_seed(seed, index, i), device, structure),
-                           range(len(starts)))
+        parts = shared_map(
+            lambda i: _draw(
+                proposals,
+                scorer,
+                lats[starts[i] : starts[i] + size],
+                m,
+                item_seed(seed, index, i),
+                device,
+                structure,
+            ),
+            range(len(starts)),
+        )
         return [v for part in parts for v in part]
 
     with eval_mode(scorer, *proposals.values()):
@@ -112,42 +150,64 @@ def estimate_log_z(proposals: Mapping[str, Sampler], scorer: Scorer,
     return _summary(proposals, per_pair, first, M, max_samples, structure)
 
 
-def _summary(proposals: Mapping[str, Sampler], per_pair: list[dict], first: list[tuple],
-             M: int, max_samples: Optional[int], structure: Optional[Structure]) -> dict:
+def _summary(
+    proposals: Mapping[str, Sampler],
+    per_pair: list[dict],
+    first: list[tuple],
+    M: int,
+    max_samples: Optional[int],
+    structure: Optional[Structure],
+) -> dict:
     """:func:`estimate_log_z`'s result from its per-pair estimates and the first draw's (k̂,
     nonzero weights) per pair."""
     names = [name for name in proposals if all(name in p["own"] for p in per_pair)]
     by_proposal = {name: mean_and_se([p["own"][name] for p in per_pair]) for name in names}
-    counts = {m: dict(zip(proposals, mixture_counts([1.0] * len(proposals), m)))
-              for m in {p["samples"] for p in per_pair}}  # each proposal's paths per pair
+    counts = {
+        m: dict(zip(proposals, mixture_counts([1.0] * len(proposals), m)))
+        for m in {p["samples"] for p in per_pair}
+    }  # each proposal's paths per pair
     mean = sum(p["value"] for p in per_pair) / len(per_pair)
     ks = [p["pareto_k"] for p in per_pair]
     adaptive = (max_samples or 0) > M
     more = sum(p["samples"] != M for p in per_pair)
-    how = (f" ({max_samples} on the {more} of {len(per_pair)} pairs where a first draw of {M} "
-           f"had Pareto k̂ above its threshold ({pareto_threshold(M):.3g}), which then only chose "
-           f"the size)" if adaptive else "")
+    how = (
+        f" ({max_samples} on the {more} of {len(per_pair)} pairs where a first draw of {M} "
+        f"had Pareto k̂ above its threshold ({pareto_threshold(M):.3g}), which then only chose "
+        f"the size)"
+        if adaptive
+        else ""
+    )
     mixture = " and ".join(proposals)
-    result = {"method": f"importance sampling, {M} samples per pair{how} from an even mixture "
-                        f"of {mixture}; a lower bound in expectation (E[log Ẑ] ≤ log Z)",
-              "proposals": list(proposals), "samples": M,
-              "max_samples": max_samples if adaptive else None, "more_samples": more,
-              "samples_drawn": sum(p["samples"] for p in per_pair) + adaptive * len(per_pair) * M,
-              "mean_se": sum(p["se"] for p in per_pair) / len(per_pair),
-              "pareto_k": pareto_summary(ks, [p["weights"] for p in per_pair]),
-              "by_proposal": {name: {"log_z": v, "log_z_se": se,
-                                     "samples": sum(counts[p["samples"]][name] for p in per_pair)
-                                     / len(per_pair)}
-                              for name, (v, se) in by_proposal.items()},
-              "spread": mean - max(v for v, _ in by_proposal.values()),
-              "per_pair": [p["value"] for p in per_pair],
-              "per_pair_se": [p["se"] for p in per_pair], "per_pair_pareto_k": ks,
-              "per_pair_samples": [p["samples"] for p in per_pair]}
+    result = {
+        "method": f"importance sampling, {M} samples per pair{how} from an even mixture "
+        f"of {mixture}; a lower bound in expectation (E[log Ẑ] ≤ log Z)",
+        "proposals": list(proposals),
+        "samples": M,
+        "max_samples": max_samples if adaptive else None,
+        "more_samples": more,
+        "samples_drawn": sum(p["samples"] for p in per_pair) + adaptive * len(per_pair) * M,
+        "mean_se": sum(p["se"] for p in per_pair) / len(per_pair),
+        "pareto_k": pareto_summary(ks, [p["weights"] for p in per_pair]),
+        "by_proposal": {
+            name: {
+                "log_z": v,
+                "log_z_se": se,
+                "samples": sum(counts[p["samples"]][name] for p in per_pair) / len(per_pair),
+            }
+            for name, (v, se) in by_proposal.items()
+        },
+        "spread": mean - max(v for v, _ in by_proposal.values()),
+        "per_pair": [p["value"] for p in per_pair],
+        "per_pair_se": [p["se"] for p in per_pair],
+        "per_pair_pareto_k": ks,
+        "per_pair_samples": [p["samples"] for p in per_pair],
+    }
     if adaptive:
         result["first_pareto_k"] = pareto_summary([k for k, _ in first], [s for _, s in first])
     if structure is not None:
         result[structure.name], result[f"{structure.name}_se"] = mean_and_se(
-            [p["share"] for p in per_pair])
+            [p["share"] for p in per_pair]
+        )
     return result
 
 
@@ -172,5 +232,6 @@ def add_partial_kl_plus(result: dict, log_z: Sequence[float], key: str) -> dict:
             per_pair = m.get(f"{prefix}per_pair_partial_kl")
             if per_pair is not None:
                 m[prefix + key], m[f"{prefix}{key}_se"] = mean_and_se(
-                    [p + z for p, z in zip(per_pair, log_z)])
+                    [p + z for p, z in zip(per_pair, log_z)]
+                )
     return result

@@ -54,7 +54,8 @@ def dedup_ess(log_w: Tensor, arcs: Optional[Tensor] = None) -> Tensor:
         _, copy_of = torch.unique(a, dim=0, return_inverse=True)  # (k,) the distinct path
         top = w.max()
         summed = torch.zeros(int(copy_of.max()) + 1, dtype=w.dtype).index_add_(
-            0, copy_of, torch.exp(w - top))  # Σ of each path's copies, scaled by e^{−top}
+            0, copy_of, torch.exp(w - top)
+        )  # Σ of each path's copies, scaled by e^{−top}
         out.append(ess(summed.log() + top))
     return torch.stack(out).reshape(log_w.shape[:-1])
 

@@ -89,27 +89,34 @@ def mean_over_seeds_and_pairs(values: Sequence[Sequence[float]]) -> dict:
     seeds_sq = float(((seeds - m) ** 2).sum() / (S * (S - 1))) if S > 1 else 0.0
     pairs_sq = float(((pairs - m) ** 2).sum() / (P * (P - 1))) if P > 1 else 0.0
     residual = v - seeds[:, None] - pairs[None, :] + m  # (S, P)
-    res_sq = float((residual ** 2).sum() / (S * P * (S - 1) * (P - 1))) if S > 1 and P > 1 else 0.0
-    kept = [(sq, df) for sq, df in ((seeds_sq, S - 1), (pairs_sq, P - 1))
-            if df > 0 and sq > res_sq]  # the components whose estimate is not truncated to 0
+    res_sq = float((residual**2).sum() / (S * P * (S - 1) * (P - 1))) if S > 1 and P > 1 else 0.0
+    kept = [
+        (sq, df) for sq, df in ((seeds_sq, S - 1), (pairs_sq, P - 1)) if df > 0 and sq > res_sq
+    ]  # the components whose estimate is not truncated to 0
     terms = kept + [((1 - len(kept)) * res_sq, (S - 1) * (P - 1))]  # c_i MS_i / (SP), df_i
     se_sq = sum(term for term, _ in terms)
-    spread = sum(term ** 2 / df for term, df in terms if df > 0)
-    return {"mean": float(m), "se": math.sqrt(se_sq),
-            "df": se_sq ** 2 / spread if spread > 0 else math.inf,
-            "se_seeds": math.sqrt(seeds_sq), "se_pairs": math.sqrt(pairs_sq),
-            "se_res": math.sqrt(res_sq)}
+    spread = sum(term**2 / df for term, df in terms if df > 0)
+    return {
+        "mean": float(m),
+        "se": math.sqrt(se_sq),
+        "df": se_sq**2 / spread if spread > 0 else math.inf,
+        "se_seeds": math.sqrt(seeds_sq),
+        "se_pairs": math.sqrt(pairs_sq),
+        "se_res": math.sqrt(res_sq),
+    }
 
 
 def gap(values: Sequence[Sequence[float]], reference: Sequence[Sequence[float]]) -> dict:
     """The mean paired difference values − reference (each S × P, the same seeds and pairs)
     with its SE (:func:`mean_over_seeds_and_pairs`): 0 ± 0 for the reference itself."""
     return mean_over_seeds_and_pairs(
-        [[a - b for a, b in zip(row, ref)] for row, ref in zip(values, reference)])
+        [[a - b for a, b in zip(row, ref)] for row, ref in zip(values, reference)]
+    )
 
 
-def upper_bound(values: Sequence[Sequence[float]], reference: Sequence[Sequence[float]],
-                level: float = 0.95) -> dict:
+def upper_bound(
+    values: Sequence[Sequence[float]], reference: Sequence[Sequence[float]], level: float = 0.95
+) -> dict:
     """The one-sided ``level`` upper bound on the mean paired gap values − reference (each
     S × P): :func:`gap`'s ``mean``, ``se`` and Satterthwaite ``df``, with ``t`` = t_{level, df}
     and ``upper`` = mean + t · se (module docstring). 0 for the reference itself."""
@@ -155,8 +162,16 @@ def _incomplete_beta(x: float, a: float, b: float) -> float:
         return 0.0 if x <= 0 else 1.0
     if x > (a + 1) / (a + b + 2):
         return 1 - _incomplete_beta(1 - x, b, a)
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) +
-                     a * math.log(x) + b * math.log1p(-x)) / a
+    front = (
+        math.exp(
+            math.lgamma(a + b)
+            - math.lgamma(a)
+            - math.lgamma(b)
+            + a * math.log(x)
+            + b * math.log1p(-x)
+        )
+        / a
+    )
     tiny = 1e-300
     value, c, d = tiny, tiny, 0.0  # the fraction 1/(1 + d_1/(1 + ...)) is 0 + 1/(1 + ...)
     for i in range(0, 1000):

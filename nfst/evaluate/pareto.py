@@ -89,8 +89,9 @@ def nonzero_weights(log_w: np.ndarray | Tensor) -> int:
     return int(np.isfinite(_float64(log_w)).sum())
 
 
-def fit_generalized_pareto(x: np.ndarray | Tensor,
-                           counts: Optional[np.ndarray] = None) -> tuple[float, float]:
+def fit_generalized_pareto(
+    x: np.ndarray | Tensor, counts: Optional[np.ndarray] = None
+) -> tuple[float, float]:
     """(k, σ) of a generalized Pareto fitted to the (n,) positive exceedances ``x``, each
     observed ``counts`` times ((n,) integers ≥ 1; once each by default), Σ counts ≥ 2.
 
@@ -107,8 +108,9 @@ def fit_generalized_pareto(x: np.ndarray | Tensor,
     """
     x = _float64(x)
     if len(x) == 0 or x.min() <= 0:
-        raise ValueError(f"need positive exceedances, got {len(x)} with minimum "
-                         f"{x.min() if len(x) else None}")
+        raise ValueError(
+            f"need positive exceedances, got {len(x)} with minimum {x.min() if len(x) else None}"
+        )
     k, log_sigma = _fit_log(np.log(x), counts)
     return k, math.exp(log_sigma)
 
@@ -128,8 +130,11 @@ def _fit_log(log_x: np.ndarray, counts: Optional[np.ndarray]) -> tuple[float, fl
     x_max with ĉ = Σ_j softmax_j c_j, so k = mean log(1 + (ĉ − 1) t) and
     σ = k x_max / (ĉ − 1) (its limit mean x where ĉ = 1).
     """
-    times = np.ones(len(log_x), dtype=np.int64) if counts is None \
+    times = (
+        np.ones(len(log_x), dtype=np.int64)
+        if counts is None
         else np.asarray(counts, dtype=np.int64)
+    )
     log_x = np.sort(np.repeat(np.asarray(log_x, dtype=np.float64), times))
     n = len(log_x)
     if n < 2 or not np.isfinite(log_x).all():
@@ -168,7 +173,7 @@ def _fit_log(log_x: np.ndarray, counts: Optional[np.ndarray]) -> tuple[float, fl
         log_sigma = math.log(abs(k)) + float(log_x[-1]) - log_gap
     else:
         log_sigma = float(log_mean_t + log_x[-1])
-    n_eff = times.sum() ** 2 / (times ** 2).sum()
+    n_eff = times.sum() ** 2 / (times**2).sum()
     return (n_eff * k + 10 * 0.5) / (n_eff + 10), log_sigma
 
 
@@ -200,9 +205,9 @@ def pareto_k(log_w: np.ndarray | Tensor) -> float:
     u = run[s - m - 1]  # the value the (M+1)-th largest weight has
     if len(value) - u - 1 < MIN_TAIL:
         return float("nan")
-    above = value[u + 1:]
+    above = value[u + 1 :]
     log_x = above + np.log(-np.expm1(value[u] - above))  # log(w − w_u)
-    return _fit_log(log_x, counts[u + 1:])[0]
+    return _fit_log(log_x, counts[u + 1 :])[0]
 
 
 def pareto_summary(ks: Sequence[float], weights: Sequence[int]) -> dict:
@@ -217,10 +222,15 @@ def pareto_summary(ks: Sequence[float], weights: Sequence[int]) -> dict:
     fitted = [k for k in ks if not math.isnan(k)]
     too_few = sum(tail_size(s) < MIN_TAIL for s in weights)
     over = sum(k > pareto_threshold(s) for k, s in zip(ks, weights) if not math.isnan(k))
-    return {"mean": sum(fitted) / len(fitted) if fitted else None,
-            "max": max(fitted, default=None),
-            "over_threshold": over / len(ks) if ks else 0.0,
-            "thresholds": [[s, pareto_threshold(s)] for s in sorted(set(weights))
-                           if tail_size(s) >= MIN_TAIL],
-            "pairs": len(ks), "fitted": len(fitted), "too_few": too_few,
-            "not_diagnosable": len(ks) - len(fitted) - too_few}
+    return {
+        "mean": sum(fitted) / len(fitted) if fitted else None,
+        "max": max(fitted, default=None),
+        "over_threshold": over / len(ks) if ks else 0.0,
+        "thresholds": [
+            [s, pareto_threshold(s)] for s in sorted(set(weights)) if tail_size(s) >= MIN_TAIL
+        ],
+        "pairs": len(ks),
+        "fitted": len(fitted),
+        "too_few": too_few,
+        "not_diagnosable": len(ks) - len(fitted) - too_few,
+    }

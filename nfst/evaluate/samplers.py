@@ -33,9 +33,9 @@ from ..fst.lattice import Lattice
 from ..fst.structure import Structure
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
+from ..runtime.distributed import item_seed, shared_map
 from ..runtime.threads import cpu_threads
 from ..smc import without_replacement as wor
-from ..runtime.distributed import item_seed, shared_map
 from . import metrics
 from .metrics import mean_and_se
 from .pareto import nonzero_weights, pareto_k, pareto_summary
@@ -71,9 +71,18 @@ def eval_mode(*models: torch.nn.Module):
 
 
 @torch.no_grad()
-def draw(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], k: int, *,
-         batch_size: int = 16, seed: int = 0, device: torch.device | str = "cpu",
-         progress: bool = False, desc: str = "sample") -> list[PairSamples]:
+def draw(
+    sampler: Sampler,
+    scorer: Scorer,
+    lattices: Sequence[Lattice],
+    k: int,
+    *,
+    batch_size: int = 16,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    progress: bool = False,
+    desc: str = "sample",
+) -> list[PairSamples]:
     """k samples per lattice from ``sampler``, scored by ``scorer`` (both in eval mode for the
     duration, see :func:`eval_mode`).
 
@@ -87,17 +96,24 @@ def draw(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], k: int, 
     @torch.no_grad()
     def one_batch(i: int) -> list[PairSamples]:
         lo = starts[i]
-        batch = LatticeBatch(lattices[lo:lo + batch_size], device)
+        batch = LatticeBatch(lattices[lo : lo + batch_size], device)
         generator = torch.Generator(device=device).manual_seed(item_seed(seed, i))
         paths = sampler.sample(batch, k, generator)
         with cpu_threads(device):  # small batches: extra threads only spin
             log_p = scorer.score_paths(paths)
-        local = torch.where(paths.arcs >= 0,
-                            paths.arcs - batch.arc_offsets[:-1, None, None], paths.arcs)
+        local = torch.where(
+            paths.arcs >= 0, paths.arcs - batch.arc_offsets[:-1, None, None], paths.arcs
+        )
         bar.update()
-        return [PairSamples(paths.log_q[b].double().cpu(), log_p[b].double().cpu(),
-                            paths.lengths[b].cpu(), local[b].cpu())
-                for b in range(batch.batch_size)]
+        return [
+            PairSamples(
+                paths.log_q[b].double().cpu(),
+                log_p[b].double().cpu(),
+                paths.lengths[b].cpu(),
+                local[b].cpu(),
+            )
+            for b in range(batch.batch_size)
+        ]
 
     try:
         with eval_mode(sampler, scorer):
@@ -111,17 +127,26 @@ def render_marks(lattice: Lattice, arcs: Sequence[int]) -> str:
     return " ".join(lattice.marks_of([a for a in arcs if a >= 0]))
 
 
-def _shown(samples: PairSamples, lattice: Lattice, j: int,
-           render: Callable[[Lattice, Sequence[int]], str]) -> dict:
+def _shown(
+    samples: PairSamples, lattice: Lattice, j: int, render: Callable[[Lattice, Sequence[int]], str]
+) -> dict:
     """Sample j of a pair as the report shows it: x, y, the rendered path, log q, log p̃."""
-    return {"x": " ".join(lattice.x), "y": " ".join(lattice.y),
-            "proposal": render(lattice, samples.arcs[j].tolist()),
-            "log_q": float(samples.log_q[j]), "log_p": float(samples.log_p[j])}
+    return {
+        "x": " ".join(lattice.x),
+        "y": " ".join(lattice.y),
+        "proposal": render(lattice, samples.arcs[j].tolist()),
+        "log_q": float(samples.log_q[j]),
+        "log_p": float(samples.log_p[j]),
+    }
 
 
-def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examples: int = 3,
-              render: Callable[[Lattice, Sequence[int]], str] = render_marks,
-              structure: Optional[Structure] = None) -> dict:
+def summarize(
+    samples: Sequence[PairSamples],
+    lattices: Sequence[Lattice],
+    examples: int = 3,
+    render: Callable[[Lattice, Sequence[int]], str] = render_marks,
+    structure: Optional[Structure] = None,
+) -> dict:
     """The metrics of the module docstring for one sampler, as a JSON-serialisable dict; with
     ``structure``, also the share of its samples that agree with it (``structure.name``,
     mean ± SE over pairs; ``per_pair_share``, P values). ``examples``: the highest-weight
@@ -131,35 +156,53 @@ def summarize(samples: Sequence[PairSamples], lattices: Sequence[Lattice], examp
     per_pair = [float(metrics.partial_kl(s.log_q, s.log_p)) for s in samples]
     log_w = [s.log_p - s.log_q for s in samples]
     kl, kl_se = mean_and_se(per_pair)
-    ess, ess_se = mean_and_se([float(metrics.dedup_ess(w, s.arcs))
-                               for w, s in zip(log_w, samples)])
-    length, length_se = mean_and_se([float(metrics.expected_length(w, s.lengths))
-                                     for w, s in zip(log_w, samples)])
+    ess, ess_se = mean_and_se([float(metrics.dedup_ess(w, s.arcs)) for w, s in zip(log_w, samples)])
+    length, length_se = mean_and_se(
+        [float(metrics.expected_length(w, s.lengths)) for w, s in zip(log_w, samples)]
+    )
     reliability = pareto_summary([pareto_k(w) for w in log_w], [nonzero_weights(w) for w in log_w])
-    shown = [_shown(s, lat, int(torch.argmax(s.log_p - s.log_q)), render)
-             for s, lat in list(zip(samples, lattices))[:examples]]
-    out = {"partial_kl": kl, "partial_kl_se": kl_se, "ess": ess, "ess_se": ess_se,
-           "expected_length": length, "expected_length_se": length_se,
-           "pareto_k": reliability["mean"],
-           "pareto_k_over_threshold": reliability["over_threshold"],
-           "pareto_k_summary": reliability,
-           "examples": shown, "per_pair_partial_kl": per_pair}
+    shown = [
+        _shown(s, lat, int(torch.argmax(s.log_p - s.log_q)), render)
+        for s, lat in list(zip(samples, lattices))[:examples]
+    ]
+    out = {
+        "partial_kl": kl,
+        "partial_kl_se": kl_se,
+        "ess": ess,
+        "ess_se": ess_se,
+        "expected_length": length,
+        "expected_length_se": length_se,
+        "pareto_k": reliability["mean"],
+        "pareto_k_over_threshold": reliability["over_threshold"],
+        "pareto_k_summary": reliability,
+        "examples": shown,
+        "per_pair_partial_kl": per_pair,
+    }
     if examples:
-        out["most_probable"] = _shown(samples[0], lattices[0],
-                                      int(torch.argmax(samples[0].log_q)), render)
+        out["most_probable"] = _shown(
+            samples[0], lattices[0], int(torch.argmax(samples[0].log_q)), render
+        )
     if structure is not None:
         out["per_pair_share"] = [
-            structure.share(lat, s.arcs, torch.full((len(s.arcs),), 1 / len(s.arcs),
-                                                    dtype=torch.float64))
-            for s, lat in zip(samples, lattices)]
+            structure.share(
+                lat, s.arcs, torch.full((len(s.arcs),), 1 / len(s.arcs), dtype=torch.float64)
+            )
+            for s, lat in zip(samples, lattices)
+        ]
         out[structure.name], out[f"{structure.name}_se"] = mean_and_se(out["per_pair_share"])
     return out
 
 
 @torch.no_grad()
-def summarize_distinct(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], k: int,
-                       batch_size: int = 16, seed: int = 0,
-                       device: torch.device | str = "cpu") -> dict:
+def summarize_distinct(
+    sampler: Sampler,
+    scorer: Scorer,
+    lattices: Sequence[Lattice],
+    k: int,
+    batch_size: int = 16,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+) -> dict:
     """Dedup ESS and partial KL (mean ± SE over pairs) from k distinct paths per pair. Each
     minibatch draws from its own generator, so under torchrun the ranks share them, as in
     :func:`draw` (a collective then)."""
@@ -167,11 +210,13 @@ def summarize_distinct(sampler: Sampler, scorer: Scorer, lattices: Sequence[Latt
     starts = list(range(0, len(lattices), batch_size))
 
     def one_batch(i: int) -> tuple[list[float], list[float]]:
-        batch = LatticeBatch(lattices[starts[i]:starts[i] + batch_size], device)
+        batch = LatticeBatch(lattices[starts[i] : starts[i] + batch_size], device)
         generator = torch.Generator(device=device).manual_seed(item_seed(seed, i))
         p = wor.distinct_particles(sampler, scorer, batch, k, generator)
-        return (metrics.dedup_ess(p.log_weights).tolist(),
-                metrics.partial_kl(p.sample.log_q, p.log_p, p.sample.log_inclusion).tolist())
+        return (
+            metrics.dedup_ess(p.log_weights).tolist(),
+            metrics.partial_kl(p.sample.log_q, p.log_p, p.sample.log_inclusion).tolist(),
+        )
 
     with eval_mode(sampler, scorer):
         done = shared_map(one_batch, range(len(starts)))
@@ -179,12 +224,21 @@ def summarize_distinct(sampler: Sampler, scorer: Scorer, lattices: Sequence[Latt
     return {"ess_wor": e, "ess_wor_se": e_se, "partial_kl_wor": m, "partial_kl_wor_se": m_se}
 
 
-def evaluate(samplers: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence[Lattice], *,
-             k: int = 16, batch_size: int = 16, seed: int = 0,
-             device: torch.device | str = "cpu", examples: int = 3,
-             render: Callable[[Lattice, Sequence[int]], str] = render_marks,
-             quiet: bool = False, without_replacement: bool = True,
-             structure: Optional[Structure] = None) -> dict:
+def evaluate(
+    samplers: Mapping[str, Sampler],
+    scorer: Scorer,
+    lattices: Sequence[Lattice],
+    *,
+    k: int = 16,
+    batch_size: int = 16,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    examples: int = 3,
+    render: Callable[[Lattice, Sequence[int]], str] = render_marks,
+    quiet: bool = False,
+    without_replacement: bool = True,
+    structure: Optional[Structure] = None,
+) -> dict:
     """Evaluate each sampler on ``lattices`` (held-out pairs) with k samples per pair.
 
     Returns a JSON-serialisable dict::
@@ -208,12 +262,22 @@ def evaluate(samplers: Mapping[str, Sampler], scorer: Scorer, lattices: Sequence
         raise ValueError("evaluate needs at least one lattice")
     result = {"pairs": len(lattices), "k": k, "seed": seed, "samplers": {}}
     for name, sampler in samplers.items():
-        samples = draw(sampler, scorer, lattices, k, batch_size=batch_size, seed=seed,
-                       device=device, progress=not quiet, desc=f"evaluate {name}")
+        samples = draw(
+            sampler,
+            scorer,
+            lattices,
+            k,
+            batch_size=batch_size,
+            seed=seed,
+            device=device,
+            progress=not quiet,
+            desc=f"evaluate {name}",
+        )
         result["samplers"][name] = summarize(samples, lattices, examples, render, structure)
         if without_replacement:
-            result["samplers"][name] |= summarize_distinct(sampler, scorer, lattices, k,
-                                                           batch_size, seed, device)
+            result["samplers"][name] |= summarize_distinct(
+                sampler, scorer, lattices, k, batch_size, seed, device
+            )
     return result
 
 
@@ -228,7 +292,14 @@ def format_table(result: dict) -> str:
     """An aligned text table of :func:`evaluate`'s result."""
     rows = [("sampler", "partial KL", "± se", "ESS", "ESS w/o repl.", "E_p|z|")]
     for name, m in result["samplers"].items():
-        rows.append((name, f"{m['partial_kl']:.2f}", f"{m['partial_kl_se']:.2f}",
-                     f"{m['ess']:.2f}", f"{m['ess_wor']:.2f}" if "ess_wor" in m else "–",
-                     f"{m['expected_length']:.1f}"))
+        rows.append(
+            (
+                name,
+                f"{m['partial_kl']:.2f}",
+                f"{m['partial_kl_se']:.2f}",
+                f"{m['ess']:.2f}",
+                f"{m['ess_wor']:.2f}" if "ess_wor" in m else "–",
+                f"{m['expected_length']:.1f}",
+            )
+        )
     return f"{result['pairs']} pairs, k = {result['k']}\n" + text_table(rows)

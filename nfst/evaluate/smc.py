@@ -58,6 +58,7 @@ from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
 from ..models.scorer_calls import CountingScorer
+from ..runtime.distributed import item_seed, shared_map
 from ..smc.abstract import AbstractConfig, fit_abstract_proposal
 from ..smc.beam import beam_search
 from ..smc.engine import Particles, SMCConfig, smc
@@ -65,7 +66,6 @@ from ..smc.fitting import fit_lookahead
 from ..smc.lookahead import LearnedLookahead, Lookahead, LookaheadProposal, ZeroLookahead
 from ..smc.resampling import ess
 from ..smc.without_replacement import distinct_particles
-from ..runtime.distributed import item_seed, shared_map
 from .metrics import dedup_ess, mean_and_se
 from .pareto import pareto_k
 from .tables import text_table
@@ -96,8 +96,13 @@ class SMCEvalConfig:
 Draw = Callable[[LatticeBatch, int, torch.Generator], Particles]
 
 
-def methods(sampler: Sampler, scorer: Scorer, lookahead: Lookahead,
-            config: SMCEvalConfig, abstract: Optional[Sampler] = None) -> dict[str, Draw]:
+def methods(
+    sampler: Sampler,
+    scorer: Scorer,
+    lookahead: Lookahead,
+    config: SMCEvalConfig,
+    abstract: Optional[Sampler] = None,
+) -> dict[str, Draw]:
     """The methods of the module docstring, each ``draw(batch, M, generator) -> Particles``
     (``ABSTRACT`` only when its proposal ``abstract`` is given)."""
     pf = LookaheadProposal(scorer, ZeroLookahead())
@@ -108,42 +113,67 @@ def methods(sampler: Sampler, scorer: Scorer, lookahead: Lookahead,
         def draw(batch, M, generator):
             cfg = SMCConfig(particles=M, resample_threshold=tau, resampling=config.resampling)
             return smc(batch, proposal, scorer, look, cfg, generator)
+
         return draw
 
     tau = config.resample_threshold
-    return {"PF": run(pf, None, 0.0), "PF:R": run(pf, None, tau),
-            "PS": run(ps, lookahead, 0.0), "PS:R": run(ps, lookahead, tau),
-            "BEAM": lambda batch, M, generator: beam_search(batch, scorer, M),
-            f"IS[{name}]": run(sampler, None, 0.0),
-            f"PS:R[{name}]": run(sampler, lookahead, tau),
-            f"IS-WOR[{name}]": lambda batch, M, generator: distinct_particles(
-                sampler, scorer, batch, M, generator)} | ({} if abstract is None else {
+    return {
+        "PF": run(pf, None, 0.0),
+        "PF:R": run(pf, None, tau),
+        "PS": run(ps, lookahead, 0.0),
+        "PS:R": run(ps, lookahead, tau),
+        "BEAM": lambda batch, M, generator: beam_search(batch, scorer, M),
+        f"IS[{name}]": run(sampler, None, 0.0),
+        f"PS:R[{name}]": run(sampler, lookahead, tau),
+        f"IS-WOR[{name}]": lambda batch, M, generator: distinct_particles(
+            sampler, scorer, batch, M, generator
+        ),
+    } | (
+        {}
+        if abstract is None
+        else {
             "ABSTRACT": lambda batch, M, generator: distinct_particles(
-                abstract, scorer, batch, M, generator)})
+                abstract, scorer, batch, M, generator
+            )
+        }
+    )
 
 
-def merge_duplicates(particles: Particles, b: int) -> tuple[list[tuple], torch.Tensor, torch.Tensor]:
+def merge_duplicates(
+    particles: Particles, b: int
+) -> tuple[list[tuple], torch.Tensor, torch.Tensor]:
     """Lattice b's distinct paths (tuples of arc ids), their merged normalised weights p̂ and
     their log p̃, dropping zero-weight slots."""
     w = particles.weights[b].double()
     table: dict[tuple, list] = {}
     for m in range(len(w)):
         if w[m] > 0:
-            key = tuple(particles.arcs[b, m, :particles.lengths[b, m]].tolist())
+            key = tuple(particles.arcs[b, m, : particles.lengths[b, m]].tolist())
             entry = table.setdefault(key, [0.0, float(particles.log_p[b, m])])
             entry[0] += float(w[m])
     keys = list(table)
-    return keys, torch.tensor([table[k][0] for k in keys], dtype=torch.float64), \
-        torch.tensor([table[k][1] for k in keys], dtype=torch.float64)
+    return (
+        keys,
+        torch.tensor([table[k][0] for k in keys], dtype=torch.float64),
+        torch.tensor([table[k][1] for k in keys], dtype=torch.float64),
+    )
 
 
-def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], *,
-                 particles: Sequence[int] = PARTICLES, runs: Optional[int] = None,
-                 seed: int = 0, device: str | torch.device = "cpu",
-                 lookahead: Optional[Lookahead] = None,
-                 train_lattices: Optional[Sequence[Lattice]] = None,
-                 config: Optional[SMCEvalConfig] = None, quiet: bool = True,
-                 only: Optional[Sequence[str]] = None) -> dict:
+def evaluate_smc(
+    sampler: Sampler,
+    scorer: Scorer,
+    lattices: Sequence[Lattice],
+    *,
+    particles: Sequence[int] = PARTICLES,
+    runs: Optional[int] = None,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    lookahead: Optional[Lookahead] = None,
+    train_lattices: Optional[Sequence[Lattice]] = None,
+    config: Optional[SMCEvalConfig] = None,
+    quiet: bool = True,
+    only: Optional[Sequence[str]] = None,
+) -> dict:
     """Offset KL and friends for every method at every M; a JSON-serialisable dict
 
         {"M": [...], "pairs": n, "runs": r, "methods": {name: {"offset_kl": [per M], ...}},
@@ -154,29 +184,49 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
     only the scorer and the sampler); the ABSTRACT method's n-gram is fitted there too.
     ``only``: the names of the methods to run (default all)."""
     config = config if config is not None else SMCEvalConfig()
-    config = SMCEvalConfig(**(asdict(config) | {"particles": tuple(particles)}
-                              | ({"runs": runs} if runs is not None else {})))
+    config = SMCEvalConfig(
+        **(
+            asdict(config)
+            | {"particles": tuple(particles)}
+            | ({"runs": runs} if runs is not None else {})
+        )
+    )
     device = torch.device(device)
     sampler, scorer = sampler.to(device).eval(), scorer.to(device).eval()
     fit_on = list(train_lattices or lattices)
-    lookahead, look_info = _lookahead(lookahead, sampler, scorer, fit_on, config, seed, device,
-                                      quiet)
+    lookahead, look_info = _lookahead(
+        lookahead, sampler, scorer, fit_on, config, seed, device, quiet
+    )
     started = time.time()
     abstract = fit_abstract_proposal(
-        scorer, sampler, fit_on, AbstractConfig(config.abstract_regions, config.abstract_depth),
-        config.abstract_fit_paths, config.batch_size, item_seed(seed, "abstract"), device)
+        scorer,
+        sampler,
+        fit_on,
+        AbstractConfig(config.abstract_regions, config.abstract_depth),
+        config.abstract_fit_paths,
+        config.batch_size,
+        item_seed(seed, "abstract"),
+        device,
+    )
     look_info["abstract_fit_seconds"] = round(time.time() - started, 2)
     counter = CountingScorer(scorer)
     every = methods(sampler, counter, lookahead, config, abstract)
     # a method's seed is its place among all methods, so `only` does not change its samples
     seeds = {name: i for i, name in enumerate(every)}
     draws = {name: draw for name, draw in every.items() if only is None or name in only}
-    batches = [LatticeBatch(list(lattices[i:i + config.batch_size]), device)
-               for i in range(0, len(lattices), config.batch_size)]
+    batches = [
+        LatticeBatch(list(lattices[i : i + config.batch_size]), device)
+        for i in range(0, len(lattices), config.batch_size)
+    ]
     # One unit of work per (method, M, run, minibatch), with its own generator: under torchrun
     # the ranks share the units, with the results one process would get.
-    units = [(name, M, r, i) for name in draws for M in config.particles
-             for r in range(config.runs if name != "BEAM" else 1) for i in range(len(batches))]
+    units = [
+        (name, M, r, i)
+        for name in draws
+        for M in config.particles
+        for r in range(config.runs if name != "BEAM" else 1)
+        for i in range(len(batches))
+    ]
     bar = tqdm(total=len(units), desc="smc", unit="batch", disable=quiet)
 
     def run_unit(unit: tuple) -> tuple[list[tuple], list[dict], float, int]:
@@ -184,7 +234,8 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
         bar.set_postfix_str(f"{name} M={M}")
         started, counter.calls = time.time(), 0
         generator = torch.Generator(device=device).manual_seed(
-            item_seed(seed, seeds[name], M, r, i))
+            item_seed(seed, seeds[name], M, r, i)
+        )
         with torch.no_grad():
             p = draws[name](batches[i], M, generator)
         bar.update()
@@ -192,16 +243,31 @@ def evaluate_smc(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice], 
 
     done = shared_map(run_unit, units)
     bar.close()
-    methods_out, z_paths = _summarise(units, done, [b.batch_size for b in batches],
-                                      config.particles)
-    return {"M": list(config.particles), "pairs": len(lattices), "runs": config.runs,
-            "methods": methods_out, "z_paths": z_paths, "lookahead": look_info,
-            "config": asdict(config) | {"particles": list(config.particles)}, "units": "nats"}
+    methods_out, z_paths = _summarise(
+        units, done, [b.batch_size for b in batches], config.particles
+    )
+    return {
+        "M": list(config.particles),
+        "pairs": len(lattices),
+        "runs": config.runs,
+        "methods": methods_out,
+        "z_paths": z_paths,
+        "lookahead": look_info,
+        "config": asdict(config) | {"particles": list(config.particles)},
+        "units": "nats",
+    }
 
 
-def _lookahead(lookahead: Optional[Lookahead], sampler: Sampler, scorer: Scorer,
-               lattices: list[Lattice], config: SMCEvalConfig, seed: int,
-               device: torch.device, quiet: bool) -> tuple[Lookahead, dict]:
+def _lookahead(
+    lookahead: Optional[Lookahead],
+    sampler: Sampler,
+    scorer: Scorer,
+    lattices: list[Lattice],
+    config: SMCEvalConfig,
+    seed: int,
+    device: torch.device,
+    quiet: bool,
+) -> tuple[Lookahead, dict]:
     """The smoothing methods' C in eval mode, and what to report of it: ``lookahead`` itself,
     or a LearnedLookahead fitted on ``lattices`` when none is given."""
     if lookahead is not None:
@@ -209,12 +275,24 @@ def _lookahead(lookahead: Optional[Lookahead], sampler: Sampler, scorer: Scorer,
     torch.manual_seed(item_seed(seed, "lookahead", "init"))
     lookahead = LearnedLookahead(scorer.vocab_size).to(device)
     started = time.time()
-    history = fit_lookahead(lookahead, sampler, scorer, lattices, steps=config.lookahead_steps,
-                            particles=config.lookahead_particles,
-                            seed=item_seed(seed, "lookahead", "fit"), device=device, quiet=quiet)
-    return lookahead.eval(), {"kind": "LearnedLookahead", "fit_steps": len(history),
-                              "fit_loss_first": history[0], "fit_loss_last": history[-1],
-                              "fit_seconds": round(time.time() - started, 2)}
+    history = fit_lookahead(
+        lookahead,
+        sampler,
+        scorer,
+        lattices,
+        steps=config.lookahead_steps,
+        particles=config.lookahead_particles,
+        seed=item_seed(seed, "lookahead", "fit"),
+        device=device,
+        quiet=quiet,
+    )
+    return lookahead.eval(), {
+        "kind": "LearnedLookahead",
+        "fit_steps": len(history),
+        "fit_loss_first": history[0],
+        "fit_loss_last": history[-1],
+        "fit_seconds": round(time.time() - started, 2),
+    }
 
 
 def _pair_stats(p: Particles) -> tuple[list[tuple], list[dict]]:
@@ -225,8 +303,9 @@ def _pair_stats(p: Particles) -> tuple[list[tuple], list[dict]]:
     log_z = getattr(p, "log_z", None)
     beam = log_z is None
     if beam:
-        log_z = torch.logsumexp(p.log_p.masked_fill(~torch.isfinite(p.log_weights),
-                                                    float("-inf")), -1)
+        log_z = torch.logsumexp(
+            p.log_p.masked_fill(~torch.isfinite(p.log_weights), float("-inf")), -1
+        )
     full_ess = ess(p.log_weights.double())
     rows, found = [], []
     for b in range(p.arcs.shape[0]):
@@ -234,13 +313,15 @@ def _pair_stats(p: Particles) -> tuple[list[tuple], list[dict]]:
         found.append(dict(zip(keys, log_p.tolist())))
         partial = float((w * (w.log() - log_p)).sum())
         k_hat = math.nan if beam else pareto_k(p.log_weights[b])
-        rows.append((partial, float(full_ess[b]), float(dedup_ess(w.log())), float(log_z[b]),
-                     k_hat))
+        rows.append(
+            (partial, float(full_ess[b]), float(dedup_ess(w.log())), float(log_z[b]), k_hat)
+        )
     return rows, found
 
 
-def _summarise(units: list[tuple], done: list[tuple], batch_sizes: list[int],
-               particles: Sequence[int]) -> tuple[dict, float]:
+def _summarise(
+    units: list[tuple], done: list[tuple], batch_sizes: list[int], particles: Sequence[int]
+) -> tuple[dict, float]:
     """``methods`` and ``z_paths`` of :func:`evaluate_smc`'s result from each unit's
     (rows, found, seconds, scorer calls): 𝒴 is every path any method found for a pair, and
     offset KL = partial KL + log Σ_{z ∈ 𝒴} p̃(z) (module docstring)."""
@@ -260,13 +341,30 @@ def _summarise(units: list[tuple], done: list[tuple], batch_sizes: list[int],
         calls[name, M] = calls.get((name, M), 0.0) + used
         for b, paths in enumerate(found):
             seen[offsets[i] + b].update(paths)
-    z = torch.tensor([torch.logsumexp(torch.tensor(list(s.values()), dtype=torch.float64),
-                                      0).item() for s in seen], dtype=torch.float64)
+    z = torch.tensor(
+        [
+            torch.logsumexp(torch.tensor(list(s.values()), dtype=torch.float64), 0).item()
+            for s in seen
+        ],
+        dtype=torch.float64,
+    )
     methods = {}
     for name, by_m in stats.items():
-        res = {key: [] for key in ("offset_kl", "offset_kl_se", "partial_kl", "ess", "dedup_ess",
-                                   "log_z", "log_z_var", "pareto_k", "seconds",
-                                   "scorer_calls")}
+        res = {
+            key: []
+            for key in (
+                "offset_kl",
+                "offset_kl_se",
+                "partial_kl",
+                "ess",
+                "dedup_ess",
+                "log_z",
+                "log_z_var",
+                "pareto_k",
+                "seconds",
+                "scorer_calls",
+            )
+        }
         for M in particles:
             table = torch.tensor(by_m[M], dtype=torch.float64)  # (runs, n, 5)
             mean, se = mean_and_se((table[..., 0] + z).mean(0).tolist())

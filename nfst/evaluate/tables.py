@@ -12,6 +12,9 @@ def text_table(rows: Sequence[Sequence[str]], markdown: bool = False) -> str:
         lines = ["| " + " | ".join(rows[0]) + " |", "|---" * len(rows[0]) + "|"]
         return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows[1:]])
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    return "\n".join("  ".join([row[0].ljust(widths[0])] +
-                               [cell.rjust(w) for cell, w in zip(row[1:], widths[1:])]).rstrip()
-                     for row in rows)
+    return "\n".join(
+        "  ".join(
+            [row[0].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(row[1:], widths[1:])]
+        ).rstrip()
+        for row in rows
+    )

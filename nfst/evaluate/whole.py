@@ -34,14 +34,24 @@ from .paired_gaps import choose_reference, gap, mean_over_seeds_and_pairs
 from .samplers import evaluate, render_marks
 
 
-def evaluate_all(trained: Sequence[Mapping[str, Sampler]], scorer: Scorer,
-                 test: Sequence[Lattice], validation: Sequence[Lattice], *,
-                 untrained: Mapping[str, Sampler], ngram: Optional[NgramScorer] = None,
-                 training_seeds: Sequence[int] = (0,), k: int = 16, log_z_samples: int = 256,
-                 log_z_max_samples: Optional[int] = None, structure: Optional[Structure] = None,
-                 render: Callable[[Lattice, Sequence[int]], str] = render_marks,
-                 device: torch.device | str = "cpu", quiet: bool = False,
-                 say: Callable[[str], None] = lambda text: None) -> Evaluation:
+def evaluate_all(
+    trained: Sequence[Mapping[str, Sampler]],
+    scorer: Scorer,
+    test: Sequence[Lattice],
+    validation: Sequence[Lattice],
+    *,
+    untrained: Mapping[str, Sampler],
+    ngram: Optional[NgramScorer] = None,
+    training_seeds: Sequence[int] = (0,),
+    k: int = 16,
+    log_z_samples: int = 256,
+    log_z_max_samples: Optional[int] = None,
+    structure: Optional[Structure] = None,
+    render: Callable[[Lattice, Sequence[int]], str] = render_marks,
+    device: torch.device | str = "cpu",
+    quiet: bool = False,
+    say: Callable[[str], None] = lambda text: None,
+) -> Evaluation:
     """The whole evaluation (module docstring) of ``trained[s]``, training run s's samplers
     by name (every run the same names), trained from ``training_seeds[s]``; ``untrained``:
     the same samplers as their training starts. ``ngram``: the mark n-gram whose posterior
@@ -62,72 +72,110 @@ def evaluate_all(trained: Sequence[Mapping[str, Sampler]], scorer: Scorer,
         raise ValueError(f"{len(trained)} training runs but {len(training_seeds)} seeds")
     if ngram is None:
         if not isinstance(scorer, NgramScorer):
-            raise ValueError("evaluate_all needs the n-gram (ngram=) beside a scorer that is "
-                             "not one")
+            raise ValueError(
+                "evaluate_all needs the n-gram (ngram=) beside a scorer that is not one"
+            )
         ngram = scorer
     common = dict(k=k, device=device, quiet=quiet, render=render)
 
     def on(lattices: Sequence[Lattice], s: int, stream: str, **kw) -> dict:
-        return evaluate(trained[s], scorer, lattices,
-                        seed=stream_seed(training_seeds[s], stream), **common | kw)
+        return evaluate(
+            trained[s], scorer, lattices, seed=stream_seed(training_seeds[s], stream), **common | kw
+        )
 
     structure_name = None if structure is None else structure.name
     result = on(test, 0, "test", structure=structure)
     runs = range(len(trained))
-    untrained_result = evaluate(untrained, scorer, test, examples=0, seed=result["seed"],
-                                **common)
-    later = [on(test, s, "test", examples=0, without_replacement=False, structure=structure)
-             for s in runs[1:]]
-    on_validation = [on(validation, s, "validation", examples=0, without_replacement=False)
-                     for s in runs]
+    untrained_result = evaluate(untrained, scorer, test, examples=0, seed=result["seed"], **common)
+    later = [
+        on(test, s, "test", examples=0, without_replacement=False, structure=structure)
+        for s in runs[1:]
+    ]
+    on_validation = [
+        on(validation, s, "validation", examples=0, without_replacement=False) for s in runs
+    ]
     reference = _over_runs(result, later, on_validation, untrained_result, structure_name)
-    result |= {"seeds": list(runs), "reference": reference, "validation_pairs": len(validation),
-               "structure": structure_name}
-    proposals = {f"the {ngram.order}-gram's posterior": ngram.posterior(),
-                 **{f"the {name} sampler": sampler for name, sampler in trained[0].items()}}
+    result |= {
+        "seeds": list(runs),
+        "reference": reference,
+        "validation_pairs": len(validation),
+        "structure": structure_name,
+    }
+    proposals = {
+        f"the {ngram.order}-gram's posterior": ngram.posterior(),
+        **{f"the {name} sampler": sampler for name, sampler in trained[0].items()},
+    }
     say(f"estimating log Z with {log_z_samples} samples per pair from {', '.join(proposals)}")
-    result["log_z"] = estimate_log_z(proposals, scorer, test, log_z_samples,
-                                     max_samples=log_z_max_samples,
-                                     seed=stream_seed(training_seeds[0], "log_z"),
-                                     device=device, structure=structure)
+    result["log_z"] = estimate_log_z(
+        proposals,
+        scorer,
+        test,
+        log_z_samples,
+        max_samples=log_z_max_samples,
+        seed=stream_seed(training_seeds[0], "log_z"),
+        device=device,
+        structure=structure,
+    )
     ngram_log_z = exact_log_z(ngram, test, device=device)
-    result["ngram"] = {"order": ngram.order, "test_log_likelihood": float(
-        torch.tensor(ngram_log_z, dtype=torch.float64).mean())}
+    result["ngram"] = {
+        "order": ngram.order,
+        "test_log_likelihood": float(torch.tensor(ngram_log_z, dtype=torch.float64).mean()),
+    }
     add_exclusive_kl(result)
     if is_exact(scorer):
         say("exact log Z and KL: the scorer is a WFST")
-        add_exact(result, scorer, trained[0], test, k=k, seed=result["seed"], device=device,
-                  log_z=ngram_log_z if scorer is ngram else None)
+        add_exact(
+            result,
+            scorer,
+            trained[0],
+            test,
+            k=k,
+            seed=result["seed"],
+            device=device,
+            log_z=ngram_log_z if scorer is ngram else None,
+        )
     return Evaluation.from_json(result)  # the dict built above is its JSON form
 
 
-def _over_runs(result: dict, later: list[dict], validation: list[dict],
-               untrained: dict, structure: Optional[str]) -> str:
+def _over_runs(
+    result: dict,
+    later: list[dict],
+    validation: list[dict],
+    untrained: dict,
+    structure: Optional[str],
+) -> str:
     """Fold the other training runs' test results (``later``), every run's ``validation``
     result and the ``untrained`` samplers' into training run 0's ``result``, per sampler
     (:func:`evaluate_all`), the ``structure``'s share too (mean ± SE over runs and pairs);
     returns the reference: the sampler of lowest mean validation partial KL."""
     names = list(result["samplers"])
-    per_pair = {name: [r["samplers"][name]["per_pair_partial_kl"] for r in [result, *later]]
-                for name in names}
-    on_validation = {name: [v["samplers"][name]["partial_kl"] for v in validation]
-                     for name in names}
+    per_pair = {
+        name: [r["samplers"][name]["per_pair_partial_kl"] for r in [result, *later]]
+        for name in names
+    }
+    on_validation = {
+        name: [v["samplers"][name]["partial_kl"] for v in validation] for name in names
+    }
     reference = choose_reference({name: sum(v) / len(v) for name, v in on_validation.items()})
     for name, metrics in result["samplers"].items():
         over_seeds = mean_over_seeds_and_pairs(per_pair[name])
-        metrics.update({
-            "partial_kl": over_seeds["mean"], "partial_kl_se": over_seeds["se"],
-            "partial_kl_by_seed": [sum(p) / len(p) for p in per_pair[name]],
-            "per_pair_partial_kl_by_seed": per_pair[name],
-            "validation_partial_kl": sum(on_validation[name]) / len(on_validation[name]),
-            "validation_partial_kl_by_seed": on_validation[name],
-            "gap": gap(per_pair[name], per_pair[reference]),
-            "untrained_partial_kl": untrained["samplers"][name]["partial_kl"],
-            "untrained_partial_kl_se": untrained["samplers"][name]["partial_kl_se"],
-            "untrained_per_pair_partial_kl":
-                untrained["samplers"][name]["per_pair_partial_kl"]})
+        metrics.update(
+            {
+                "partial_kl": over_seeds["mean"],
+                "partial_kl_se": over_seeds["se"],
+                "partial_kl_by_seed": [sum(p) / len(p) for p in per_pair[name]],
+                "per_pair_partial_kl_by_seed": per_pair[name],
+                "validation_partial_kl": sum(on_validation[name]) / len(on_validation[name]),
+                "validation_partial_kl_by_seed": on_validation[name],
+                "gap": gap(per_pair[name], per_pair[reference]),
+                "untrained_partial_kl": untrained["samplers"][name]["partial_kl"],
+                "untrained_partial_kl_se": untrained["samplers"][name]["partial_kl_se"],
+                "untrained_per_pair_partial_kl": untrained["samplers"][name]["per_pair_partial_kl"],
+            }
+        )
         if structure is not None:
             share = mean_over_seeds_and_pairs(
-                [r["samplers"][name].pop("per_pair_share") for r in [result, *later]])
+                [r["samplers"][name].pop("per_pair_share") for r in [result, *later]]
+            )
             metrics[structure], metrics[f"{structure}_se"] = share["mean"], share["se"]
     return reference

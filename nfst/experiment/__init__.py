@@ -27,7 +27,25 @@ from .sample import sample_pair
 from .schema import SCHEMA_VERSION, Results, SamplerResults, ScorerResults
 from .stats import format_stats_table, task_stats
 
-__all__ = ["Option", "PRESETS", "Preset", "Results", "Run", "RunConfig", "RunDir",
-           "SCHEMA_VERSION", "SamplerResults", "ScorerResults", "apply_overrides",
-           "build_results", "describe_options", "format_stats_table", "parse_option",
-           "plot_offset_kl", "preset", "sample_pair", "task_stats", "write_report"]
+__all__ = [
+    "Option",
+    "PRESETS",
+    "Preset",
+    "Results",
+    "Run",
+    "RunConfig",
+    "RunDir",
+    "SCHEMA_VERSION",
+    "SamplerResults",
+    "ScorerResults",
+    "apply_overrides",
+    "build_results",
+    "describe_options",
+    "format_stats_table",
+    "parse_option",
+    "plot_offset_kl",
+    "preset",
+    "sample_pair",
+    "task_stats",
+    "write_report",
+]

@@ -35,9 +35,13 @@ def trains_scorer(key: str) -> bool:
     return key.split(".")[0] in SCORER_SETTINGS
 
 
-def branch_config(base_dir: str | Path, overrides: Sequence[str | Option] = (),
-                  samplers: Optional[Sequence[str]] = None,
-                  seeds: Optional[int] = None, seed: Optional[int] = None) -> RunConfig:
+def branch_config(
+    base_dir: str | Path,
+    overrides: Sequence[str | Option] = (),
+    samplers: Optional[Sequence[str]] = None,
+    seeds: Optional[int] = None,
+    seed: Optional[int] = None,
+) -> RunConfig:
     """The configuration of a run made from the run recorded in ``base_dir`` (``--from``):
     that run's task with its settings, its preset, seed and options, ``overrides`` after them,
     and ``from_run`` naming it; ``samplers``, ``seeds`` and ``seed``: the new run's (None: the
@@ -46,39 +50,56 @@ def branch_config(base_dir: str | Path, overrides: Sequence[str | Option] = (),
     An error, before any work, if ``overrides`` change what the base run's scorer was trained
     from (:data:`SCORER_SETTINGS`), or if it has no trained scorer to take."""
     if not (Path(base_dir) / "config.json").exists():
-        raise RunConfigError(f"--from {base_dir}: no run recorded there (no config.json)",
-                             "give the directory of a run whose scorer is trained")
+        raise RunConfigError(
+            f"--from {base_dir}: no run recorded there (no config.json)",
+            "give the directory of a run whose scorer is trained",
+        )
     base, overrides = RunConfig.recorded(base_dir), as_options(overrides)
     config = dataclasses.replace(
-        base, overrides=merge_overrides(base.overrides, overrides),
-        samplers=tuple(samplers or base.samplers), seeds=seeds or base.seeds,
-        seed=base.seed if seed is None else seed, seeding="hashed",
-        from_run=str(Path(base_dir).resolve()))
+        base,
+        overrides=merge_overrides(base.overrides, overrides),
+        samplers=tuple(samplers or base.samplers),
+        seeds=seeds or base.seeds,
+        seed=base.seed if seed is None else seed,
+        seeding="hashed",
+        from_run=str(Path(base_dir).resolve()),
+    )
     old, new = base.resolved_preset(), config.resolved_preset()
-    changed = [option.text for option in overrides if trains_scorer(option.key) and
-               option_value(old, option.key) != option_value(new, option.key)]
+    changed = [
+        option.text
+        for option in overrides
+        if trains_scorer(option.key)
+        and option_value(old, option.key) != option_value(new, option.key)
+    ]
     if changed:
-        raise RunConfigError(f"--from {base_dir} takes its scorer, which --option "
-                             f"{', --option '.join(changed)} would change",
-                             "change the samplers' (sampler.*) or the evaluation's (evaluate.*) "
-                             "settings; another scorer needs a new run: `nfst run TASK --run-dir "
-                             "DIR --option ...`")
+        raise RunConfigError(
+            f"--from {base_dir} takes its scorer, which --option "
+            f"{', --option '.join(changed)} would change",
+            "change the samplers' (sampler.*) or the evaluation's (evaluate.*) "
+            "settings; another scorer needs a new run: `nfst run TASK --run-dir "
+            "DIR --option ...`",
+        )
     models = ("ngram",) + (("scorer",) if old.scorer.kind == "lstm" else ())
     missing = [m for m in models if not (Path(base_dir) / f"{m}.pt").exists()]
     if missing:
-        raise RunConfigError(f"--from {base_dir}: no trained {' or '.join(missing)} there",
-                             f"train it first: `nfst train-scorer --run-dir {base_dir}`")
+        raise RunConfigError(
+            f"--from {base_dir}: no trained {' or '.join(missing)} there",
+            f"train it first: `nfst train-scorer --run-dir {base_dir}`",
+        )
     return config
 
 
-def branch_dir(base_dir: str | Path, overrides: Sequence[Option],
-               seed: Optional[int] = None) -> Path:
+def branch_dir(
+    base_dir: str | Path, overrides: Sequence[Option], seed: Optional[int] = None
+) -> Path:
     """Where a run made from ``base_dir`` goes when no ``--run-dir`` is given: beside it,
     named after it and the settings it changes (``runs/cipher-small-0+sampler.lr=0.01``,
     ``runs/cipher-small-0+seed=100``)."""
     base = Path(base_dir)
-    changes = ",".join([item.text.replace("/", "_").replace(" ", "") for item in overrides] +
-                       ([] if seed is None else [f"seed={seed}"]))
+    changes = ",".join(
+        [item.text.replace("/", "_").replace(" ", "") for item in overrides]
+        + ([] if seed is None else [f"seed={seed}"])
+    )
     return base.parent / f"{base.name}+{changes or 'from'}"
 
 
@@ -88,9 +109,10 @@ def adopt(run_dir: RunDir, base_dir: Path, name: str) -> None:
     train it. A copy, not a link: the new run stays whole if the base run moves or goes."""
     model, stage = base_dir / f"{name}.pt", base_dir / "stages" / f"{name}.json"
     if not model.exists() or not stage.exists():
-        raise RunConfigError(f"{run_dir.path} takes its {name} from {base_dir}, which has "
-                             "none trained", f"train it there: `nfst train-scorer --run-dir "
-                             f"{base_dir}`")
+        raise RunConfigError(
+            f"{run_dir.path} takes its {name} from {base_dir}, which has none trained",
+            f"train it there: `nfst train-scorer --run-dir {base_dir}`",
+        )
     if run_dir.rank == 0:  # the model last: its file says the stage is done
         storage.write_atomically(run_dir.stage_file(name), stage.read_bytes())
         storage.write_atomically(run_dir.path / f"{name}.pt", model.read_bytes())
@@ -107,47 +129,65 @@ def raise_budget(run_dir: str | Path, overrides: Sequence[str | Option]) -> None
     where the budget given is the recorded one."""
     run_dir, overrides = Path(run_dir), as_options(overrides)
     if not (run_dir / "config.json").exists():
-        raise RunConfigError(f"{run_dir}: no run recorded there to continue",
-                             f"start one: `nfst run TASK --run-dir {run_dir}`")
+        raise RunConfigError(
+            f"{run_dir}: no run recorded there to continue",
+            f"start one: `nfst run TASK --run-dir {run_dir}`",
+        )
     for option in overrides:
         if option.key not in CONTINUABLE:
-            raise RunConfigError(f"--continue raises the samplers' budget "
-                                 f"({', '.join(CONTINUABLE)}), not --option {option}",
-                                 f"other settings need a new run on this one's scorer: `nfst "
-                                 f"run --from {run_dir} --run-dir NEW --option {option}`")
+            raise RunConfigError(
+                f"--continue raises the samplers' budget "
+                f"({', '.join(CONTINUABLE)}), not --option {option}",
+                f"other settings need a new run on this one's scorer: `nfst "
+                f"run --from {run_dir} --run-dir NEW --option {option}`",
+            )
     recorded = RunConfig.recorded(run_dir)
-    config = dataclasses.replace(recorded, overrides=merge_overrides(recorded.overrides,
-                                                                     overrides))
+    config = dataclasses.replace(recorded, overrides=merge_overrides(recorded.overrides, overrides))
     old, new = recorded.resolved_preset(), config.resolved_preset()
     budget = ", ".join(f"{key}={option_value(old, key)}" for key in CONTINUABLE)
-    larger = (f"give a larger budget than the run's ({budget}): e.g. --option "
-              f"sampler.steps={2 * old.sampler.steps}")
+    larger = (
+        f"give a larger budget than the run's ({budget}): e.g. --option "
+        f"sampler.steps={2 * old.sampler.steps}"
+    )
     if not overrides:
         raise RunConfigError("--continue trains on to a larger budget, and none is given", larger)
     for key in CONTINUABLE:
         if option_value(new, key) < option_value(old, key):
-            raise RunConfigError(f"--continue raises the budget: {key}={option_value(new, key)} "
-                                 f"is below the run's {option_value(old, key)}",
-                                 f"a smaller budget needs a new run: `nfst run --from {run_dir} "
-                                 f"--run-dir NEW --option {key}=...`")
-    stages = [run_dir / "stages" / f"sampler-{sampler_key(name, seed)}.json"
-              for name in recorded.samplers for seed in range(recorded.seeds)]
+            raise RunConfigError(
+                f"--continue raises the budget: {key}={option_value(new, key)} "
+                f"is below the run's {option_value(old, key)}",
+                f"a smaller budget needs a new run: `nfst run --from {run_dir} "
+                f"--run-dir NEW --option {key}=...`",
+            )
+    stages = [
+        run_dir / "stages" / f"sampler-{sampler_key(name, seed)}.json"
+        for name in recorded.samplers
+        for seed in range(recorded.seeds)
+    ]
     if new == old:  # an interrupted --continue resumes; one that finished has nothing to do
         if all(stage.exists() for stage in stages):
-            raise RunConfigError(f"--continue: the samplers of {run_dir} are trained to this "
-                                 f"budget ({budget}) already", larger)
+            raise RunConfigError(
+                f"--continue: the samplers of {run_dir} are trained to this "
+                f"budget ({budget}) already",
+                larger,
+            )
         return
     _check_patience(run_dir, stages, old.sampler.patience, new.sampler.patience)
     settings = upgraded(json.loads((run_dir / "config.json").read_text()))
     record = RunDir(run_dir, settings)  # the run as recorded
-    settings = json.loads(json.dumps(settings | {
-        "run": settings["run"] | {"overrides": list(config.overrides)}, "preset": new},
-        default=json_default))
+    settings = json.loads(
+        json.dumps(
+            settings
+            | {"run": settings["run"] | {"overrides": list(config.overrides)}, "preset": new},
+            default=json_default,
+        )
+    )
     record.barrier()  # under torchrun every rank has decided on the old record
     if record.rank == 0:
         with record.lock("records"):  # forgotten first: an interruption leaves the old budget
-            for stage in [p.stem for p in (run_dir / "stages").glob("sampler-*.json")] + \
-                    list(AFTER_SAMPLERS):
+            for stage in [p.stem for p in (run_dir / "stages").glob("sampler-*.json")] + list(
+                AFTER_SAMPLERS
+            ):
                 record.forget(stage)
             (run_dir / "results.json").unlink(missing_ok=True)
             storage.write_atomically(record.config_file, json.dumps(settings, indent=1).encode())
@@ -160,13 +200,25 @@ def _check_patience(run_dir: Path, stages: Sequence[Path], old: int, new: int) -
     warning naming them."""
     if new > old:
         return
-    stopped = [stage.stem.removeprefix("sampler-") for stage in stages if stage.exists() and
-               json.loads(stage.read_text()).get("stopped_by") == "patience"]
+    stopped = [
+        stage.stem.removeprefix("sampler-")
+        for stage in stages
+        if stage.exists() and json.loads(stage.read_text()).get("stopped_by") == "patience"
+    ]
     hint = f"raise the patience too: --option sampler.patience={2 * old}"
     if stopped and len(stopped) == len(stages):
-        raise RunConfigError(f"--continue would train nothing: every sampler of {run_dir} was "
-                             f"stopped early (sampler.patience={old}), and more steps do not "
-                             "undo that", hint)
+        raise RunConfigError(
+            f"--continue would train nothing: every sampler of {run_dir} was "
+            f"stopped early (sampler.patience={old}), and more steps do not "
+            "undo that",
+            hint,
+        )
     if stopped:
-        log.warning("%s: %s stopped early (sampler.patience=%d) and will train nothing more "
-                    "unless the patience is raised (%s)", run_dir, ", ".join(stopped), old, hint)
+        log.warning(
+            "%s: %s stopped early (sampler.patience=%d) and will train nothing more "
+            "unless the patience is raised (%s)",
+            run_dir,
+            ", ".join(stopped),
+            old,
+            hint,
+        )

@@ -60,12 +60,15 @@ class RunConfig:
         """The configuration recorded in ``run_dir/config.json``."""
         path = Path(run_dir) / "config.json"
         if not path.exists():
-            raise RunConfigError(f"{run_dir}: no config.json, so no run to open",
-                                 "start one with `nfst run TASK --run-dir DIR`")
+            raise RunConfigError(
+                f"{run_dir}: no config.json, so no run to open",
+                "start one with `nfst run TASK --run-dir DIR`",
+            )
         saved = upgraded(json.loads(path.read_text()))["run"]
         fields = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: tuple(v) if isinstance(v, list) else v
-                      for k, v in saved.items() if k in fields})
+        return cls(
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k in fields}
+        )
 
 
 def training_seed(seed: int, j: int, seeding: str = "hashed") -> int:
@@ -79,9 +82,13 @@ def training_seed(seed: int, j: int, seeding: str = "hashed") -> int:
     return item_seed(seed, "training seed", j)
 
 
-MOVED = {"eval_k": "k", "log_z_samples": "log_z_samples",
-         "log_z_max_samples": "log_z_max_samples", "smc_particles": "smc_particles",
-         "smc_pairs": "smc_pairs"}
+MOVED = {
+    "eval_k": "k",
+    "log_z_samples": "log_z_samples",
+    "log_z_max_samples": "log_z_max_samples",
+    "smc_particles": "smc_particles",
+    "smc_pairs": "smc_pairs",
+}
 """Settings that ``RunConfig`` once held, now ``Preset.evaluate``'s (so that ``--option`` and
 ``--config`` reach them, and a preset can shrink them), and their names there."""
 
@@ -101,8 +108,10 @@ def upgraded(settings: dict) -> dict:
             value = run.pop(old)
             settings.setdefault("preset", {}).setdefault("evaluate", {})[new] = value
             if value != default[new]:
-                run["overrides"] = [*run.get("overrides", []),
-                                    f"evaluate.{new}={json.dumps(value)}"]
+                run["overrides"] = [
+                    *run.get("overrides", []),
+                    f"evaluate.{new}={json.dumps(value)}",
+                ]
     return settings
 
 
@@ -110,9 +119,10 @@ def check_samplers(names: Sequence[str]) -> tuple[str, ...]:
     """``names`` if every one is a registered sampler, else an error listing the samplers."""
     unknown = set(names) - set(SAMPLERS)
     if unknown:
-        raise RunConfigError(f"unknown samplers {sorted(unknown)}; the samplers are "
-                             f"{', '.join(SAMPLERS)}",
-                             "give a comma-separated list, e.g. --samplers swa,swp-prefix")
+        raise RunConfigError(
+            f"unknown samplers {sorted(unknown)}; the samplers are {', '.join(SAMPLERS)}",
+            "give a comma-separated list, e.g. --samplers swa,swp-prefix",
+        )
     return tuple(names)
 
 
@@ -127,11 +137,14 @@ def check_run(config: RunConfig, p: Preset) -> None:
         try:
             check_settings(settings)
         except ValueError as exc:
-            raise RunConfigError(f"{what} setting {exc}", "`nfst options` lists every setting "
-                                 "with its value and meaning") from None
+            raise RunConfigError(
+                f"{what} setting {exc}",
+                "`nfst options` lists every setting with its value and meaning",
+            ) from None
     if not config.samplers:
-        raise RunConfigError("a run compares at least one sampler; none is given",
-                             "e.g. --samplers swa,swp-prefix")
+        raise RunConfigError(
+            "a run compares at least one sampler; none is given", "e.g. --samplers swa,swp-prefix"
+        )
     check_samplers({*config.samplers, p.scorer.bootstrap_sampler, p.sampler.teacher} - {""})
     try:
         p.sampler.check_sleep()
@@ -139,15 +152,21 @@ def check_run(config: RunConfig, p: Preset) -> None:
         raise RunConfigError(f"sampler.{exc.args[0]}", exc.hint) from None
     objective = p.sampler.objective
     if p.sampler.teacher and objective != "is":
-        raise RunConfigError(f"a teacher trains with the objective 'is' only, not "
-                             f"{objective!r}", "unset sampler.teacher or use objective=is")
+        raise RunConfigError(
+            f"a teacher trains with the objective 'is' only, not {objective!r}",
+            "unset sampler.teacher or use objective=is",
+        )
     if objective == "posterior" and p.scorer.kind != "ngram":
-        raise RunConfigError("the objective 'posterior' needs a scorer with an exact posterior",
-                             "--option scorer.kind=ngram, or another sampler.objective")
+        raise RunConfigError(
+            "the objective 'posterior' needs a scorer with an exact posterior",
+            "--option scorer.kind=ngram, or another sampler.objective",
+        )
     if objective == "nasmc":
-        raise RunConfigError("the objective 'nasmc' needs a lookahead, which a run does not "
-                             "fit", "train with it from Python (train_sampler(..., lookahead="
-                             "...)), or use sampler.objective=is or mixture")
+        raise RunConfigError(
+            "the objective 'nasmc' needs a lookahead, which a run does not fit",
+            "train with it from Python (train_sampler(..., lookahead="
+            "...)), or use sampler.objective=is or mixture",
+        )
 
 
 def json_default(obj):

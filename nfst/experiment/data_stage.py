@@ -25,8 +25,11 @@ class RunData:
         shared Dakshina data has train and dev only) holds out a disjoint part of dev: the
         first ``dev_pairs`` dev pairs (half of dev when ``dev_pairs`` is None) validate, the
         rest are the test pairs, so no test pair is ever a validation pair."""
-        size = {"train": self.preset.train_pairs, "dev": self.preset.dev_pairs,
-                "test": self.preset.test_pairs}[split]
+        size = {
+            "train": self.preset.train_pairs,
+            "dev": self.preset.dev_pairs,
+            "test": self.preset.test_pairs,
+        }[split]
         if split in ("dev", "test") and self._test_from_dev():
             dev, held = self.task.pairs("dev", self.data_dir), self._held_out()
             pairs, size = (dev[:held], held) if split == "dev" else (dev[held:], size)
@@ -44,8 +47,12 @@ class RunData:
                 if "dev" not in self.task.splits:
                     raise
                 self._no_test_file = True
-                log.warning("%s has no test split here; testing on the dev pairs after the "
-                            "first %d, which validate", self.task.name, self._held_out())
+                log.warning(
+                    "%s has no test split here; testing on the dev pairs after the "
+                    "first %d, which validate",
+                    self.task.name,
+                    self._held_out(),
+                )
         return self._no_test_file
 
     def _held_out(self) -> int:
@@ -56,8 +63,13 @@ class RunData:
 
     def lattices(self, split: str) -> list[Lattice]:
         if split not in self._lattices:
-            data = compile_dataset(self.T, self.pairs(split), cache_dir=self.cache_dir,
-                                   processes=self.processes, progress=not self.quiet)
+            data = compile_dataset(
+                self.T,
+                self.pairs(split),
+                cache_dir=self.cache_dir,
+                processes=self.processes,
+                progress=not self.quiet,
+            )
             data.require_lattices(f"{self.task.name}/{split}")
             if self.rank == 0 and (self.dir / MADE_FROM).exists():
                 with self.run_dir.lock("records"):
@@ -72,10 +84,13 @@ class RunData:
         for split in ("train", "dev", "test"):
             lats = self.lattices(split)
             skipped, why = self._skipped[split]
-            out[split] = {"pairs": len(lats), "skipped": skipped,
-                          **({"skipped_why": why} if skipped else {}),
-                          "mean_states": sum(lat.num_states for lat in lats) / len(lats),
-                          "mean_arcs": sum(lat.num_arcs for lat in lats) / len(lats)}
+            out[split] = {
+                "pairs": len(lats),
+                "skipped": skipped,
+                **({"skipped_why": why} if skipped else {}),
+                "mean_states": sum(lat.num_states for lat in lats) / len(lats),
+                "mean_arcs": sum(lat.num_arcs for lat in lats) / len(lats),
+            }
         if self._test_from_dev():
             out["test"]["from"] = f"dev, after the {self._held_out()} validation pairs"
         return out | {"seconds": time.time() - started}

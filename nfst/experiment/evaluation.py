@@ -15,16 +15,26 @@ def evaluate_run(run) -> Evaluation:
     """The evaluate stage's result for ``run`` (an ``nfst.experiment.run.Run``); its
     ``to_json()`` is ``stages/evaluate.json``."""
     from ..evaluate import evaluate_all
+
     scorer = run.scorer()
     seeds = range(run.config.seeds)
     sizes = run.preset.evaluate
     return evaluate_all(
-        [{name: run.sampler(name, s) for name in run.config.samplers} for s in seeds], scorer,
-        run.lattices("test"), run.lattices("dev"),
+        [{name: run.sampler(name, s) for name in run.config.samplers} for s in seeds],
+        scorer,
+        run.lattices("test"),
+        run.lattices("dev"),
         untrained={name: run.untrained_sampler(name) for name in run.config.samplers},
         ngram=scorer if run.preset.scorer.kind == "ngram" else run.ngram(),
-        training_seeds=[run.training_seed(s) for s in seeds], k=sizes.k,
-        log_z_samples=sizes.log_z_samples, log_z_max_samples=sizes.log_z_max_samples,
-        structure=run.task.structure("test"), device=run.device, quiet=run.quiet, say=run.say,
+        training_seeds=[run.training_seed(s) for s in seeds],
+        k=sizes.k,
+        log_z_samples=sizes.log_z_samples,
+        log_z_max_samples=sizes.log_z_max_samples,
+        structure=run.task.structure("test"),
+        device=run.device,
+        quiet=run.quiet,
+        say=run.say,
         render=lambda lattice, arcs: run.task.abbreviate(
-            lattice.marks_of([a for a in arcs if a >= 0])))
+            lattice.marks_of([a for a in arcs if a >= 0])
+        ),
+    )

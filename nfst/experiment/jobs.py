@@ -38,8 +38,14 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-STEP_COST = {"nolookahead": 1.07, "swp": 1.0, "sws": 1.17, "swa": 1.23, "swp-prefix": 1.65,
-             "swp-sws": 1.65}
+STEP_COST = {
+    "nolookahead": 1.07,
+    "swp": 1.0,
+    "sws": 1.17,
+    "swa": 1.23,
+    "swp-prefix": 1.65,
+    "swp-sws": 1.65,
+}
 """A training step's cost relative to SWP's on the CPU (``nfst bench step``, d 256: the mean of
 four runs on an idle 2-core CPU at 721f97a), for samplers without a measured training time."""
 
@@ -58,6 +64,7 @@ def longest_first(run, todo: Sequence[tuple[str, int]]) -> list[tuple[str, int]]
 
     def cost(job: tuple[str, int]) -> float:
         return measured.get(job[0], unit * STEP_COST.get(job[0], 1.0))
+
     return sorted(todo, key=cost, reverse=True)
 
 
@@ -68,6 +75,7 @@ def train_in_workers(run, jobs_todo: Sequence[tuple[str, int]], jobs: int) -> No
     ``worker_device(run.device, i, GPUs present)``."""
     from ..runtime.devices import worker_device
     from ..runtime.threads import loop_threads
+
     where = dict(data_dir=run.data_dir, cache_dir=run.cache_dir, processes=1, quiet=True)
     context = multiprocessing.get_context("spawn")
     workers = min(jobs, len(jobs_todo))
@@ -75,11 +83,26 @@ def train_in_workers(run, jobs_todo: Sequence[tuple[str, int]], jobs: int) -> No
     for worker in range(workers):
         devices.put(worker_device(str(run.device), worker, torch.cuda.device_count()))
     stop = context.Value("i", 0)  # the signal that stopped this process, for the workers
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                             initargs=(devices, os.getpid(), stop)) as pool:
+    with ProcessPoolExecutor(
+        workers,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(devices, os.getpid(), stop),
+    ) as pool:
         # type(run).open (Run.open) pickles by name: the workers import it themselves
-        futures = [pool.submit(_train_one, type(run).open, str(run.dir), name, seed, where,
-                               loop_threads(), run.quiet) for name, seed in jobs_todo]
+        futures = [
+            pool.submit(
+                _train_one,
+                type(run).open,
+                str(run.dir),
+                name,
+                seed,
+                where,
+                loop_threads(),
+                run.quiet,
+            )
+            for name, seed in jobs_todo
+        ]
         try:
             for future in as_completed(futures):
                 future.result()  # a worker's error (or interruption) is the stage's
@@ -120,10 +143,12 @@ def _watch(parent: int, stop) -> None:
     os._exit(1)
 
 
-def _train_one(open_run: Callable, run_dir: str, name: str, seed: int, where: dict,
-               threads: int, quiet: bool) -> None:
+def _train_one(
+    open_run: Callable, run_dir: str, name: str, seed: int, where: dict, threads: int, quiet: bool
+) -> None:
     global _interrupted, _training
     from ..runtime.threads import set_threads
+
     if _interrupted:
         raise Interrupted(f"{sampler_key(name, seed)} not started: the stage was interrupted")
     set_threads(threads)
@@ -132,8 +157,12 @@ def _train_one(open_run: Callable, run_dir: str, name: str, seed: int, where: di
 
         def report(step: int, record: dict) -> None:
             if "dev_partial_kl" in record and not quiet:
-                print(f"[{run.config.task}] sampler {sampler_key(name, seed)} step {step}: "
-                      f"dev partial KL {record['dev_partial_kl']:.2f}", flush=True)
+                print(
+                    f"[{run.config.task}] sampler {sampler_key(name, seed)} step {step}: "
+                    f"dev partial KL {record['dev_partial_kl']:.2f}",
+                    flush=True,
+                )
+
         try:
             _training = True
             run.train_sampler(name, seed, callback=report)

@@ -82,13 +82,17 @@ def open_run(o: RunRequest, sampler: Optional[str] = None) -> Run:
     given = o.given
     recorded = RunConfig.recorded(run_dir)
     if o.task is not None and o.task != recorded.task:  # before the task reads its data
-        raise RunConfigError(f"{run_dir} records a run of the task {recorded.task}, not "
-                             f"{o.task}", f"give the task {recorded.task} (or none) to "
-                             "continue that run, or another --run-dir for a new one")
+        raise RunConfigError(
+            f"{run_dir} records a run of the task {recorded.task}, not {o.task}",
+            f"give the task {recorded.task} (or none) to "
+            "continue that run, or another --run-dir for a new one",
+        )
     samplers = tuple(o.samplers) if "samplers" in given else recorded.samplers
     config = dataclasses.replace(
-        recorded, samplers=samplers + ((sampler,) if sampler not in (None, *samplers) else ()),
-        seeds=o.seeds if "seeds" in given else recorded.seeds)
+        recorded,
+        samplers=samplers + ((sampler,) if sampler not in (None, *samplers) else ()),
+        seeds=o.seeds if "seeds" in given else recorded.seeds,
+    )
     run = Run(config, run_dir, **(recorded_where(run_dir) | _where_given(o)))
     _check_given(o, run)
     if sampler is not None:
@@ -99,8 +103,9 @@ def open_run(o: RunRequest, sampler: Optional[str] = None) -> Run:
 def _where_given(o: RunRequest) -> dict:
     """:func:`run_kwargs`, less the data and cache directories where not given: a recorded
     run's are used instead."""
-    return {k: v for k, v in run_kwargs(o).items() if k not in ("data_dir", "cache_dir") or
-            k in o.given}
+    return {
+        k: v for k, v in run_kwargs(o).items() if k not in ("data_dir", "cache_dir") or k in o.given
+    }
 
 
 def _run_dir(o: RunRequest) -> Path:
@@ -112,9 +117,10 @@ def _run_dir(o: RunRequest) -> Path:
     if o.from_run:
         return branch_dir(o.from_run, o.overrides, o.seed if "seed" in o.given else None)
     if o.task is None:
-        raise NfstError(f"{o.command}: the following arguments are required: TASK or --run-dir",
-                        f"--run-dir DIR continues the run recorded there; see `nfst "
-                        f"{o.command} --help`")
+        raise NfstError(
+            f"{o.command}: the following arguments are required: TASK or --run-dir",
+            f"--run-dir DIR continues the run recorded there; see `nfst {o.command} --help`",
+        )
     return RunConfig(task=o.task, preset=o.preset, seed=o.seed).default_dir()
 
 
@@ -126,36 +132,52 @@ def _new_run(o: RunRequest, run_dir: Path, sampler: Optional[str]) -> Run:
     may_start = o.command == "run" or bool(o.new)
     if o.from_run:
         given = o.given
-        config = branch_config(o.from_run, o.overrides,
-                               o.samplers if "samplers" in given else None,
-                               o.seeds if "seeds" in given else None,
-                               o.seed if "seed" in given else None)
+        config = branch_config(
+            o.from_run,
+            o.overrides,
+            o.samplers if "samplers" in given else None,
+            o.seeds if "seeds" in given else None,
+            o.seed if "seed" in given else None,
+        )
         if o.task is not None and o.task != config.task:
-            raise RunConfigError(f"--from {o.from_run} is a run of the task {config.task}, not "
-                                 f"{o.task}", "give its task (or none)")
+            raise RunConfigError(
+                f"--from {o.from_run} is a run of the task {config.task}, not {o.task}",
+                "give its task (or none)",
+            )
         run = Run(config, run_dir, **(recorded_where(o.from_run) | _where_given(o)))
         _check_given(o, run)
         return run
     if o.task is not None:
-        config = RunConfig(task=o.task, preset=o.preset, seed=o.seed,
-                           samplers=(sampler,) if sampler else o.samplers, seeds=o.seeds,
-                           task_settings=o.settings(), overrides=o.overrides)
+        config = RunConfig(
+            task=o.task,
+            preset=o.preset,
+            seed=o.seed,
+            samplers=(sampler,) if sampler else o.samplers,
+            seeds=o.seeds,
+            task_settings=o.settings(),
+            overrides=o.overrides,
+        )
         run = Run(config, run_dir, **run_kwargs(o))  # the settings given are checked first
         if may_start:
             if sampler is not None:  # one process that adds it beside others at once
                 run.run_dir.join(sampler)
             return run
     elif may_start:
-        raise RunConfigError(f"{run_dir}: no run recorded there (no config.json) to take the "
-                             "task from", f"give the task: `nfst {o.command} TASK --run-dir "
-                             f"{run_dir}" + (" --new`" if o.new is not None else "`"))
+        raise RunConfigError(
+            f"{run_dir}: no run recorded there (no config.json) to take the task from",
+            f"give the task: `nfst {o.command} TASK --run-dir "
+            f"{run_dir}" + (" --new`" if o.new is not None else "`"),
+        )
     task = o.task or "TASK"
-    raise RunConfigError(f"{run_dir}: no run recorded there (no config.json)",
-                         f"start one with `nfst run {task} --run-dir {run_dir}`" + (
-                             (", or give --new" if o.task else ", or give TASK and --new")
-                             if o.new is not None else
-                             f" (stage by stage: `nfst train-scorer {task} --run-dir "
-                             f"{run_dir} --new`)"))
+    raise RunConfigError(
+        f"{run_dir}: no run recorded there (no config.json)",
+        f"start one with `nfst run {task} --run-dir {run_dir}`"
+        + (
+            (", or give --new" if o.task else ", or give TASK and --new")
+            if o.new is not None
+            else f" (stage by stage: `nfst train-scorer {task} --run-dir {run_dir} --new`)"
+        ),
+    )
 
 
 def _check_given(o: RunRequest, run: Run) -> None:
@@ -164,46 +186,72 @@ def _check_given(o: RunRequest, run: Run) -> None:
     given, differ = o.given, []  # (recorded, given)
     base = o.from_run
     if base and str(Path(base).resolve()) != run.config.from_run:
-        differ.append((f"--from {run.config.from_run}" if run.config.from_run else
-                       "a scorer of its own", f"--from {base}"))
+        differ.append(
+            (
+                f"--from {run.config.from_run}" if run.config.from_run else "a scorer of its own",
+                f"--from {base}",
+            )
+        )
     for flag, name in (("--preset", "preset"), ("--seed", "seed")):
         if name in given and getattr(o, name) != getattr(run.config, name):
             differ.append((f"{flag} {getattr(run.config, name)}", f"{flag} {getattr(o, name)}"))
-    changed = [option for option in (o.overrides if "overrides" in given else ())
-               if apply_overrides(copy.deepcopy(run.preset), [option]) != run.preset]
-    differ += [(f"{option.key}={option_value(run.preset, option.key)!r}", f"--option {option}")
-               for option in changed]
+    changed = [
+        option
+        for option in (o.overrides if "overrides" in given else ())
+        if apply_overrides(copy.deepcopy(run.preset), [option]) != run.preset
+    ]
+    differ += [
+        (f"{option.key}={option_value(run.preset, option.key)!r}", f"--option {option}")
+        for option in changed
+    ]
     for item in o.task_settings if "task_settings" in given else ():
-        if type(run.task)(run.task.settings, **{item.key: item.value}).settings != \
-                run.task.settings:
-            differ.append((f"{item.key}={getattr(run.task.settings, item.key)!r}",
-                           f"--set {item}"))
+        if (
+            type(run.task)(run.task.settings, **{item.key: item.value}).settings
+            != run.task.settings
+        ):
+            differ.append((f"{item.key}={getattr(run.task.settings, item.key)!r}", f"--set {item}"))
     if differ:
         options = [f"--option {option}" for option in changed]
         on_scorer = len(changed) == len(differ) and not any(
-            trains_scorer(option.key) for option in changed)
-        raise RunConfigError(f"{run.dir} records a run with {', '.join(r for r, _ in differ)}, "
-                             f"not {', '.join(g for _, g in differ)}",
-                             "drop the flag to continue that run, or give another --run-dir "
-                             "for a new one" + (f" (on this run's scorer: `nfst run --from "
-                                                f"{run.dir} --run-dir NEW {' '.join(options)}`)"
-                                                if on_scorer else ""))
+            trains_scorer(option.key) for option in changed
+        )
+        raise RunConfigError(
+            f"{run.dir} records a run with {', '.join(r for r, _ in differ)}, "
+            f"not {', '.join(g for _, g in differ)}",
+            "drop the flag to continue that run, or give another --run-dir "
+            "for a new one"
+            + (
+                f" (on this run's scorer: `nfst run --from "
+                f"{run.dir} --run-dir NEW {' '.join(options)}`)"
+                if on_scorer
+                else ""
+            ),
+        )
 
 
 def run_kwargs(o: RunRequest) -> dict:
     """How a command's runs read data, where they run and how they report (not settings):
     keyword arguments of :class:`~.run.Run`."""
-    return dict(data_dir=o.data_dir, cache_dir=o.cache_dir, device=o.device,
-                processes=o.processes, jobs=_jobs(o), quiet=o.quiet)
+    return dict(
+        data_dir=o.data_dir,
+        cache_dir=o.cache_dir,
+        device=o.device,
+        processes=o.processes,
+        jobs=_jobs(o),
+        quiet=o.quiet,
+    )
 
 
 def _jobs(o: RunRequest) -> int:
     """``--jobs``: by default the cores available (1 for commands without the flag)."""
     from .jobs import available_cores
+
     jobs = o.jobs
     if jobs is None:
         return available_cores()
     if jobs < 1:
-        raise RunConfigError(f"--jobs {jobs}: at least one job is needed",
-                             "e.g. --jobs 2 (the default: the cores available)")
+        raise RunConfigError(
+            f"--jobs {jobs}: at least one job is needed",
+            "e.g. --jobs 2 (the default: the cores available)",
+        )
     return jobs

@@ -42,9 +42,10 @@ def parse_assignment(item: str, flag: str = "--option") -> Assignment:
     as a bare string; ``None`` is None."""
     key, sep, text = item.partition("=")
     if not sep or not key.strip():
-        raise RunConfigError(f"{flag} {item!r}: expected KEY=VALUE",
-                             f"e.g. {flag} train_size=500" if flag == "--set"
-                             else f"e.g. {flag} sampler.steps=100")
+        raise RunConfigError(
+            f"{flag} {item!r}: expected KEY=VALUE",
+            f"e.g. {flag} train_size=500" if flag == "--set" else f"e.g. {flag} sampler.steps=100",
+        )
     text = text.strip()
     if text == "None":
         return Assignment(key.strip(), None, item)
@@ -73,20 +74,27 @@ def parse_option(item: str) -> Option:
         raise RunConfigError(
             f"--option {option.text!r}: the preset has no setting {option.key!r}"
             + (f"; the nearest: {', '.join(near)}" if near else ""),
-            "`nfst options` lists every setting with its value and meaning")
+            "`nfst options` lists every setting with its value and meaning",
+        )
     try:
         return Option(option.key, setting_value(holder, name, option.value), option.text)
     except ValueError as exc:
-        raise RunConfigError(f"--option {option.text!r}: {exc}", "e.g. sampler.lr=0.001, "
-                             "sampler.steps=100, sampler.sampler.dropout=0.1; `nfst "
-                             "options` lists every setting with its meaning") from None
+        raise RunConfigError(
+            f"--option {option.text!r}: {exc}",
+            "e.g. sampler.lr=0.001, "
+            "sampler.steps=100, sampler.sampler.dropout=0.1; `nfst "
+            "options` lists every setting with its meaning",
+        ) from None
 
 
 def _nested(cls: type) -> dict[str, type]:
     """The fields of the config dataclass ``cls`` that hold config dataclasses, and their
     classes."""
-    return {name: hint for name, hint in typing.get_type_hints(cls).items()
-            if dataclasses.is_dataclass(hint)}
+    return {
+        name: hint
+        for name, hint in typing.get_type_hints(cls).items()
+        if dataclasses.is_dataclass(hint)
+    }
 
 
 def as_options(items: Sequence[str | Option]) -> tuple[Option, ...]:
@@ -134,16 +142,21 @@ def attribute_docs(cls: type) -> dict[str, str]:
     for klass in reversed(cls.__mro__[:-1]):  # bases first, so subclasses win
         body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
         for node, after in zip(body, body[1:]):
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
-                    isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and \
-                    isinstance(after.value.value, str):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
                 docs[node.target.id] = " ".join(after.value.value.split())
     return docs
 
 
 NOT_ALONE: dict[tuple[str, str], Optional[str]] = {
     ("sampler.objective", "posterior"): "scorer.kind=ngram",
-    ("sampler.objective", "nasmc"): None}
+    ("sampler.objective", "nasmc"): None,
+}
 """Choices of a setting that a run refuses alone (``nfst.experiment.config.check_run``): each
 with the setting it needs beside it, or None where no run takes it (it is for training from
 Python)."""
@@ -158,9 +171,13 @@ def describe_options(preset_name: str = "small") -> list[tuple[str, Any, str]]:
     for key, holder in _settings(p):
         name = key.rpartition(".")[2]
         meaning = attribute_docs(type(holder)).get(name, "")
-        rows.append((key, getattr(holder, name),
-                     f"{meaning} {_choices(key, typing.get_type_hints(type(holder))[name])}"
-                     .strip()))
+        rows.append(
+            (
+                key,
+                getattr(holder, name),
+                f"{meaning} {_choices(key, typing.get_type_hints(type(holder))[name])}".strip(),
+            )
+        )
     return rows
 
 
@@ -170,8 +187,14 @@ def _choices(key: str, hint) -> str:
     if typing.get_origin(hint) is not Literal:
         return ""
     needs = {choice: NOT_ALONE.get((key, choice), "") for choice in typing.get_args(hint)}
-    run = [repr(c) + (f" (with {need})" if need else "") for c, need in needs.items()
-           if need is not None]
+    run = [
+        repr(c) + (f" (with {need})" if need else "")
+        for c, need in needs.items()
+        if need is not None
+    ]
     python = [repr(c) for c, need in needs.items() if need is None]
-    return f"Choices in a run: {', '.join(run)}" + (
-        f"; from Python only: {', '.join(python)}" if python else "") + "."
+    return (
+        f"Choices in a run: {', '.join(run)}"
+        + (f"; from Python only: {', '.join(python)}" if python else "")
+        + "."
+    )

@@ -22,8 +22,7 @@ def write_lattice_picture(lattice: Lattice, dot: Optional[str], png: Optional[st
     if png:
         exe = shutil.which("dot")
         if exe is not None:
-            subprocess.run([exe, "-Tpng", "-o", png], input=lattice.to_dot(), text=True,
-                           check=True)
+            subprocess.run([exe, "-Tpng", "-o", png], input=lattice.to_dot(), text=True, check=True)
         else:
             draw_lattice(lattice, png)
         written.append(png)
@@ -36,6 +35,7 @@ def draw_lattice(lattice: Lattice, path: str) -> None:
     every arc, so arcs point right); in a column, states that consumed more of y lie lower.
     Finals are doubled circles, arcs carry their marks."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -56,22 +56,28 @@ def draw_lattice(lattice: Lattice, path: str) -> None:
     height = max(3.0, 1.0 * max(len(column) for column in layers.values()))
     fig, ax = plt.subplots(figsize=(width, height))
     finals = [s for s in graph if graph.nodes[s]["final"]]
-    nx.draw_networkx_nodes(graph, pos, ax=ax, node_color="white", edgecolors="black",
-                           node_size=900)
-    nx.draw_networkx_nodes(graph, pos, nodelist=finals, ax=ax, node_color="none",
-                           edgecolors="black", node_size=1300)
-    nx.draw_networkx_labels(graph, pos, ax=ax, font_size=7, labels={
-        s: f"{s}\n{graph.nodes[s]['position']}" for s in graph})
+    nx.draw_networkx_nodes(graph, pos, ax=ax, node_color="white", edgecolors="black", node_size=900)
+    nx.draw_networkx_nodes(
+        graph, pos, nodelist=finals, ax=ax, node_color="none", edgecolors="black", node_size=1300
+    )
+    nx.draw_networkx_labels(
+        graph,
+        pos,
+        ax=ax,
+        font_size=7,
+        labels={s: f"{s}\n{graph.nodes[s]['position']}" for s in graph},
+    )
     # Arcs that skip columns bend further, so that they pass beside the states in between.
     for far in (False, True):
         edges = [(q, r) for q, r in graph.edges() if (pos[r][0] - pos[q][0] > 1) == far]
         style = f"arc3,rad={0.35 if far else 0.05}"
-        nx.draw_networkx_edges(graph, pos, edgelist=edges, ax=ax, node_size=1300,
-                               arrowsize=12, connectionstyle=style)
-        labels = {(q, r): " | ".join(d["mark"] for t, d in graph[q][r].items())
-                  for q, r in edges}
-        nx.draw_networkx_edge_labels(graph, pos, edge_labels=labels, ax=ax, font_size=7,
-                                     connectionstyle=style)
+        nx.draw_networkx_edges(
+            graph, pos, edgelist=edges, ax=ax, node_size=1300, arrowsize=12, connectionstyle=style
+        )
+        labels = {(q, r): " | ".join(d["mark"] for t, d in graph[q][r].items()) for q, r in edges}
+        nx.draw_networkx_edge_labels(
+            graph, pos, edge_labels=labels, ax=ax, font_size=7, connectionstyle=style
+        )
     ax.set_title(f"x = {' '.join(lattice.x)}    y = {' '.join(lattice.y)}", fontsize=9)
     ax.axis("off")
     fig.tight_layout()

@@ -43,9 +43,14 @@ def _sha256(data: bytes) -> str:
 def topology_record(T: MarkedFST) -> dict:
     """T's fingerprint (states, finals, arcs with their symbols and marks) and its sizes and
     alphabets, to say what changed."""
-    return {"sha256": T.fingerprint(), "states": T.num_states, "arcs": len(T.arcs),
-            "marks": list(T.mark_alphabet), "inputs": list(T.input_alphabet),
-            "outputs": list(T.output_alphabet)}
+    return {
+        "sha256": T.fingerprint(),
+        "states": T.num_states,
+        "arcs": len(T.arcs),
+        "marks": list(T.mark_alphabet),
+        "inputs": list(T.input_alphabet),
+        "outputs": list(T.output_alphabet),
+    }
 
 
 def pairs_record(pairs: Sequence) -> dict:
@@ -61,8 +66,13 @@ def task_file_record(path: Optional[Path]) -> Optional[dict]:
     return {"path": str(path), "sha256": _sha256(Path(path).read_bytes())}
 
 
-def made_from(T: MarkedFST, task_file: Optional[Path], task_settings: dict,
-              pairs: Callable[[str], Sequence], splits: Sequence[str]) -> dict:
+def made_from(
+    T: MarkedFST,
+    task_file: Optional[Path],
+    task_settings: dict,
+    pairs: Callable[[str], Sequence],
+    splits: Sequence[str],
+) -> dict:
     """The record of a run of topology ``T`` defined in ``task_file`` with ``task_settings``,
     whose split ``s`` (of ``splits``: those of :data:`SPLITS` the task has) holds
     ``pairs(s)``."""
@@ -73,8 +83,12 @@ def made_from(T: MarkedFST, task_file: Optional[Path], task_settings: dict,
                 readable[split] = pairs_record(pairs(split))
             except DataError:  # not there yet (a scorer trained before dev's file came)
                 continue
-    return {"topology": topology_record(T), "task_file": task_file_record(task_file),
-            "task_settings": task_settings, "pairs": readable}
+    return {
+        "topology": topology_record(T),
+        "task_file": task_file_record(task_file),
+        "task_settings": task_settings,
+        "pairs": readable,
+    }
 
 
 def record_split(run_dir: str | Path, split: str, pairs: Sequence) -> None:
@@ -95,8 +109,11 @@ def recorded(run_dir: str | Path) -> Optional[dict]:
 def _topology_change(old: dict, new: dict) -> str:
     """What changed between two topology records, in words."""
     changes = []
-    for key, name in (("marks", "marks"), ("inputs", "input symbols"),
-                      ("outputs", "output symbols")):
+    for key, name in (
+        ("marks", "marks"),
+        ("inputs", "input symbols"),
+        ("outputs", "output symbols"),
+    ):
         added = sorted(set(new[key]) - set(old[key]))
         removed = sorted(set(old[key]) - set(new[key]))
         if added:
@@ -109,8 +126,7 @@ def _topology_change(old: dict, new: dict) -> str:
     return "; ".join(changes) or "the same sizes and alphabets, other arcs"
 
 
-def check_made_from(run_dir: str | Path, now: Callable[[], dict], *,
-                    pairs: bool = True) -> None:
+def check_made_from(run_dir: str | Path, now: Callable[[], dict], *, pairs: bool = True) -> None:
     """An error, before anything changes, if the run recorded in ``run_dir`` was made from
     another topology than ``now()['topology']`` or (``pairs``) from other pairs than
     ``now()['pairs']``; a note where only the task file's text changed. ``now``: the record of
@@ -121,21 +137,36 @@ def check_made_from(run_dir: str | Path, now: Callable[[], dict], *,
         return
     new = now()
     where = "the task file " + old["task_file"]["path"] if old["task_file"] else "its task"
-    hint = ("a changed task or data needs a new run: give another --run-dir (or restore what "
-            f"{run_dir} was made from)")
+    hint = (
+        "a changed task or data needs a new run: give another --run-dir (or restore what "
+        f"{run_dir} was made from)"
+    )
     if old["topology"]["sha256"] != new["topology"]["sha256"]:
         raise RunConfigError(
             f"{run_dir} was made from another topology than {where} builds now "
             f"({_topology_change(old['topology'], new['topology'])}): its models do not fit it",
-            hint)
+            hint,
+        )
     if pairs:
-        changed = [f"{split} ({old['pairs'][split]['count']} pairs then, "
-                   f"{new['pairs'].get(split, {}).get('count', 'no')} now)"
-                   for split in old["pairs"] if old["pairs"][split] != new["pairs"].get(split)]
+        changed = [
+            f"{split} ({old['pairs'][split]['count']} pairs then, "
+            f"{new['pairs'].get(split, {}).get('count', 'no')} now)"
+            for split in old["pairs"]
+            if old["pairs"][split] != new["pairs"].get(split)
+        ]
         if changed:
-            raise RunConfigError(f"{run_dir} was made from other data: its pairs of "
-                                 f"{', '.join(changed)} changed since", hint)
-    if old["task_file"] and new["task_file"] and \
-            old["task_file"]["sha256"] != new["task_file"]["sha256"]:
-        log.warning("%s: the task file %s changed since the run was made; its topology and "
-                    "pairs did not", run_dir, new["task_file"]["path"])
+            raise RunConfigError(
+                f"{run_dir} was made from other data: its pairs of "
+                f"{', '.join(changed)} changed since",
+                hint,
+            )
+    if (
+        old["task_file"]
+        and new["task_file"]
+        and old["task_file"]["sha256"] != new["task_file"]["sha256"]
+    ):
+        log.warning(
+            "%s: the task file %s changed since the run was made; its topology and pairs did not",
+            run_dir,
+            new["task_file"]["path"],
+        )

@@ -16,11 +16,16 @@ from .schema import Results, SamplerResults, ScorerResults
 def training_summary(history: list[dict]) -> dict:
     """Means over a sampler's training steps of the ESS of its training weights and of its
     gradient norm (before clipping); None where the history does not record them."""
+
     def mean(key):
         values = [h[key] for h in history if h.get(key) is not None]
         return sum(values) / len(values) if values else None
-    return {"steps": max((h["step"] for h in history), default=0), "mean_ess": mean("ess"),
-            "mean_grad_norm": mean("grad_norm")}
+
+    return {
+        "steps": max((h["step"] for h in history), default=0),
+        "mean_ess": mean("ess"),
+        "mean_grad_norm": mean("grad_norm"),
+    }
 
 
 def _samplers(run_dir: RunDir, evaluation: Evaluation) -> dict[str, SamplerResults]:
@@ -31,10 +36,16 @@ def _samplers(run_dir: RunDir, evaluation: Evaluation) -> dict[str, SamplerResul
         trained = run_dir.done(f"sampler-{name}") or {}
         history = [h for h in trained.get("history", []) if "dev_partial_kl" in h]
         samplers[name] = SamplerResults(
-            **vars(evaluated), **_stopping(trained), train_seconds=trained.get("seconds"),
-            curve={"step": [h["step"] for h in history],
-                   "val_partial_kl": [h["dev_partial_kl"] for h in history]},
-            training=training_summary(trained.get("history", [])), sleep=trained.get("sleep"))
+            **vars(evaluated),
+            **_stopping(trained),
+            train_seconds=trained.get("seconds"),
+            curve={
+                "step": [h["step"] for h in history],
+                "val_partial_kl": [h["dev_partial_kl"] for h in history],
+            },
+            training=training_summary(trained.get("history", [])),
+            sleep=trained.get("sleep"),
+        )
     return samplers
 
 
@@ -44,10 +55,10 @@ def _stopping(trained: dict) -> dict:
     recorded give ``stopped_early`` instead."""
     if not trained:
         return {"stopped_by": None, "steps": None, "best_step": None}
-    stopped_by = trained.get("stopped_by") or ("patience" if trained.get("stopped_early")
-                                               else "steps")
-    steps = trained.get("steps", max((h["step"] for h in trained.get("history", [])),
-                                     default=0))
+    stopped_by = trained.get("stopped_by") or (
+        "patience" if trained.get("stopped_early") else "steps"
+    )
+    steps = trained.get("steps", max((h["step"] for h in trained.get("history", [])), default=0))
     return {"stopped_by": stopped_by, "steps": steps, "best_step": trained.get("best_step")}
 
 
@@ -56,13 +67,19 @@ def wall_seconds(run_dir: RunDir) -> dict:
     n-gram's fit and the LSTM's training together; ``samplers`` the whole sampler stage (its
     samplers trained in parallel with ``--jobs``), as measured by the command that finished
     it."""
+
     def seconds(*stages):
         found = [run_dir.done(s) for s in stages]
         found = [f["seconds"] for f in found if f and f.get("seconds") is not None]
         return sum(found) if found else None
-    return {"compile": seconds("compile"), "scorer": seconds("ngram", "scorer"),
-            "samplers": seconds("samplers"), "evaluate": seconds("evaluate"),
-            "smc": seconds("smc")}
+
+    return {
+        "compile": seconds("compile"),
+        "scorer": seconds("ngram", "scorer"),
+        "samplers": seconds("samplers"),
+        "evaluate": seconds("evaluate"),
+        "smc": seconds("smc"),
+    }
 
 
 def _scorer(run_dir: RunDir, evaluation: Evaluation, kind: str) -> ScorerResults:
@@ -76,17 +93,27 @@ def _scorer(run_dir: RunDir, evaluation: Evaluation, kind: str) -> ScorerResults
         kind=kind,
         # scorer stage files written before the proposal was recorded used the bootstrap
         proposal=trained.get("proposal", "bootstrap") if kind == "lstm" else None,
-        train_iwae=trained.get("train_iwae"), curve=trained.get("curve"),
+        train_iwae=trained.get("train_iwae"),
+        curve=trained.get("curve"),
         test_log_z=sum(log_z["per_pair"]) / len(log_z["per_pair"]),
         test_log_z_se=mean_and_se(log_z["per_pair"])[1],
-        test_log_z_estimator=log_z["method"], test_log_z_is_lower_bound=True,
-        test_log_z_pareto_k=log_z["pareto_k"], test_log_z_spread=log_z["spread"],
+        test_log_z_estimator=log_z["method"],
+        test_log_z_is_lower_bound=True,
+        test_log_z_pareto_k=log_z["pareto_k"],
+        test_log_z_spread=log_z["spread"],
         test_log_z_exact=None if exact is None else exact["mean"],
         ngram_order=evaluation.ngram["order"],
         ngram_test_log_likelihood=evaluation.ngram["test_log_likelihood"],
         structure=structure,
-        **({} if structure is None else {"structure_share": log_z[structure],
-                                         "structure_share_se": log_z[f"{structure}_se"]}))
+        **(
+            {}
+            if structure is None
+            else {
+                "structure_share": log_z[structure],
+                "structure_share_se": log_z[f"{structure}_se"],
+            }
+        ),
+    )
 
 
 def build_results(run_dir: RunDir) -> Results:
@@ -97,10 +124,18 @@ def build_results(run_dir: RunDir) -> Results:
     evaluation = Evaluation.from_json(run_dir.done("evaluate"))
     run = settings["run"]
     return Results(
-        task=run["task"], preset=run["preset"], seed=run["seed"], seeds=evaluation.seeds,
-        reference=evaluation.reference, pairs=evaluation.pairs,
-        validation_pairs=evaluation.validation_pairs, lattices=run_dir.done("compile"),
+        task=run["task"],
+        preset=run["preset"],
+        seed=run["seed"],
+        seeds=evaluation.seeds,
+        reference=evaluation.reference,
+        pairs=evaluation.pairs,
+        validation_pairs=evaluation.validation_pairs,
+        lattices=run_dir.done("compile"),
         scorer=_scorer(run_dir, evaluation, settings["preset"]["scorer"]["kind"]),
         samplers=_samplers(run_dir, evaluation),
         log_z={k: v for k, v in evaluation.log_z.items() if not k.startswith("per_pair")},
-        smc=run_dir.done("smc"), wall_seconds=wall_seconds(run_dir), config=settings)
+        smc=run_dir.done("smc"),
+        wall_seconds=wall_seconds(run_dir),
+        config=settings,
+    )

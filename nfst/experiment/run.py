@@ -61,9 +61,19 @@ class Run(RunData, RunSamplers):
     """One run directory and its stages: its pairs and lattices (:class:`RunData`), its
     samplers (:class:`RunSamplers`), its scorer, evaluation and SMC stages here."""
 
-    def __init__(self, config: RunConfig, run_dir: Optional[str | Path] = None, *,
-                 data_dir=None, cache_dir=None, device: str = "cpu", processes: int = 2,
-                 jobs: int = 1, quiet: bool = False, task_file: Optional[str] = None):
+    def __init__(
+        self,
+        config: RunConfig,
+        run_dir: Optional[str | Path] = None,
+        *,
+        data_dir=None,
+        cache_dir=None,
+        device: str = "cpu",
+        processes: int = 2,
+        jobs: int = 1,
+        quiet: bool = False,
+        task_file: Optional[str] = None,
+    ):
         self.config = config
         self.dir = Path(run_dir) if run_dir else config.default_dir()
         self.data_dir, self.cache_dir, self.quiet = data_dir, cache_dir, quiet
@@ -72,8 +82,10 @@ class Run(RunData, RunSamplers):
             if not Path(task_file).is_file():
                 raise RunConfigError(
                     f"{self.dir} records its task {config.task} as defined in {task_file}, "
-                    "which is not there now", f"if the file moved, name its new place: "
-                    f"NFST_TASKS=NEW/PATH.py nfst ... (the run then records it there)")
+                    "which is not there now",
+                    "if the file moved, name its new place: "
+                    "NFST_TASKS=NEW/PATH.py nfst ... (the run then records it there)",
+                )
             load_task_file(task_file)
         self.task: Task = get_task(config.task, **config.task_settings)
         self.preset = config.resolved_preset()
@@ -104,26 +116,35 @@ class Run(RunData, RunSamplers):
     # -- bookkeeping -------------------------------------------------------------------------
     def settings(self) -> dict:
         """Everything that determines the results (not where files live or the device)."""
-        return json.loads(json.dumps({
-            "run": self.config, "task_settings": self.task.settings, "preset": self.preset},
-            default=json_default))
+        return json.loads(
+            json.dumps(
+                {"run": self.config, "task_settings": self.task.settings, "preset": self.preset},
+                default=json_default,
+            )
+        )
 
     def where(self) -> dict:
         """Where the run reads its data, caches its lattices and finds its task (the file
         that defined it, ``nfst.tasks.file_of_task``), as absolute paths (None: no data
         directory, no cache, a built-in task), recorded for the commands that continue it."""
         data_dir, task_file = resolve_data_dir(self.data_dir), file_of_task(self.config.task)
-        return {"data_dir": str(data_dir.resolve()) if data_dir else None,
-                "cache_dir": str(Path(self.cache_dir).resolve()) if self.cache_dir else None,
-                "task_file": str(task_file) if task_file else None}
+        return {
+            "data_dir": str(data_dir.resolve()) if data_dir else None,
+            "cache_dir": str(Path(self.cache_dir).resolve()) if self.cache_dir else None,
+            "task_file": str(task_file) if task_file else None,
+        }
 
     def made_from(self) -> dict:
         """What the run is made from: its topology, task file and settings, and the pairs of
         each split (``nfst.experiment.provenance``), recorded when the run is claimed."""
         if self._made_from is None:
-            self._made_from = made_from(self.T, file_of_task(self.config.task),
-                                        self.settings()["task_settings"], self.pairs,
-                                        self.task.splits)
+            self._made_from = made_from(
+                self.T,
+                file_of_task(self.config.task),
+                self.settings()["task_settings"],
+                self.pairs,
+                self.task.splits,
+            )
         return self._made_from
 
     def done(self, name: str) -> Optional[dict]:
@@ -160,8 +181,9 @@ class Run(RunData, RunSamplers):
         self._once("ngram", self._fit_ngram)
         path = self.dir / "ngram.pt"
         state = storage.load(path)["state"]  # files of every version hold it
-        scorer = NgramScorer(self.vocabulary.size, self.preset.scorer.ngram.order,
-                             histories=state.get("histories"))
+        scorer = NgramScorer(
+            self.vocabulary.size, self.preset.scorer.ngram.order, histories=state.get("histories")
+        )
         load_state(scorer, state, path)
         return scorer.to(self.device).freeze()
 
@@ -171,8 +193,10 @@ class Run(RunData, RunSamplers):
         result = fit_ngram(train, cfg, device=self.device, quiet=self.quiet)
         if self.rank == 0:
             save_scorer(result.scorer, self.dir / "ngram.pt")
-        self.run_dir.finish("ngram", {"seconds": time.time() - started, "order": cfg.order,
-                               "history": result.history})
+        self.run_dir.finish(
+            "ngram",
+            {"seconds": time.time() - started, "order": cfg.order, "history": result.history},
+        )
 
     def scorer(self) -> Scorer:
         """p̃_θ: the LSTM scorer, trained on first use, or the n-gram (``scorer.kind``)."""
@@ -189,20 +213,32 @@ class Run(RunData, RunSamplers):
         cfg = self.preset.scorer
         ngram = None if cfg.proposal == "bootstrap" else self.ngram()
         started = time.time()
-        result = train_scorer(train, cfg, vocabulary=self.vocabulary,
-                              seed=stream_seed(self.config.seed, "scorer"),
-                              device=self.device, ngram=ngram,
-                              checkpoint=self.dir / "checkpoints" / "scorer.ckpt",
-                              quiet=self.quiet)
+        result = train_scorer(
+            train,
+            cfg,
+            vocabulary=self.vocabulary,
+            seed=stream_seed(self.config.seed, "scorer"),
+            device=self.device,
+            ngram=ngram,
+            checkpoint=self.dir / "checkpoints" / "scorer.ckpt",
+            quiet=self.quiet,
+        )
         if self.rank == 0:
             save_scorer(result.scorer, self.dir / "scorer.pt")
-        tail = result.history[-max(1, len(result.history) // 10):]
-        self.run_dir.finish("scorer", {
-            "seconds": time.time() - started, "proposal": cfg.proposal,
-            "final_iwae": result.history[-1]["iwae"],
-            "train_iwae": sum(h["iwae"] for h in tail) / len(tail),
-            "curve": {"step": [h["step"] for h in result.history],
-                      "iwae": [h["iwae"] for h in result.history]}})
+        tail = result.history[-max(1, len(result.history) // 10) :]
+        self.run_dir.finish(
+            "scorer",
+            {
+                "seconds": time.time() - started,
+                "proposal": cfg.proposal,
+                "final_iwae": result.history[-1]["iwae"],
+                "train_iwae": sum(h["iwae"] for h in tail) / len(tail),
+                "curve": {
+                    "step": [h["step"] for h in result.history],
+                    "iwae": [h["iwae"] for h in result.history],
+                },
+            },
+        )
 
     def check_models(self) -> None:
         """An error if a model file of the run does not fit its vocabulary (a run recorded
@@ -220,8 +256,11 @@ class Run(RunData, RunSamplers):
     def evaluation(self) -> dict:
         """Partial KL, ESS and expected length of every sampler on the test pairs."""
         done = self.done("evaluate")
-        if done is not None and list(done["samplers"]) == list(self.config.samplers) and \
-                done.get("seeds", [0]) == list(range(self.config.seeds)):
+        if (
+            done is not None
+            and list(done["samplers"]) == list(self.config.samplers)
+            and done.get("seeds", [0]) == list(range(self.config.seeds))
+        ):
             return done
         self.require_trained()
         self.run_dir.forget("smc")  # its proposal is the best of these
@@ -237,16 +276,23 @@ class Run(RunData, RunSamplers):
         if done is not None:
             return done
         from ..evaluate.smc import SMCEvalConfig, evaluate_smc
-        self.say(f"particle smoothing with the {best} sampler (the lowest validation "
-                 "partial KL)")
+
+        self.say(f"particle smoothing with the {best} sampler (the lowest validation partial KL)")
         started, sizes = time.time(), self.preset.evaluate
         result = evaluate_smc(
-            self.sampler(best), self.scorer(), self.lattices("test")[:sizes.smc_pairs],
-            particles=sizes.smc_particles, seed=stream_seed(self.config.seed, "smc"),
-            device=self.device, train_lattices=self.lattices("train")[:256], quiet=self.quiet,
-            config=SMCEvalConfig(lookahead_steps=sizes.smc_lookahead_steps))
-        return self.run_dir.finish("smc", result | {"sampler": best,
-                                                    "seconds": time.time() - started})
+            self.sampler(best),
+            self.scorer(),
+            self.lattices("test")[: sizes.smc_pairs],
+            particles=sizes.smc_particles,
+            seed=stream_seed(self.config.seed, "smc"),
+            device=self.device,
+            train_lattices=self.lattices("train")[:256],
+            quiet=self.quiet,
+            config=SMCEvalConfig(lookahead_steps=sizes.smc_lookahead_steps),
+        )
+        return self.run_dir.finish(
+            "smc", result | {"sampler": best, "seconds": time.time() - started}
+        )
 
     def results(self) -> dict:
         """``results.json``'s content (``nfst.experiment.schema``); the evaluate stage must be
@@ -258,6 +304,7 @@ class Run(RunData, RunSamplers):
         interruption resumes (inside ``graceful_interrupts()``, as the CLI runs it, SIGINT and
         SIGTERM stop a training stage after a checkpoint)."""
         from .report import write_report
+
         if self.done("compile") is None:
             self.say("compiling lattices")
             self.run_dir.finish("compile", self.stage_compile())
@@ -272,6 +319,7 @@ class Run(RunData, RunSamplers):
         self.smoothing()  # evaluates first
         if self.rank != 0:
             return self.dir / "report"
-        storage.write_atomically(self.dir / "results.json",
-                                 json.dumps(self.results(), indent=1).encode())
+        storage.write_atomically(
+            self.dir / "results.json", json.dumps(self.results(), indent=1).encode()
+        )
         return write_report([self.dir], self.dir / "report")

@@ -32,7 +32,6 @@ from ..runtime.locks import file_lock
 from .config import agrees, upgraded
 from .provenance import MADE_FROM
 
-
 WHERE = "where.json"
 
 
@@ -59,8 +58,13 @@ class RunDir:
     once, where it is not yet. Under torchrun every rank holds a RunDir of the same directory;
     rank 0 writes."""
 
-    def __init__(self, path: str | Path, settings: dict, where: Optional[dict] = None,
-                 made_from: Optional[Callable[[], dict]] = None):
+    def __init__(
+        self,
+        path: str | Path,
+        settings: dict,
+        where: Optional[dict] = None,
+        made_from: Optional[Callable[[], dict]] = None,
+    ):
         self.path = Path(path)
         self.settings, self.where, self.made_from = settings, where, made_from
         self._where_recorded = where is None
@@ -80,9 +84,11 @@ class RunDir:
             if folder.exists():
                 if not folder.is_dir():
                     where = "" if folder == self.path else f"{folder} is "
-                    raise RunConfigError(f"{self.path}: {where}a file, not a folder, so no run "
-                                         "directory can go there",
-                                         "give --run-dir a folder (it is made if missing)")
+                    raise RunConfigError(
+                        f"{self.path}: {where}a file, not a folder, so no run "
+                        "directory can go there",
+                        "give --run-dir a folder (it is made if missing)",
+                    )
                 return
 
     def _check(self) -> bool:
@@ -95,14 +101,17 @@ class RunDir:
             return False
         old = upgraded(json.loads(self.config_file.read_text()))
         mine = json.loads(json.dumps(self.settings))  # a copy to drop the samplers from
-        same_samplers = all(old.get("run", {}).get(key, 1 if key == "seeds" else None) ==
-                            mine["run"][key] for key in ("samplers", "seeds"))
+        same_samplers = all(
+            old.get("run", {}).get(key, 1 if key == "seeds" else None) == mine["run"][key]
+            for key in ("samplers", "seeds")
+        )
         for settings in (old, mine):
             settings.get("run", {}).pop("samplers", None)
             settings.get("run", {}).pop("seeds", None)
         if not agrees(old, mine):
-            raise RunConfigError(f"{self.path} holds a run with other settings "
-                                 f"(see {self.config_file})")
+            raise RunConfigError(
+                f"{self.path} holds a run with other settings (see {self.config_file})"
+            )
         return same_samplers
 
     def join(self, sampler: str) -> None:
@@ -135,19 +144,22 @@ class RunDir:
         if not self._where_recorded:
             self._where_recorded = True
             if self.rank == 0 and recorded_where(self.path) != self.where:
-                storage.write_atomically(self.path / WHERE,
-                                         json.dumps(self.where, indent=1).encode())
+                storage.write_atomically(
+                    self.path / WHERE, json.dumps(self.where, indent=1).encode()
+                )
         if self.made_from is not None:
             made_from, self.made_from = self.made_from, None
             if self.rank == 0 and not (self.path / MADE_FROM).exists():
-                storage.write_atomically(self.path / MADE_FROM,
-                                         json.dumps(made_from(), indent=1).encode())
+                storage.write_atomically(
+                    self.path / MADE_FROM, json.dumps(made_from(), indent=1).encode()
+                )
 
     def _record(self) -> None:
         if self.joins and self.config_file.exists():
             recorded = json.loads(self.config_file.read_text())["run"].get("samplers", [])
-            self.settings["run"]["samplers"] = \
-                recorded + [s for s in self.joins if s not in recorded]
+            self.settings["run"]["samplers"] = recorded + [
+                s for s in self.joins if s not in recorded
+            ]
         if not self._check():
             text = json.dumps(self.settings, indent=1)
             storage.write_atomically(self.config_file, text.encode())

@@ -13,11 +13,10 @@ import torch
 from ..dp.batch import LatticeBatch
 from ..errors import NfstError, UnknownSymbolError
 from ..evaluate.samplers import draw, render_marks
+from ..fst.compile import compile_lattice
 from ..runtime.distributed import stream_seed
 from ..runtime.storage import write_atomically
-from ..fst.compile import compile_lattice
 from .picture import write_lattice_picture
-
 
 EVALUATION_STREAMS = {"test": "test", "dev": "validation"}
 """The random stream of the evaluation's draws on each split it samples."""
@@ -30,9 +29,11 @@ def _listed(symbols: Sequence[str], most: int = 40) -> str:
 def _trained(run, sampler_name: str):
     """The run's trained sampler, or a clear error if it has none (rather than training it)."""
     if not (run.dir / "samplers" / f"{sampler_name}.pt").exists():
-        raise NfstError(f"{run.dir} has no trained {sampler_name} sampler",
-                        f"train it first (it joins the run's samplers): nfst train-sampler "
-                        f"--run-dir {run.dir} --sampler {sampler_name}")
+        raise NfstError(
+            f"{run.dir} has no trained {sampler_name} sampler",
+            f"train it first (it joins the run's samplers): nfst train-sampler "
+            f"--run-dir {run.dir} --sampler {sampler_name}",
+        )
     return run.sampler(sampler_name)
 
 
@@ -52,22 +53,47 @@ def export_samples(run, sampler_name: str, split: str, out: str | Path, k: int =
     lattices, seed = run.lattices(split), run.training_seed(0)
     if split in EVALUATION_STREAMS:
         seed = stream_seed(seed, EVALUATION_STREAMS[split])
-    samples = draw(sampler, scorer, lattices, k, seed=seed, device=run.device,
-                   progress=not run.quiet, desc=f"sample {split}")
+    samples = draw(
+        sampler,
+        scorer,
+        lattices,
+        k,
+        seed=seed,
+        device=run.device,
+        progress=not run.quiet,
+        desc=f"sample {split}",
+    )
     lines = []
     for i, (lattice, pair) in enumerate(zip(lattices, samples)):
-        proposals = [{"marks": list(lattice.marks_of([a for a in arcs if a >= 0])),
-                      "log_q": log_q, "log_p": log_p}
-                     for arcs, log_q, log_p in zip(pair.arcs.tolist(), pair.log_q.tolist(),
-                                                   pair.log_p.tolist())]
-        lines.append(json.dumps({"pair": i, "x": list(lattice.x), "y": list(lattice.y),
-                                 "proposals": proposals}, ensure_ascii=False))
+        proposals = [
+            {
+                "marks": list(lattice.marks_of([a for a in arcs if a >= 0])),
+                "log_q": log_q,
+                "log_p": log_p,
+            }
+            for arcs, log_q, log_p in zip(
+                pair.arcs.tolist(), pair.log_q.tolist(), pair.log_p.tolist()
+            )
+        ]
+        lines.append(
+            json.dumps(
+                {"pair": i, "x": list(lattice.x), "y": list(lattice.y), "proposals": proposals},
+                ensure_ascii=False,
+            )
+        )
     write_atomically(out, ("\n".join(lines) + "\n").encode())
     return len(lines)
 
 
-def sample_pair(run, sampler_name: str, x: Sequence[str], y: Sequence[str], k: int = 8,
-                dot: Optional[str] = None, png: Optional[str] = None) -> str:
+def sample_pair(
+    run,
+    sampler_name: str,
+    x: Sequence[str],
+    y: Sequence[str],
+    k: int = 8,
+    dot: Optional[str] = None,
+    png: Optional[str] = None,
+) -> str:
     """A text table of k distinct-or-repeated samples with log q, log p̃ and normalised
     importance weights w̄ ∝ p̃/q."""
     try:
@@ -75,12 +101,16 @@ def sample_pair(run, sampler_name: str, x: Sequence[str], y: Sequence[str], k: i
     except UnknownSymbolError as exc:  # the generic hint is about data files; this is typed
         alphabet = set(run.T.input_alphabet if exc.tape == "input" else run.T.output_alphabet)
         word = next((s for s in exc.symbols if len(s) > 1 and set(s) <= alphabet), None)
-        raise UnknownSymbolError(exc.args[0], (
-            f"symbols are separated by spaces: {' '.join(word)!r}, not {word!r}; " if word
-            else "") + f"{run.config.task} reads x over {_listed(run.T.input_alphabet)} and y "
-            f"over {_listed(run.T.output_alphabet)}") from None
-    lines = [f"lattice: {lattice.num_states} states, {lattice.num_arcs} arcs, "
-             f"{lattice.num_paths()} paths"]
+        raise UnknownSymbolError(
+            exc.args[0],
+            (f"symbols are separated by spaces: {' '.join(word)!r}, not {word!r}; " if word else "")
+            + f"{run.config.task} reads x over {_listed(run.T.input_alphabet)} and y "
+            f"over {_listed(run.T.output_alphabet)}",
+        ) from None
+    lines = [
+        f"lattice: {lattice.num_states} states, {lattice.num_arcs} arcs, "
+        f"{lattice.num_paths()} paths"
+    ]
     lines += [f"wrote {f}" for f in write_lattice_picture(lattice, dot, png)]
     sampler, scorer = _trained(run, sampler_name), run.scorer()
     batch = LatticeBatch([lattice], run.device)

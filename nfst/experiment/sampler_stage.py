@@ -60,9 +60,11 @@ class RunSamplers:
         key = sampler_key(name, seed)
         path = self.dir / "samplers" / f"{key}.pt"
         if not self.is_trained(name, seed) or not path.exists():
-            raise NfstError(f"{self.dir}: the {name} sampler{_seed_words(seed)} is not trained",
-                            f"train it with `nfst train-sampler --sampler {name} --run-dir "
-                            f"{self.dir}`" + (f" --seeds {seed + 1}" if seed else ""))
+            raise NfstError(
+                f"{self.dir}: the {name} sampler{_seed_words(seed)} is not trained",
+                f"train it with `nfst train-sampler --sampler {name} --run-dir "
+                f"{self.dir}`" + (f" --seeds {seed + 1}" if seed else ""),
+            )
         sampler = self.new_sampler(name)
         load_state(sampler, storage.load(path)["state"], path)
         return sampler.to(self.device).eval()
@@ -78,9 +80,13 @@ class RunSamplers:
         samplers. Seeds do not share triples: each training seed is an independent replicate,
         whose spread is the error bar of the comparison."""
         path = self._drawn_triples(seed)
-        return None if path is None else TripleFeed(self.T, storage.load(path),
-                                                    cache_dir=self.cache_dir,
-                                                    processes=self.processes)
+        return (
+            None
+            if path is None
+            else TripleFeed(
+                self.T, storage.load(path), cache_dir=self.cache_dir, processes=self.processes
+            )
+        )
 
     def _drawn_triples(self, seed: int):
         """The file of :meth:`triples`, drawn first if need be; None without sleep training."""
@@ -101,16 +107,26 @@ class RunSamplers:
         config = self.preset.sampler
         self.say(f"drawing {n} triples from the scorer{_seed_words(seed)}")
         started = time.time()
-        drawn = draw_triples(self.scorer(), self.T, n, device=self.device,
-                             seed=stream_seed(self.training_seed(seed), "triples"),
-                             max_length=config.sleep_max_length)
+        drawn = draw_triples(
+            self.scorer(),
+            self.T,
+            n,
+            device=self.device,
+            seed=stream_seed(self.training_seed(seed), "triples"),
+            max_length=config.sleep_max_length,
+        )
         if self.rank == 0:
             storage.save(path, drawn.triples)
         train = self.lattices("train")
-        self.run_dir.finish(f"triples-{seed}", {
-            **drawn.summary(), "draw_seconds": round(time.time() - started, 2),
-            "train_x_length": length_summary(lat.x for lat in train),
-            "train_y_length": length_summary(lat.y for lat in train)})
+        self.run_dir.finish(
+            f"triples-{seed}",
+            {
+                **drawn.summary(),
+                "draw_seconds": round(time.time() - started, 2),
+                "train_x_length": length_summary(lat.x for lat in train),
+                "train_y_length": length_summary(lat.y for lat in train),
+            },
+        )
 
     def train_sampler(self, name: str, seed: int = 0, callback=None) -> Sampler:
         """The sampler ``name`` trained from training seed ``seed`` (after its teacher, which
@@ -141,24 +157,58 @@ class RunSamplers:
                     phases["sleep_seconds"] = time.time() - started
                 if callback is not None:
                     callback(step, record)
-            result = train_sampler(untrained, scorer, train, dev, config,
-                                   seed=self.training_seed(seed), device=self.device,
-                                   quiet=self.quiet, teacher=teacher, callback=timed,
-                                   checkpoint=self.dir / "checkpoints" / f"{key}.ckpt",
-                                   triples=triples)
+
+            result = train_sampler(
+                untrained,
+                scorer,
+                train,
+                dev,
+                config,
+                seed=self.training_seed(seed),
+                device=self.device,
+                quiet=self.quiet,
+                teacher=teacher,
+                callback=timed,
+                checkpoint=self.dir / "checkpoints" / f"{key}.ckpt",
+                triples=triples,
+            )
             if self.rank == 0:
                 save_sampler(result.sampler, self.dir / "samplers" / f"{key}.pt")
-            sleep = {} if triples is None else {"sleep": {
-                "setting": config.sleep_steps, "steps": result.sleep_steps,
-                "stopped_by": result.sleep_stopped_by, "share": config.sleep_share, **phases,
-                "best_dev_partial_kl": min((h["dev_partial_kl"] for h in result.history
-                                            if h["step"] <= result.sleep_steps
-                                            and "dev_partial_kl" in h), default=None),
-                "skipped": triples.skipped, **(self.done(f"triples-{seed}") or {})}}
-            self.run_dir.finish(f"sampler-{key}", {
-                "seconds": time.time() - started, "best_step": result.best_step,
-                "best_dev_partial_kl": result.best_dev_partial_kl, "steps": result.steps,
-                "stopped_by": result.stopped_by, "history": result.history, **sleep})
+            sleep = (
+                {}
+                if triples is None
+                else {
+                    "sleep": {
+                        "setting": config.sleep_steps,
+                        "steps": result.sleep_steps,
+                        "stopped_by": result.sleep_stopped_by,
+                        "share": config.sleep_share,
+                        **phases,
+                        "best_dev_partial_kl": min(
+                            (
+                                h["dev_partial_kl"]
+                                for h in result.history
+                                if h["step"] <= result.sleep_steps and "dev_partial_kl" in h
+                            ),
+                            default=None,
+                        ),
+                        "skipped": triples.skipped,
+                        **(self.done(f"triples-{seed}") or {}),
+                    }
+                }
+            )
+            self.run_dir.finish(
+                f"sampler-{key}",
+                {
+                    "seconds": time.time() - started,
+                    "best_step": result.best_step,
+                    "best_dev_partial_kl": result.best_dev_partial_kl,
+                    "steps": result.steps,
+                    "stopped_by": result.stopped_by,
+                    "history": result.history,
+                    **sleep,
+                },
+            )
         return self.sampler(name, seed)
 
     def trainings(self) -> list[tuple[str, int]]:
@@ -174,11 +224,12 @@ class RunSamplers:
         names = list(dict.fromkeys(n for n, _ in missing))
         seeds = f" --seeds {self.config.seeds}" if self.config.seeds > 1 else ""
         one = f"`nfst train-sampler --run-dir {self.dir} --sampler NAME{seeds}`"
-        raise NfstError(f"{self.dir}: not trained yet: "
-                        f"{', '.join(f'{n}{_seed_words(s)}' for n, s in missing)}",
-                        f"train each with {one} (NAME: {', '.join(names)}), or all with the "
-                        f"rest of the run: `nfst run --run-dir {self.dir} --samplers "
-                        f"{','.join(self.config.samplers)}{seeds}`")
+        raise NfstError(
+            f"{self.dir}: not trained yet: {', '.join(f'{n}{_seed_words(s)}' for n, s in missing)}",
+            f"train each with {one} (NAME: {', '.join(names)}), or all with the "
+            f"rest of the run: `nfst run --run-dir {self.dir} --samplers "
+            f"{','.join(self.config.samplers)}{seeds}`",
+        )
 
     def train_samplers(self) -> None:
         """The sampler stage: every (sampler, training seed) not yet trained, each seed's
@@ -187,12 +238,15 @@ class RunSamplers:
         (``nfst.experiment.jobs``; one after another when ``jobs`` is 1 or under torchrun).
         Its wall time is recorded (``stages/samplers.json``) when it trains any."""
         from .jobs import longest_first, train_in_workers
+
         teacher = self.preset.sampler.teacher
         todo = [(n, s) for n, s in self.trainings() if not self.is_trained(n, s)]
         for name, seed in self.trainings():
             checkpoint = self.dir / "checkpoints" / f"{sampler_key(name, seed)}.ckpt"
-            self.say(f"sampler {name}{_seed_words(seed)}: "
-                     + (training_words(checkpoint) if (name, seed) in todo else "reusing"))
+            self.say(
+                f"sampler {name}{_seed_words(seed)}: "
+                + (training_words(checkpoint) if (name, seed) in todo else "reusing")
+            )
         if not todo:
             return
         started = time.time()
@@ -206,5 +260,11 @@ class RunSamplers:
             train_in_workers(self, rest, self.jobs)
         for name, seed in rest:  # trained above if in workers: then this loads them
             self.train_sampler(name, seed)
-        self.run_dir.finish("samplers", {"seconds": time.time() - started, "jobs": self.jobs,
-                                         "trained": [sampler_key(n, s) for n, s in todo]})
+        self.run_dir.finish(
+            "samplers",
+            {
+                "seconds": time.time() - started,
+                "jobs": self.jobs,
+                "trained": [sampler_key(n, s) for n, s in todo],
+            },
+        )

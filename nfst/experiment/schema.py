@@ -17,8 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import ClassVar, Optional
 
 from ..errors import ReportError
-from ..evaluate.evaluation import (SamplerEvaluation, fields_from_json, fields_to_json,
-                                   missing_keys)
+from ..evaluate.evaluation import SamplerEvaluation, fields_from_json, fields_to_json, missing_keys
 
 SCHEMA_VERSION = 2
 """2: typed and versioned, every key written, the structure named (``scorer.structure``);
@@ -36,10 +35,12 @@ def _from_json(cls, data: dict, structure: Optional[str], where: str):
 class SchemaError(ReportError):
     """A results.json this nfst does not read: another schema version, or keys missing."""
 
-    hint = ("rebuild it: delete RUN/results.json and run `nfst report RUN` (it builds "
-            "results.json's content from the stage files); if that says the evaluate stage is "
-            "older, delete RUN/stages/evaluate.json and RUN/stages/smc.json and finish the run "
-            "with `nfst run --run-dir RUN`: its trained models are reused")
+    hint = (
+        "rebuild it: delete RUN/results.json and run `nfst report RUN` (it builds "
+        "results.json's content from the stage files); if that says the evaluate stage is "
+        "older, delete RUN/stages/evaluate.json and RUN/stages/smc.json and finish the run "
+        "with `nfst run --run-dir RUN`: its trained models are reused"
+    )
 
 
 @dataclass
@@ -132,18 +133,24 @@ class Results:
     def to_json(self) -> dict:
         structure = self.scorer.structure
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {"schema_version": self.schema_version, **out,
-                "scorer": self.scorer.to_json(),
-                "samplers": {n: s.to_json(structure) for n, s in self.samplers.items()}}
+        return {
+            "schema_version": self.schema_version,
+            **out,
+            "scorer": self.scorer.to_json(),
+            "samplers": {n: s.to_json(structure) for n, s in self.samplers.items()},
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> "Results":
         version = data.get("schema_version", 1)  # 1: written before versions were recorded
         if version != SCHEMA_VERSION:
-            raise SchemaError(f"results.json: schema version {version}; this nfst reads "
-                              f"version {SCHEMA_VERSION}")
+            raise SchemaError(
+                f"results.json: schema version {version}; this nfst reads version {SCHEMA_VERSION}"
+            )
         top = _from_json(cls, {**data, "scorer": None, "samplers": None}, None, "the top level")
         top.scorer = ScorerResults.from_json(data["scorer"])
-        top.samplers = {n: SamplerResults.from_json(s, top.scorer.structure, n)
-                        for n, s in data["samplers"].items()}
+        top.samplers = {
+            n: SamplerResults.from_json(s, top.scorer.structure, n)
+            for n, s in data["samplers"].items()
+        }
         return top

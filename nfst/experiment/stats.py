@@ -36,10 +36,15 @@ _ROWS = (  # (label, our key, paper key)
 )
 
 
-def task_stats(task: Task | str, split: str = "train", limit: Optional[int] = None,
-               data_dir: Optional[str | os.PathLike] = None,
-               cache_dir: Optional[str | os.PathLike] = None, processes: int = 1,
-               progress: bool = True) -> dict:
+def task_stats(
+    task: Task | str,
+    split: str = "train",
+    limit: Optional[int] = None,
+    data_dir: Optional[str | os.PathLike] = None,
+    cache_dir: Optional[str | os.PathLike] = None,
+    processes: int = 1,
+    progress: bool = True,
+) -> dict:
     """Compile a seeded sample of ``limit`` pairs of ``split`` (all if None) through the
     cache and return their statistics (see the module docstring), with the paper's figures under
     ``"paper"`` (None when the paper has none for this split)."""
@@ -47,8 +52,9 @@ def task_stats(task: Task | str, split: str = "train", limit: Optional[int] = No
         task = get_task(task)
     pairs = task.subset(task.pairs(split, data_dir), limit, f"stats:{split}")
     T = task.mfst(data_dir)
-    data = compile_dataset(T, pairs, cache_dir=cache_dir, processes=processes,
-                           progress=progress).require_lattices(f"{task.name}/{split}")
+    data = compile_dataset(
+        T, pairs, cache_dir=cache_dir, processes=processes, progress=progress
+    ).require_lattices(f"{task.name}/{split}")
     n = len(data.lattices)
 
     def mean(values) -> float:
@@ -69,10 +75,15 @@ def task_stats(task: Task | str, split: str = "train", limit: Optional[int] = No
         "mark_vocab": len(T.mark_alphabet),
         "compile_path": compile_path(T),
         "compile_refusal": direct_refusal(T),
-        "paper": None if paper is None else {
-            "x_len": paper.x_len, "y_len": paper.y_len,
+        "paper": None
+        if paper is None
+        else {
+            "x_len": paper.x_len,
+            "y_len": paper.y_len,
             "states_before_min": paper.states_before_min,
-            "arcs_before_min": paper.arcs_before_min, "mark_vocab": paper.mark_vocab},
+            "arcs_before_min": paper.arcs_before_min,
+            "mark_vocab": paper.mark_vocab,
+        },
     }
 
 
@@ -84,10 +95,15 @@ def format_stats_table(stats: dict) -> str:
         ours, theirs = stats[key], paper.get(paper_key)
         ratio = f"{ours / theirs:.2f}" if theirs else ""
         rows.append((label, _number(ours), "" if theirs is None else _number(theirs), ratio))
-    path = ("the direct path" if stats["compile_path"] == "direct" else
-            f"OpenFst (not the direct path: {stats['compile_refusal']})")
-    return (f"task {stats['task']}, split {stats['split']}; lattices compiled by {path}\n"
-            + text_table(rows))
+    path = (
+        "the direct path"
+        if stats["compile_path"] == "direct"
+        else f"OpenFst (not the direct path: {stats['compile_refusal']})"
+    )
+    return (
+        f"task {stats['task']}, split {stats['split']}; lattices compiled by {path}\n"
+        + text_table(rows)
+    )
 
 
 def _number(value) -> str:

@@ -26,8 +26,24 @@ from .openfst_reference import openfst_lattice, reverse_shortest_distance
 from .to_openfst import lattice_to_fst, to_pynini
 
 __all__ = [
-    "Arc", "CompileOptions", "CompiledDataset", "FstArrays", "HistoryLattice", "Lattice",
-    "MarkedFST", "OutputMarks", "compile_dataset", "compile_lattice", "compose_openfst",
-    "expand_history", "from_pynini", "lattice_to_fst", "minibatch", "openfst_lattice", "read_fst",
-    "reverse_shortest_distance", "start_history", "to_pynini",
+    "Arc",
+    "CompileOptions",
+    "CompiledDataset",
+    "FstArrays",
+    "HistoryLattice",
+    "Lattice",
+    "MarkedFST",
+    "OutputMarks",
+    "compile_dataset",
+    "compile_lattice",
+    "compose_openfst",
+    "expand_history",
+    "from_pynini",
+    "lattice_to_fst",
+    "minibatch",
+    "openfst_lattice",
+    "read_fst",
+    "reverse_shortest_distance",
+    "start_history",
+    "to_pynini",
 ]

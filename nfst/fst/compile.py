@@ -42,8 +42,14 @@ from typing import Literal, Sequence
 import numpy as np
 import pynini
 
-from ..errors import (AmbiguousMFSTError, CyclicLatticeError, LatticeTooLargeError, NfstError,
-                      NoPathError, UnknownSymbolError)
+from ..errors import (
+    AmbiguousMFSTError,
+    CyclicLatticeError,
+    LatticeTooLargeError,
+    NfstError,
+    NoPathError,
+    UnknownSymbolError,
+)
 from .compile_direct import compile_direct, direct_refusal
 from .compile_from_openfst import LatticeReader
 from .compile_to_openfst import CompileEncoding
@@ -69,8 +75,11 @@ def compile_path(T: MarkedFST, options: CompileOptions = CompileOptions()) -> st
     return "direct" if options.path == "auto" and direct_refusal(T) is None else "openfst"
 
 
-def compile_lattices(T: MarkedFST, pairs: Sequence[tuple[Symbols, Symbols]],
-                     options: CompileOptions = CompileOptions()) -> list[Lattice | NfstError]:
+def compile_lattices(
+    T: MarkedFST,
+    pairs: Sequence[tuple[Symbols, Symbols]],
+    options: CompileOptions = CompileOptions(),
+) -> list[Lattice | NfstError]:
     """T_{x,y} of each pair, or the error :func:`compile_lattice` would raise for it; on the
     direct path many pairs at a time."""
     pairs = [(as_symbols(x), as_symbols(y)) for x, y in pairs]
@@ -83,8 +92,9 @@ def compile_lattices(T: MarkedFST, pairs: Sequence[tuple[Symbols, Symbols]],
         batch.append(k)
         budget += (len(pairs[k][0]) + 1) * (len(pairs[k][1]) + 1)
         if budget >= _BATCH_CELLS or n == len(known) - 1:
-            for k_, r in zip(batch, compile_direct(T, [pairs[k_] for k_ in batch],
-                                                   options.max_states)):
+            for k_, r in zip(
+                batch, compile_direct(T, [pairs[k_] for k_ in batch], options.max_states)
+            ):
                 results[k_] = r
             batch, budget = [], 0
     return results
@@ -103,18 +113,23 @@ def _attempt(fn, *args):
 
 def _check_symbols(T: MarkedFST, x: tuple[str, ...], y: tuple[str, ...]) -> None:
     """UnknownSymbolError if x or y has a symbol that T's input or output alphabet lacks."""
-    inputs, outputs = T.derived("alphabets", lambda T: (frozenset(T.input_alphabet),
-                                                        frozenset(T.output_alphabet)))
+    inputs, outputs = T.derived(
+        "alphabets", lambda T: (frozenset(T.input_alphabet), frozenset(T.output_alphabet))
+    )
     where = f"{T.name} on x={' '.join(x)!r}, y={' '.join(y)!r}"
     for tape, string, alphabet in (("input", x, inputs), ("output", y, outputs)):
         unknown = sorted(set(string) - alphabet)
         if unknown:
-            raise UnknownSymbolError(f"{where}: {tape} symbols {unknown} are not in the MFST's "
-                                     f"{tape} alphabet", tape=tape, symbols=tuple(unknown))
+            raise UnknownSymbolError(
+                f"{where}: {tape} symbols {unknown} are not in the MFST's {tape} alphabet",
+                tape=tape,
+                symbols=tuple(unknown),
+            )
 
 
-def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
-                    options: CompileOptions = CompileOptions()) -> Lattice:
+def compile_lattice(
+    T: MarkedFST, x: Symbols, y: Symbols, options: CompileOptions = CompileOptions()
+) -> Lattice:
     """Build the lattice T_{x,y} of every mark string of a generating path of (x, y).
 
     Raises UnknownSymbolError, NoPathError, AmbiguousMFSTError, CyclicLatticeError (unless
@@ -135,8 +150,9 @@ def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
     if composed.num_states() == 0:
         raise NoPathError(f"{where}: no generating path")
     if composed.num_states() > options.max_states:
-        raise LatticeTooLargeError(f"{where}: x∘T∘y has {composed.num_states()} states "
-                                   f"> max_states={options.max_states}")
+        raise LatticeTooLargeError(
+            f"{where}: x∘T∘y has {composed.num_states()} states > max_states={options.max_states}"
+        )
     props = composed.properties(pynini.ACYCLIC | pynini.EPSILONS, True)
     acyclic = bool(props & pynini.ACYCLIC)
     num_generating = None  # counted where T itself might let two paths share marks
@@ -146,24 +162,30 @@ def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
     if props & pynini.EPSILONS:
         composed.rmepsilon()
         if not acyclic and composed.properties(pynini.ACYCLIC, True) == pynini.ACYCLIC:
-            raise AmbiguousMFSTError(f"{where}: T has a cycle of ε arcs without marks, so "
-                                     "infinitely many paths share each mark string")
+            raise AmbiguousMFSTError(
+                f"{where}: T has a cycle of ε arcs without marks, so "
+                "infinitely many paths share each mark string"
+            )
     if not acyclic and not options.allow_cyclic:
-        raise CyclicLatticeError(f"{where}: the lattice is cyclic (T has a loop that reads and "
-                                 "writes nothing but marks)")
+        raise CyclicLatticeError(
+            f"{where}: the lattice is cyclic (T has a loop that reads and writes nothing but marks)"
+        )
 
     try:
         with _openfst_messages() as messages:
             det = pynini.determinize(composed, nstate=options.max_states + 1)
     except pynini.FstOpError as exc:
-        raise AmbiguousMFSTError(f"{where}: determinization failed; T is not functional "
-                                 "(two paths share a mark string)") from exc
+        raise AmbiguousMFSTError(
+            f"{where}: determinization failed; T is not functional (two paths share a mark string)"
+        ) from exc
     if messages:  # OpenFst sometimes only complains on stderr and returns a broken FST
-        raise AmbiguousMFSTError(f"{where}: determinization failed; T is not functional "
-                                 f"(OpenFst: {messages[0]})")
+        raise AmbiguousMFSTError(
+            f"{where}: determinization failed; T is not functional (OpenFst: {messages[0]})"
+        )
     if det.num_states() > options.max_states:
-        raise LatticeTooLargeError(f"{where}: determinized lattice exceeds "
-                                   f"max_states={options.max_states}")
+        raise LatticeTooLargeError(
+            f"{where}: determinized lattice exceeds max_states={options.max_states}"
+        )
     if det.properties(pynini.ERROR, True) == pynini.ERROR:
         raise AmbiguousMFSTError(f"{where}: determinization failed (non-functional)")
     if acyclic:
@@ -171,8 +193,10 @@ def compile_lattice(T: MarkedFST, x: Symbols, y: Symbols,
     lattice, distinct = LatticeReader(det, enc, where).lattice(x, y, acyclic)
     if num_generating is not None and distinct is not None:
         if distinct != num_generating:
-            raise AmbiguousMFSTError(f"{where}: {num_generating} generating paths but only "
-                                     f"{distinct} distinct mark strings")
+            raise AmbiguousMFSTError(
+                f"{where}: {num_generating} generating paths but only "
+                f"{distinct} distinct mark strings"
+            )
     return lattice
 
 
@@ -208,6 +232,6 @@ def _count_paths(fst: pynini.Fst) -> int:
     offsets = np.searchsorted(arrays.src, np.arange(len(arrays.final) + 1)).tolist()
     count = np.isfinite(arrays.final).astype(np.int64).tolist()  # Python ints: no overflow
     for s in range(len(count) - 1, -1, -1):
-        for t in dst[offsets[s]:offsets[s + 1]]:
+        for t in dst[offsets[s] : offsets[s + 1]]:
             count[s] += count[t]
     return count[arrays.start]

@@ -115,8 +115,9 @@ class DirectTopology:
                 self.unit_skip[a, k:n] = True
                 gx = min(k - 1, nx)
                 self.group_dx[a] = gx
-                self.group_shape[a] = shapes.setdefault((nx - gx, n - (k - 1) - (nx - gx)),
-                                                        len(shapes))
+                self.group_shape[a] = shapes.setdefault(
+                    (nx - gx, n - (k - 1) - (nx - gx)), len(shapes)
+                )
         self.num_shapes = len(shapes) + 1
 
 
@@ -130,12 +131,16 @@ def _refusal(T: MarkedFST) -> Optional[str]:
     for q, strings in by_state.items():
         strings.sort()  # a proper prefix sorts right before a string that extends it
         for u, v in zip(strings, strings[1:]):
-            if v[:len(u)] == u:
+            if v[: len(u)] == u:
                 relation = "twice" if u == v else "one a prefix of the other"
-                return (f"{name}: state {q} has arcs with mark strings {' '.join(u)!r} and "
-                        f"{' '.join(v)!r} ({relation})")
-    silent = {q: [a.dst for a in T.arcs if a.src == q and not a.input and not a.output]
-              for q in range(T.num_states)}
+                return (
+                    f"{name}: state {q} has arcs with mark strings {' '.join(u)!r} and "
+                    f"{' '.join(v)!r} ({relation})"
+                )
+    silent = {
+        q: [a.dst for a in T.arcs if a.src == q and not a.input and not a.output]
+        for q in range(T.num_states)
+    }
     state = [0] * T.num_states  # 0 new, 1 on the stack, 2 done
     for root in range(T.num_states):
         stack = [(root, iter(silent[root]))] if state[root] == 0 else []
@@ -157,19 +162,21 @@ def _refusal(T: MarkedFST) -> Optional[str]:
 def _strings(arcs, tape: str, ids: dict[str, int]) -> tuple[list[np.ndarray], np.ndarray]:
     """The distinct strings on one tape (as symbol-id arrays) and each arc's index into them."""
     index: dict[tuple[str, ...], int] = {}
-    arc_id = np.asarray([index.setdefault(getattr(a, tape), len(index)) for a in arcs],
-                        dtype=np.int64)
+    arc_id = np.asarray(
+        [index.setdefault(getattr(a, tape), len(index)) for a in arcs], dtype=np.int64
+    )
     return [np.asarray([ids[s] for s in string], dtype=np.int64) for string in index], arc_id
 
 
-def _matches(strings: list[np.ndarray], texts: list[tuple[str, ...]],
-             ids: dict[str, int]) -> np.ndarray:
+def _matches(
+    strings: list[np.ndarray], texts: list[tuple[str, ...]], ids: dict[str, int]
+) -> np.ndarray:
     """(B, U, L + 1) bool, L the longest text: whether string u occurs in text b at each
     offset (never past the text's end)."""
     L = max(len(t) for t in texts)
     padded = np.full((len(texts), L + max(map(len, strings), default=0)), -1, dtype=np.int64)
     for b, text in enumerate(texts):
-        padded[b, :len(text)] = [ids[symbol] for symbol in text]
+        padded[b, : len(text)] = [ids[symbol] for symbol in text]
     lengths = np.asarray([len(t) for t in texts])
     out = np.zeros((len(texts), len(strings), L + 1), dtype=bool)
     for n in {len(s) for s in strings}:
@@ -177,7 +184,7 @@ def _matches(strings: list[np.ndarray], texts: list[tuple[str, ...]],
         if n == 0:  # the empty string occurs at every offset up to the end
             out[:, rows] = (np.arange(L + 1) <= lengths[:, None])[:, None]
         else:  # a window with padding never matches
-            windows = np.lib.stride_tricks.sliding_window_view(padded, n, axis=1)[:, :L + 1]
+            windows = np.lib.stride_tricks.sliding_window_view(padded, n, axis=1)[:, : L + 1]
             patterns = np.stack([strings[u] for u in rows])
             out[:, rows] = (windows[:, None] == patterns[None, :, None]).all(-1)
     return out
@@ -210,8 +217,9 @@ def _index(total: int, *codes: np.ndarray):
     return distinct, lambda c: np.searchsorted(distinct, c)
 
 
-def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[str, ...]]],
-                   max_states: int) -> list[Lattice | NfstError]:
+def compile_direct(
+    T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[str, ...]]], max_states: int
+) -> list[Lattice | NfstError]:
     """T_{x,y} of each pair (symbols known to T), or the error that pair raises (NoPathError,
     LatticeTooLargeError when the product has more than ``max_states`` states). T must
     qualify (:func:`direct_refusal`)."""
@@ -224,13 +232,23 @@ def compile_direct(T: MarkedFST, pairs: Sequence[tuple[tuple[str, ...], tuple[st
     Y = np.asarray([len(y) + 1 for _, y in pairs], dtype=np.int64)
     live, has_path = _live_arcs(top, pairs, X, Y)
     product, starts = _spell(top, live, has_path, X, Y)
-    sizes = np.stack([np.bincount(product.pair, minlength=len(pairs)),
-                      np.bincount(product.pair[product.src], minlength=len(pairs))], axis=1)
+    sizes = np.stack(
+        [
+            np.bincount(product.pair, minlength=len(pairs)),
+            np.bincount(product.pair[product.src], minlength=len(pairs)),
+        ],
+        axis=1,
+    )
     results: list[Lattice | NfstError] = [
-        NoPathError(f"{where}: no generating path") if not ok else
-        LatticeTooLargeError(f"{where}: T_{{x,y}} has {n} states before minimization > "
-                             f"max_states={max_states}") if n > max_states else None
-        for where, ok, n in zip(wheres, has_path, sizes[:, 0].tolist())]
+        NoPathError(f"{where}: no generating path")
+        if not ok
+        else LatticeTooLargeError(
+            f"{where}: T_{{x,y}} has {n} states before minimization > max_states={max_states}"
+        )
+        if n > max_states
+        else None
+        for where, ok, n in zip(wheres, has_path, sizes[:, 0].tolist())
+    ]
     todo = np.flatnonzero([r is None for r in results])
     for r, lattice in lattices(product, top, int(X.max()), pairs, starts, todo, sizes).items():
         results[r] = lattice
@@ -246,7 +264,7 @@ def _live_arcs(top: DirectTopology, pairs, X: np.ndarray, Y: np.ndarray):
     found = []
     step = max(1, _MATCH_CELLS // max(1, len(top.src) * int(X.max())))
     for lo in range(0, len(pairs), step):  # slices of pairs: arcs × offsets stay bounded
-        some = pairs[lo:lo + step]
+        some = pairs[lo : lo + step]
         mx = _matches(top.in_strings, [x for x, _ in some], top.inputs)
         my = _matches(top.out_strings, [y for _, y in some], top.outputs)
         bx, a, i = np.nonzero(mx[:, top.in_id])  # where each arc's input matches ...
@@ -259,8 +277,9 @@ def _live_arcs(top: DirectTopology, pairs, X: np.ndarray, Y: np.ndarray):
     src = base[b] + top.src[a] * cells[b] + i * Y[b] + j
     dst = base[b] + top.dst[a] * cells[b] + (i + top.di[a]) * Y[b] + j + top.dj[a]
     starts = base[:-1]
-    finals = base[:-1, None] + np.flatnonzero(top.is_final)[None] * cells[:, None] \
-        + cells[:, None] - 1
+    finals = (
+        base[:-1, None] + np.flatnonzero(top.is_final)[None] * cells[:, None] + cells[:, None] - 1
+    )
     forward = _reach(int(base[-1]), src, dst, starts)
     backward = _reach(int(base[-1]), dst, src, finals.ravel())
     live = forward[src] & backward[dst]
@@ -290,10 +309,22 @@ def _spell(top: DirectTopology, live, has_path: np.ndarray, X: np.ndarray, Y: np
     pair = np.searchsorted(base, state_codes, side="right") - 1
     node, c = np.divmod(state_codes - base[pair], cells[pair])
     si, sj = np.divmod(c, Y[pair])
-    final = (node < top.num_states) & top.is_final[np.minimum(node, top.num_states - 1)] \
+    final = (
+        (node < top.num_states)
+        & top.is_final[np.minimum(node, top.num_states - 1)]
         & (c == cells[pair] - 1)
+    )
     starts = np.full(len(X), -1, dtype=np.int64)
     starts[has_path] = index(base[:-1][has_path])
-    product = Product(src=index(s_code), dst=index(d_code), mark=mark, arc_of=arc_of,
-                      pair=pair, si=si, sj=sj, final=final, width=int((X + Y).max()) - 1)
+    product = Product(
+        src=index(s_code),
+        dst=index(d_code),
+        mark=mark,
+        arc_of=arc_of,
+        pair=pair,
+        si=si,
+        sj=sj,
+        final=final,
+        width=int((X + Y).max()) - 1,
+    )
     return product, starts

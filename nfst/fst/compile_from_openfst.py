@@ -36,8 +36,9 @@ class LatticeReader:
         self.start = self.fst.start
 
     # -- step 1 ---------------------------------------------------------------------------
-    def contract(self, step: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                   np.ndarray, list, dict]:
+    def contract(
+        self, step: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list, dict]:
         """Arcs as (src, mark, dst) arrays sorted by (src, mark); what each arc moves through
         the alignment grid (the sum of ``step`` over its labels), and the labels it emits; the
         residual labels STOP owes at each final state."""
@@ -52,9 +53,16 @@ class LatticeReader:
             return src, mark, dst, step[olabel], emit, {s: () for s in finals}
         num = len(fst.final)
         offsets = np.searchsorted(fst.src, np.arange(num + 1)).tolist()
-        out = [sorted(zip(fst.ilabel[offsets[s]:offsets[s + 1]].tolist(),
-                          fst.olabel[offsets[s]:offsets[s + 1]].tolist(),
-                          fst.dst[offsets[s]:offsets[s + 1]].tolist())) for s in range(num)]
+        out = [
+            sorted(
+                zip(
+                    fst.ilabel[offsets[s] : offsets[s + 1]].tolist(),
+                    fst.olabel[offsets[s] : offsets[s + 1]].tolist(),
+                    fst.dst[offsets[s] : offsets[s + 1]].tolist(),
+                )
+            )
+            for s in range(num)
+        ]
         is_final = np.isfinite(fst.final).tolist()
         is_chain = [len(o) == 1 and o[0][0] == 0 and not f for o, f in zip(out, is_final)]
         src, mark, dst, emit = [], [], [], []
@@ -74,11 +82,13 @@ class LatticeReader:
                 elif is_final[t] and not out[t] and s not in stop:
                     stop[s] = tuple(emitted)  # a residual chain hanging off s: STOP owes these
                 else:
-                    raise AmbiguousMFSTError(f"{self.where}: determinization left a branching "
-                                             "ε-input arc (non-functional MFST)")
+                    raise AmbiguousMFSTError(
+                        f"{self.where}: determinization left a branching "
+                        "ε-input arc (non-functional MFST)"
+                    )
         moves = [int(step[list(e)].sum()) for e in emit]
-        as_array = lambda v: np.asarray(v, dtype=np.int64)
-        return as_array(src), as_array(mark), as_array(dst), as_array(moves), emit, stop
+        src, mark, dst, moves = (np.asarray(v, dtype=np.int64) for v in (src, mark, dst, moves))
+        return src, mark, dst, moves, emit, stop
 
     # -- step 2 ---------------------------------------------------------------------------
     def consumed(self, src, dst, moves, step, stop, live, acyclic, x, y) -> np.ndarray:
@@ -94,8 +104,10 @@ class LatticeReader:
         bad = np.flatnonzero(total[src] + moves != total[dst])
         if len(bad):
             a, grid = bad[0], lambda code: divmod(int(code), width)
-            raise AmbiguousMFSTError(f"{self.where}: a state is reached at two alignments "
-                                     f"{grid(total[src[a]] + moves[a])} and {grid(total[dst[a]])}")
+            raise AmbiguousMFSTError(
+                f"{self.where}: a state is reached at two alignments "
+                f"{grid(total[src[a]] + moves[a])} and {grid(total[dst[a]])}"
+            )
         for s, residual in stop.items():
             if total[s] + step[list(residual)].sum() != len(x) * width + len(y):
                 raise AmbiguousMFSTError(f"{self.where}: STOP does not finish the alignment")
@@ -136,9 +148,17 @@ class LatticeReader:
             new = np.zeros(num, dtype=np.int64)
             new[order] = np.arange(len(order))
             by_source = np.lexsort((new[dst], mark, new[src]))
-            return self._build(x, y, consumed[order], [s in stop for s in order],
-                               new[src][by_source], mark[by_source], new[dst][by_source],
-                               None, before), None
+            return self._build(
+                x,
+                y,
+                consumed[order],
+                [s in stop for s in order],
+                new[src][by_source],
+                mark[by_source],
+                new[dst][by_source],
+                None,
+                before,
+            ), None
 
         offsets = np.searchsorted(src, np.arange(num + 1)).tolist()
         marks, dsts, start = mark.tolist(), dst.tolist(), self.start
@@ -193,8 +213,9 @@ class LatticeReader:
         arc_array = np.fromiter(chain.from_iterable(reversed(arcs)), np.int64, 3 * len(arcs))
         src, mark, dst = arc_array.reshape(-1, 3).T
         flip = len(info) - 1
-        lattice = self._build(x, y, np.asarray(at), final, flip - src, mark, flip - dst,
-                              heights, before)
+        lattice = self._build(
+            x, y, np.asarray(at), final, flip - src, mark, flip - dst, heights, before
+        )
         return lattice, paths[flip - cls[start]]
 
     def _build(self, x, y, positions, final, src, mark, dst, heights, before) -> Lattice:
@@ -202,11 +223,18 @@ class LatticeReader:
         by (src, mark), and heights (None if cyclic)."""
         num = len(final)
         return Lattice(
-            mark_vocab=self.marks, x=x, y=y, arc_src=src, arc_dst=dst,
-            arc_mark=mark, final=np.asarray(final, dtype=bool),
+            mark_vocab=self.marks,
+            x=x,
+            y=y,
+            arc_src=src,
+            arc_dst=dst,
+            arc_mark=mark,
+            final=np.asarray(final, dtype=bool),
             positions=np.stack(np.divmod(positions, len(y) + 1), axis=1).reshape(num, 2),
             height=np.asarray(heights if heights is not None else [-1] * num, dtype=np.int64),
-            states_before_min=before[0], arcs_before_min=before[1])
+            states_before_min=before[0],
+            arcs_before_min=before[1],
+        )
 
 
 def _common_prefix(strings: list[tuple[int, ...]]) -> tuple[int, ...]:

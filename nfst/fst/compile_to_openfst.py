@@ -41,24 +41,28 @@ class CompileEncoding:
 
         fst, one = states_of(T)
         for arc in T.arcs:
-            symbols = [self.label[f"x:{a}"] for a in arc.input] + \
-                      [self.label[f"y:{b}"] for b in arc.output]
+            symbols = [self.label[f"x:{a}"] for a in arc.input] + [
+                self.label[f"y:{b}"] for b in arc.output
+            ]
             k = len(arc.marks)
             if symbols and k == 0:
                 raise InvalidMFSTError(
                     f"{T.name}: arc {arc.src}->{arc.dst} has {len(symbols)} symbols but no "
                     "marks; each symbol needs a mark to ride on",
-                    "add a mark to the arc (e.g. one naming its symbols)")
+                    "add a mark to the arc (e.g. one naming its symbols)",
+                )
             if len(symbols) > k:  # the last mark carries the rest
-                symbols[k - 1:] = [self.group(arc.input, arc.output, len(symbols) - k + 1)]
+                symbols[k - 1 :] = [self.group(arc.input, arc.output, len(symbols) - k + 1)]
             if k == 0:
                 fst.add_arc(arc.src, pynini.Arc(0, 0, one, arc.dst))
                 continue
             prev = arc.src
             for i, mark in enumerate(arc.marks):
                 nxt = arc.dst if i == k - 1 else fst.add_state()
-                fst.add_arc(prev, pynini.Arc(self.label[mark], symbols[i] if i < len(symbols) else 0,
-                                             one, nxt))
+                fst.add_arc(
+                    prev,
+                    pynini.Arc(self.label[mark], symbols[i] if i < len(symbols) else 0, one, nxt),
+                )
                 prev = nxt
         self.emits = [()] + [(label,) for label in range(1, len(self.shape))]
         """What an arc with output label l emits (a shared tuple per label)."""
@@ -70,7 +74,7 @@ class CompileEncoding:
     def group(self, xs: tuple[str, ...], ys: tuple[str, ...], n: int) -> int:
         """The label of the last ``n`` symbols of the tagged stream ``xs ys``."""
         skip = len(xs) + len(ys) - n
-        key = (xs[skip:], ys[max(skip - len(xs), 0):])
+        key = (xs[skip:], ys[max(skip - len(xs), 0) :])
         if key not in self.groups:
             self.groups[key] = len(self.shape)
             self.shape.append((len(key[0]), len(key[1])))
@@ -96,9 +100,8 @@ class CompileEncoding:
                 if j < len(y):
                     acc.add_arc(s, pynini.Arc(yl[j], yl[j], one, s + 1))
                 for (xs, ys), label in self.groups.items():
-                    if x[i:i + len(xs)] == xs and y[j:j + len(ys)] == ys:
-                        acc.add_arc(s, pynini.Arc(label, label, one,
-                                                  s + len(xs) * width + len(ys)))
+                    if x[i : i + len(xs)] == xs and y[j : j + len(ys)] == ys:
+                        acc.add_arc(s, pynini.Arc(label, label, one, s + len(xs) * width + len(ys)))
         return acc
 
 
@@ -121,10 +124,12 @@ def marks_determine_paths(fst: pynini.Fst, max_pairs: int = 2_000_000) -> bool:
     one = pynini.Weight.one(numbered.weight_type())
     for q in np.flatnonzero(np.isfinite(arrays.final)).tolist():
         numbered.set_final(q, one)
-    for k, (q, mark, r) in enumerate(zip(arrays.src.tolist(), arrays.ilabel.tolist(),
-                                         arrays.dst.tolist())):
+    for k, (q, mark, r) in enumerate(
+        zip(arrays.src.tolist(), arrays.ilabel.tolist(), arrays.dst.tolist())
+    ):
         numbered.add_arc(q, pynini.Arc(mark, k + 1, one, r))
-    pairs = pynini.compose(numbered.copy().invert().arcsort("olabel"),
-                           numbered.arcsort("ilabel"), connect=True)
+    pairs = pynini.compose(
+        numbered.copy().invert().arcsort("olabel"), numbered.arcsort("ilabel"), connect=True
+    )
     paired = read_fst(pairs)
     return bool((paired.ilabel == paired.olabel).all())

@@ -56,19 +56,27 @@ class CompiledDataset:
             else:
                 others.setdefault(type(error).__name__, []).append(pair)
         return "; ".join(
-            [f"{n} with {tape} symbols {sorted(symbols)} not in the MFST's {tape} alphabet"
-             for tape, (n, symbols) in sorted(missing.items())]
-            + [f"{len(pairs)} {name} (e.g. {' '.join(pairs[0][0])!r} -> "
-               f"{' '.join(pairs[0][1])!r})" for name, pairs in others.items()])
+            [
+                f"{n} with {tape} symbols {sorted(symbols)} not in the MFST's {tape} alphabet"
+                for tape, (n, symbols) in sorted(missing.items())
+            ]
+            + [
+                f"{len(pairs)} {name} (e.g. {' '.join(pairs[0][0])!r} -> {' '.join(pairs[0][1])!r})"
+                for name, pairs in others.items()
+            ]
+        )
 
     def require_lattices(self, where: str) -> "CompiledDataset":
         """This dataset, or an error when no pair compiled (``where``: e.g. "tr/dev"), saying
         why they were skipped: figures over no lattice would be NaN."""
         if not self.lattices:
             missing = any(isinstance(e, UnknownSymbolError) for _, e in self.skipped)
-            raise NfstError(f"{where}: no pair compiled, all {len(self.skipped)} skipped: "
-                            f"{self.why_skipped()}" if self.skipped else f"{where}: no pairs",
-                            UnknownSymbolError.hint if missing else "check the data and the MFST")
+            raise NfstError(
+                f"{where}: no pair compiled, all {len(self.skipped)} skipped: {self.why_skipped()}"
+                if self.skipped
+                else f"{where}: no pairs",
+                UnknownSymbolError.hint if missing else "check the data and the MFST",
+            )
         return self
 
 
@@ -90,8 +98,9 @@ class _Worker:
         key = cache_key(self.fingerprint, self.options, pair)
         return self.cache_dir / key[:2] / f"{key}.lat"
 
-    def __call__(self, pairs: list[Pair]) -> list[tuple[Optional[Lattice],
-                                                        Optional[NfstError], bool]]:
+    def __call__(
+        self, pairs: list[Pair]
+    ) -> list[tuple[Optional[Lattice], Optional[NfstError], bool]]:
         """Each pair's lattice (or error) and whether it came from the cache; the pairs not
         cached are compiled together (``compile_lattices``)."""
         paths = [self.path(pair) for pair in pairs]
@@ -103,8 +112,9 @@ class _Worker:
                 except CorruptCacheError as exc:
                     log.warning("%s; rebuilding it", exc)
         todo = [k for k, r in enumerate(results) if r is None]
-        for k, lattice in zip(todo, compile_lattices(self.T, [pairs[k] for k in todo],
-                                                     self.options)):
+        for k, lattice in zip(
+            todo, compile_lattices(self.T, [pairs[k] for k in todo], self.options)
+        ):
             if isinstance(lattice, NfstError):
                 results[k] = (None, lattice, False)
                 continue
@@ -130,20 +140,26 @@ def _run(pairs: list[Pair]):
     return _worker(pairs)
 
 
-def compile_dataset(T: MarkedFST, pairs: Sequence[tuple[Symbols, Symbols]], *,
-                    cache_dir: Optional[str | os.PathLike] = None, processes: int = 1,
-                    options: CompileOptions = CompileOptions(),
-                    progress: bool = True) -> CompiledDataset:
+def compile_dataset(
+    T: MarkedFST,
+    pairs: Sequence[tuple[Symbols, Symbols]],
+    *,
+    cache_dir: Optional[str | os.PathLike] = None,
+    processes: int = 1,
+    options: CompileOptions = CompileOptions(),
+    progress: bool = True,
+) -> CompiledDataset:
     """Compile T_{x,y} for every pair, skipping pairs that fail: a warning says why (which
     symbols the MFST lacks, ...), or, where every pair fails,
     :meth:`CompiledDataset.require_lattices` raises the error that says it."""
     norm = [(as_symbols(x), as_symbols(y)) for x, y in pairs]
     worker = _Worker(T, options, Path(cache_dir) if cache_dir is not None else None)
-    bar = dict(total=len(norm), desc=f"compile {T.name}", unit="lattice",
-               disable=not progress, leave=False)
+    bar = dict(
+        total=len(norm), desc=f"compile {T.name}", unit="lattice", disable=not progress, leave=False
+    )
     # Chunks: the direct path compiles a chunk's pairs together; a pool takes one at a time.
     size = CHUNK if processes == 1 else min(CHUNK, math.ceil(len(norm) / (4 * processes)))
-    chunks = [norm[k:k + size] for k in range(0, len(norm), size)]
+    chunks = [norm[k : k + size] for k in range(0, len(norm), size)]
     results = []
     with tqdm(**bar) as counter:
         if processes > 1 and len(chunks) > 1:
@@ -167,8 +183,9 @@ def compile_dataset(T: MarkedFST, pairs: Sequence[tuple[Symbols, Symbols]], *,
             out.lattices.append(lattice)
             out.cache_hits += hit
     if out.skipped and out.lattices:  # with none, require_lattices says why
-        log.warning("%s: skipped %d of %d pairs: %s", T.name, len(out.skipped), len(norm),
-                    out.why_skipped())
+        log.warning(
+            "%s: skipped %d of %d pairs: %s", T.name, len(out.skipped), len(norm), out.why_skipped()
+        )
     return out
 
 
@@ -178,4 +195,4 @@ def minibatch(lattices: Sequence[Lattice], batch_size: int, seed: int, step: int
     per_epoch = math.ceil(len(lattices) / batch_size)
     epoch, j = divmod(step, per_epoch)
     order = random.Random(f"{seed}:{epoch}").sample(range(len(lattices)), len(lattices))
-    return [lattices[i] for i in order[j * batch_size:(j + 1) * batch_size]]
+    return [lattices[i] for i in order[j * batch_size : (j + 1) * batch_size]]

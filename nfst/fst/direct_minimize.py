@@ -38,6 +38,7 @@ from .lattice import Lattice
 @dataclass
 class Product:
     """The trimmed product of a batch: S states, A arcs sorted by source and mark."""
+
     src: np.ndarray
     dst: np.ndarray
     mark: np.ndarray
@@ -97,8 +98,14 @@ class CommonPrefixes:
 
     def advance(self, level, entries, owner, counts, first) -> None:
         """e and W of the states of one height, from those of their targets."""
-        p, top, witness, row, diag, reach_end = self.p, self.top, self.witness, self.row, \
-            self.diag, self.end
+        p, top, witness, row, diag, reach_end = (
+            self.p,
+            self.top,
+            self.witness,
+            self.row,
+            self.diag,
+            self.end,
+        )
         src, dst, arc_of, final, si, width = p.src, p.dst, p.arc_of, p.final, p.si, p.width
         columns = np.arange(width)
         ends = diag[level].copy()
@@ -113,9 +120,13 @@ class CommonPrefixes:
             a_u = a_[built][with_units]
             d0 = diag[src[entries[built][with_units]]]
             i0 = si[src[entries[built][with_units]]][:, None]
-            code = np.where(top.unit_skip[a_u],
-                            -1 - (i0 + top.group_dx[a_u][:, None]) * top.num_shapes
-                            - top.group_shape[a_u][:, None], i0 + top.unit_dx[a_u])
+            code = np.where(
+                top.unit_skip[a_u],
+                -1
+                - (i0 + top.group_dx[a_u][:, None]) * top.num_shapes
+                - top.group_shape[a_u][:, None],
+                i0 + top.unit_dx[a_u],
+            )
             r_, col = np.nonzero(np.arange(code.shape[1]) < units[built][with_units][:, None])
             paths[with_units[r_], d0[r_] + col] = code[r_, col]
             e_arc = reach_end[dst[entries]]
@@ -129,8 +140,9 @@ class CommonPrefixes:
                 several = counts > 1
                 segments = np.cumsum(counts[several]) - counts[several]
                 mine = at_built[first[owner[many]]]
-                differs = (paths[at_built[many]] != paths[mine]) \
-                    & (columns >= diag[level][owner[many]][:, None])
+                differs = (paths[at_built[many]] != paths[mine]) & (
+                    columns >= diag[level][owner[many]][:, None]
+                )
                 differs = np.logical_or.reduceat(differs, segments, axis=0)
                 split = np.where(differs.any(1), differs.argmax(1) - 1, width)
                 stay = np.minimum.reduceat(e_arc[many], segments)
@@ -143,8 +155,9 @@ class CommonPrefixes:
         reach_end[level] = ends
 
 
-def classes(p: Product, top, max_i: int) -> tuple[np.ndarray, np.ndarray, CommonPrefixes,
-                                                    np.ndarray]:
+def classes(
+    p: Product, top, max_i: int
+) -> tuple[np.ndarray, np.ndarray, CommonPrefixes, np.ndarray]:
     """Each state's class (global ids), each class's representative state, the common
     prefixes (positions), and the heights."""
     S = len(p.final)
@@ -165,8 +178,9 @@ def classes(p: Product, top, max_i: int) -> tuple[np.ndarray, np.ndarray, Common
         signature[:, 1] = p.final[level]
         signature[:, 2] = pos_i * p.width + pos_j
         if len(entries):
-            signature[owner, 3 + np.arange(len(entries)) - first[owner]] = \
+            signature[owner, 3 + np.arange(len(entries)) - first[owner]] = (
                 p.mark[entries] * S + cls[p.dst[entries]]
+            )
         order = np.lexsort(signature.T[::-1])
         ranked = signature[order]
         new = np.ones(len(order), dtype=bool)
@@ -178,8 +192,9 @@ def classes(p: Product, top, max_i: int) -> tuple[np.ndarray, np.ndarray, Common
     return cls, rep, prefixes, height
 
 
-def lattices(p: Product, top, max_i: int, pairs, starts: np.ndarray, todo: np.ndarray,
-             sizes: np.ndarray) -> dict[int, Lattice]:
+def lattices(
+    p: Product, top, max_i: int, pairs, starts: np.ndarray, todo: np.ndarray, sizes: np.ndarray
+) -> dict[int, Lattice]:
     """The lattice of each pair in ``todo`` (whose start state is ``starts[k]``, its product
     sizes ``sizes[k]`` = (states, arcs)), numbered by depth-first search."""
     cls, rep, prefixes, height = classes(p, top, max_i)
@@ -201,12 +216,26 @@ def lattices(p: Product, top, max_i: int, pairs, starts: np.ndarray, todo: np.nd
     final, height = p.final[rep], height[rep]
     out = {}
     for r, start in zip(todo.tolist(), starts[todo].tolist()):
-        classes_ = by_pair[class_bounds[r]:class_bounds[r + 1]]
+        classes_ = by_pair[class_bounds[r] : class_bounds[r + 1]]
         lo, hi = arc_bounds[r], arc_bounds[r + 1]
-        out[r] = _number(top.marks, pairs[r], classes_, local[cls[start]],
-                         local[c_src[lo:hi]], c_mark[lo:hi], local[c_dst[lo:hi]],
-                         local[head[classes_]], depth[classes_], local[tail[classes_]],
-                         final, pos_i, pos_j, height, int(sizes[r, 0]), int(sizes[r, 1]))
+        out[r] = _number(
+            top.marks,
+            pairs[r],
+            classes_,
+            local[cls[start]],
+            local[c_src[lo:hi]],
+            c_mark[lo:hi],
+            local[c_dst[lo:hi]],
+            local[head[classes_]],
+            depth[classes_],
+            local[tail[classes_]],
+            final,
+            pos_i,
+            pos_j,
+            height,
+            int(sizes[r, 0]),
+            int(sizes[r, 1]),
+        )
     return out
 
 
@@ -224,8 +253,24 @@ def _chains(src: np.ndarray, dst: np.ndarray, n: int):
     return head, depth, tail
 
 
-def _number(marks, pair, classes, start, s, mark, d, head, depth, tail, final, pos_i, pos_j,
-            height, states_before, arcs_before) -> Lattice:
+def _number(
+    marks,
+    pair,
+    classes,
+    start,
+    s,
+    mark,
+    d,
+    head,
+    depth,
+    tail,
+    final,
+    pos_i,
+    pos_j,
+    height,
+    states_before,
+    arcs_before,
+) -> Lattice:
     """One pair's lattice from its classes (global ids, ascending), its class arcs in local ids
     (sorted by source and mark), its start, and each class's chain (head, depth; the tail of
     a head's chain): states in the reverse postorder of a depth-first search from the start,
@@ -247,7 +292,7 @@ def _number(marks, pair, classes, start, s, mark, d, head, depth, tail, final, p
             seen[q] = 1
             stack.append(~q)
             t = last[q]
-            stack.extend(backwards[total - end[t]:total - begin[t]])
+            stack.extend(backwards[total - end[t] : total - begin[t]])
     rank = np.zeros(n, dtype=np.int64)
     rank[post] = np.arange(len(post) - 1, -1, -1)
     new = np.empty(n, dtype=np.int64)
@@ -259,7 +304,16 @@ def _number(marks, pair, classes, start, s, mark, d, head, depth, tail, final, p
     positions = np.stack([pos_i[old], pos_j[old]], axis=1)
     positions[0] = 0  # nothing is consumed before the first mark
     x, y = pair
-    return Lattice(mark_vocab=marks, x=x, y=y, arc_src=s[by_source], arc_dst=d[by_source],
-                   arc_mark=mark[by_source], final=final[old].copy(), positions=positions,
-                   height=height[old].copy(), states_before_min=states_before,
-                   arcs_before_min=arcs_before)
+    return Lattice(
+        mark_vocab=marks,
+        x=x,
+        y=y,
+        arc_src=s[by_source],
+        arc_dst=d[by_source],
+        arc_mark=mark[by_source],
+        final=final[old].copy(),
+        positions=positions,
+        height=height[old].copy(),
+        states_before_min=states_before,
+        arcs_before_min=arcs_before,
+    )

@@ -62,8 +62,13 @@ def read_fst(fst: pynini.Fst) -> FstArrays:
     (final weight, first arc, arc count, two ε counts), then one C struct per arc (int32
     ilabel, int32 olabel, weight, int32 nextstate), so numpy reads both arrays in one go."""
     data = pywrapfst.convert(fst, "const").write_to_string()
-    weight = {"standard": "<f4", "log": "<f4", "tropical": "<f4",
-              "log64": "<f8", "tropical64": "<f8"}[fst.arc_type()]
+    weight = {
+        "standard": "<f4",
+        "log": "<f4",
+        "tropical": "<f4",
+        "log64": "<f8",
+        "tropical64": "<f8",
+    }[fst.arc_type()]
     pos = 4
     for _ in range(2):  # FST type and arc type strings
         (n,) = struct.unpack_from("<i", data, pos)
@@ -73,17 +78,24 @@ def read_fst(fst: pynini.Fst) -> FstArrays:
         raise ValueError("read_fst: FSTs with attached symbol tables are not supported")
     start, num_states, num_arcs = struct.unpack_from("<qqq", data, pos + 16)
     pos += 40
-    state_t = np.dtype([("final", weight), ("first", "<u4"), ("narcs", "<u4"),
-                        ("ieps", "<u4"), ("oeps", "<u4")], align=True)
+    state_t = np.dtype(
+        [("final", weight), ("first", "<u4"), ("narcs", "<u4"), ("ieps", "<u4"), ("oeps", "<u4")],
+        align=True,
+    )
     arc_t = np.dtype([("i", "<i4"), ("o", "<i4"), ("w", weight), ("d", "<i4")], align=True)
     if pos + num_states * state_t.itemsize + num_arcs * arc_t.itemsize != len(data):
         raise ValueError("read_fst: unexpected ConstFst layout")
     states = np.frombuffer(data, state_t, num_states, pos)
     arcs = np.frombuffer(data, arc_t, num_arcs, pos + num_states * state_t.itemsize)
-    return FstArrays(start=int(start), final=states["final"].astype(np.float64),
-                     src=np.repeat(np.arange(num_states), states["narcs"].astype(np.int64)),
-                     ilabel=arcs["i"].astype(np.int64), olabel=arcs["o"].astype(np.int64),
-                     cost=arcs["w"].astype(np.float64), dst=arcs["d"].astype(np.int64))
+    return FstArrays(
+        start=int(start),
+        final=states["final"].astype(np.float64),
+        src=np.repeat(np.arange(num_states), states["narcs"].astype(np.int64)),
+        ilabel=arcs["i"].astype(np.int64),
+        olabel=arcs["o"].astype(np.int64),
+        cost=arcs["w"].astype(np.float64),
+        dst=arcs["d"].astype(np.int64),
+    )
 
 
 EPSILON = "ε"
@@ -108,9 +120,13 @@ def pair_mark(input: str, output: str) -> list[str]:
     return [f"{input or EPSILON}:{output or EPSILON}"]
 
 
-def from_pynini(fst: pynini.Fst, marks: MarkSpec = None, *,
-                token_type: Union[str, pynini.SymbolTable] = "utf8",
-                name: str = "T") -> MarkedFST:
+def from_pynini(
+    fst: pynini.Fst,
+    marks: MarkSpec = None,
+    *,
+    token_type: Union[str, pynini.SymbolTable] = "utf8",
+    name: str = "T",
+) -> MarkedFST:
     """A marked FST with the paths of a Pynini transducer (see the module docstring)."""
     isyms, osyms = fst.input_symbols(), fst.output_symbols()
     bare = fst.copy()
@@ -123,11 +139,12 @@ def from_pynini(fst: pynini.Fst, marks: MarkSpec = None, *,
     out_name = _namer(osyms, token_type)
     mark_of = _mark_function(marks)
     raw = []
-    for q, i, o, r in zip(arrays.src.tolist(), arrays.ilabel.tolist(), arrays.olabel.tolist(),
-                          arrays.dst.tolist()):
+    for q, i, o, r in zip(
+        arrays.src.tolist(), arrays.ilabel.tolist(), arrays.olabel.tolist(), arrays.dst.tolist()
+    ):
         a, b = in_name(i), out_name(o)
         if isinstance(marks, OutputMarks) and b.startswith(marks.prefix):
-            raw.append((q, r, (a,) if a else (), (), (b[len(marks.prefix):],)))
+            raw.append((q, r, (a,) if a else (), (), (b[len(marks.prefix) :],)))
         else:
             raw.append((q, r, (a,) if a else (), (b,) if b else (), mark_of(a, b)))
     finals = np.flatnonzero(np.isfinite(arrays.final)).tolist()
@@ -141,8 +158,11 @@ def _mark_function(marks: MarkSpec) -> Callable[[str, str], tuple[str, ...]]:
         return lambda a, b: ()
     if callable(marks):
         return lambda a, b: as_symbols(marks(a, b), marks=True)
-    raise InvalidMFSTError(f"from_pynini: marks={marks!r} is neither None, a function of "
-                           "(input, output) nor OutputMarks", "e.g. marks=OutputMarks('@')")
+    raise InvalidMFSTError(
+        f"from_pynini: marks={marks!r} is neither None, a function of "
+        "(input, output) nor OutputMarks",
+        "e.g. marks=OutputMarks('@')",
+    )
 
 
 def _namer(table: Optional[pynini.SymbolTable], token_type) -> Callable[[int], str]:
@@ -151,8 +171,10 @@ def _namer(table: Optional[pynini.SymbolTable], token_type) -> Callable[[int], s
     if table is None and isinstance(token_type, pynini.SymbolTable):
         table = token_type
     elif table is None and token_type not in ("utf8", "byte"):
-        raise InvalidMFSTError(f"from_pynini: unknown token_type {token_type!r}",
-                               "use 'utf8', 'byte' or a pynini.SymbolTable")
+        raise InvalidMFSTError(
+            f"from_pynini: unknown token_type {token_type!r}",
+            "use 'utf8', 'byte' or a pynini.SymbolTable",
+        )
     cache = {0: ""}
 
     def name(label: int) -> str:
@@ -163,21 +185,30 @@ def _namer(table: Optional[pynini.SymbolTable], token_type) -> Callable[[int], s
         elif label >= GENERATED:
             text = generated.find(label)
         elif token_type == "byte" and label >= 128:
-            raise InvalidMFSTError(f"from_pynini: byte label {label} is part of a multi-byte "
-                                   "character", "compile the grammar with token_type='utf8'")
+            raise InvalidMFSTError(
+                f"from_pynini: byte label {label} is part of a multi-byte character",
+                "compile the grammar with token_type='utf8'",
+            )
         else:
             text = chr(label)
         if not text:
-            raise InvalidMFSTError(f"from_pynini: label {label} has no symbol",
-                                   "attach symbol tables or pass token_type=<SymbolTable>")
+            raise InvalidMFSTError(
+                f"from_pynini: label {label} has no symbol",
+                "attach symbol tables or pass token_type=<SymbolTable>",
+            )
         cache[label] = text
         return text
 
     return name
 
 
-def ride_on_marks(num_states: int, start: int, finals: Sequence[int],
-                  raw: Sequence[tuple[int, int, tuple, tuple, tuple]], name: str) -> MarkedFST:
+def ride_on_marks(
+    num_states: int,
+    start: int,
+    finals: Sequence[int],
+    raw: Sequence[tuple[int, int, tuple, tuple, tuple]],
+    name: str,
+) -> MarkedFST:
     """The MFST of (src, dst, input, output, marks) arcs with the mark-less arcs closed away:
     their symbols move onto the next marked arc of each path; states renumbered so that
     ``start`` is 0, then trimmed."""
@@ -185,8 +216,10 @@ def ride_on_marks(num_states: int, start: int, finals: Sequence[int],
     graph = nx.DiGraph()
     graph.add_edges_from((a[0], a[1]) for a in bare)
     if not nx.is_directed_acyclic_graph(graph):
-        raise InvalidMFSTError(f"{name}: a cycle of arcs without marks",
-                               "optimize() the grammar (removes ε cycles) or mark a loop")
+        raise InvalidMFSTError(
+            f"{name}: a cycle of arcs without marks",
+            "optimize() the grammar (removes ε cycles) or mark a loop",
+        )
     out_bare: dict[int, list] = {}
     out_marked: dict[int, list] = {}
     for a in raw:
@@ -207,9 +240,10 @@ def ride_on_marks(num_states: int, start: int, finals: Sequence[int],
                 if i or o:
                     raise InvalidMFSTError(
                         f"{name}: symbols {' '.join(i + o)!r} after the last mark of a path "
-                        f"into final state {r}", "end every path with a mark")
+                        f"into final state {r}",
+                        "end every path with a mark",
+                    )
                 result_finals.add(new[q])
             for _, s, ii, oo, m in out_marked.get(r, ()):
                 arcs.append(Arc(new[q], new[s], i + ii, o + oo, m))
     return MarkedFST.from_arcs(num_states, result_finals, arcs, name).trimmed()
-

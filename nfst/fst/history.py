@@ -72,9 +72,15 @@ def expand_history(lattice: Lattice, depth: int) -> HistoryLattice:
                 dst_h.append(index[dst[a]][(h * base + mark[a]) % size])
                 arc.append(a)
     arc = np.array(arc, dtype=np.int64)
-    split = Lattice(mark_vocab=lattice.mark_vocab, x=lattice.x, y=lattice.y,
-                    arc_src=np.array(src, dtype=np.int64), arc_dst=np.array(dst_h, dtype=np.int64),
-                    arc_mark=lattice.arc_mark[arc], final=lattice.final[state],
-                    positions=lattice.positions[state],
-                    height=lattice.height[state])  # (s, h) has s's paths ahead of it
+    split = Lattice(
+        mark_vocab=lattice.mark_vocab,
+        x=lattice.x,
+        y=lattice.y,
+        arc_src=np.array(src, dtype=np.int64),
+        arc_dst=np.array(dst_h, dtype=np.int64),
+        arc_mark=lattice.arc_mark[arc],
+        final=lattice.final[state],
+        positions=lattice.positions[state],
+        height=lattice.height[state],
+    )  # (s, h) has s's paths ahead of it
     return HistoryLattice(split, state, history, arc)

@@ -81,15 +81,17 @@ class Lattice:
         dst, final = self.arc_dst.tolist(), self.final.tolist()
         for s in range(self.num_states - 1, -1, -1):  # topological order: dst > src
             c = int(final[s])
-            for d in dst[offsets[s]:offsets[s + 1]]:
+            for d in dst[offsets[s] : offsets[s + 1]]:
                 c += count[d]
             count[s] = c
         return count[0]
 
     def require_acyclic(self, what: str) -> None:
         if not self.acyclic:
-            raise CyclicLatticeError(f"{what} needs an acyclic lattice; T_{{x,y}} for "
-                                     f"x={' '.join(self.x)!r}, y={' '.join(self.y)!r} is cyclic")
+            raise CyclicLatticeError(
+                f"{what} needs an acyclic lattice; T_{{x,y}} for "
+                f"x={' '.join(self.x)!r}, y={' '.join(self.y)!r} is cyclic"
+            )
 
     def to_dot(self) -> str:
         """Graphviz DOT text: states labelled with their positions (i, j), finals doubled."""
@@ -108,21 +110,32 @@ class Lattice:
         """A ``networkx.MultiDiGraph``: nodes are states (attributes ``position`` (i, j) and
         ``final``), edges are arcs (``mark``, the mark's name, and ``arc``, its index)."""
         import networkx as nx
+
         graph = nx.MultiDiGraph(x=self.x, y=self.y)
-        graph.add_nodes_from((s, {"position": (int(i), int(j)), "final": bool(f)})
-                             for s, ((i, j), f) in enumerate(zip(self.positions, self.final)))
-        graph.add_edges_from((int(q), int(r), {"mark": self.mark_vocab[m], "arc": a})
-                             for a, (q, r, m) in enumerate(zip(self.arc_src, self.arc_dst,
-                                                               self.arc_mark)))
+        graph.add_nodes_from(
+            (s, {"position": (int(i), int(j)), "final": bool(f)})
+            for s, ((i, j), f) in enumerate(zip(self.positions, self.final))
+        )
+        graph.add_edges_from(
+            (int(q), int(r), {"mark": self.mark_vocab[m], "arc": a})
+            for a, (q, r, m) in enumerate(zip(self.arc_src, self.arc_dst, self.arc_mark))
+        )
         return graph
 
     # -- serialisation (used by the on-disk cache) -----------------------------------------
     def to_state(self) -> dict:
         """Plain data for storage; integer arrays shrink to int32 (states and marks fit)."""
-        return {f.name: (v.astype(np.int32) if isinstance(v, np.ndarray) and v.dtype == np.int64
-                         else v) for f in fields(self) for v in [getattr(self, f.name)]}
+        return {
+            f.name: (v.astype(np.int32) if isinstance(v, np.ndarray) and v.dtype == np.int64 else v)
+            for f in fields(self)
+            for v in [getattr(self, f.name)]
+        }
 
     @classmethod
     def from_state(cls, state: dict) -> "Lattice":
-        return cls(**{k: (v.astype(np.int64) if isinstance(v, np.ndarray) and v.dtype == np.int32
-                          else v) for k, v in state.items()})
+        return cls(
+            **{
+                k: (v.astype(np.int64) if isinstance(v, np.ndarray) and v.dtype == np.int32 else v)
+                for k, v in state.items()
+            }
+        )

@@ -68,8 +68,9 @@ class MarkedFST:
         return self._derived[key]  # type: ignore[return-value]
 
     @classmethod
-    def from_arcs(cls, num_states: int, finals: Iterable[int], arcs: Iterable[Arc],
-                  name: str = "T") -> "MarkedFST":
+    def from_arcs(
+        cls, num_states: int, finals: Iterable[int], arcs: Iterable[Arc], name: str = "T"
+    ) -> "MarkedFST":
         """States 0..num_states-1 (the start is 0), final states and arcs, taken as they are."""
         T = cls(name)
         T._num_states = num_states
@@ -82,11 +83,16 @@ class MarkedFST:
         """A ``networkx.MultiDiGraph``: nodes are states (attributes ``start``, ``final``),
         edges are arcs (``input``, ``output``, ``marks``: tuples of symbols)."""
         import networkx as nx
+
         graph = nx.MultiDiGraph(name=self.name)
-        graph.add_nodes_from((q, {"start": q == self.start, "final": q in self._finals})
-                             for q in range(self._num_states))
-        graph.add_edges_from((a.src, a.dst, {"input": a.input, "output": a.output,
-                                             "marks": a.marks}) for a in self._arcs)
+        graph.add_nodes_from(
+            (q, {"start": q == self.start, "final": q in self._finals})
+            for q in range(self._num_states)
+        )
+        graph.add_edges_from(
+            (a.src, a.dst, {"input": a.input, "output": a.output, "marks": a.marks})
+            for a in self._arcs
+        )
         return graph
 
     def __getstate__(self) -> dict:
@@ -106,18 +112,22 @@ class MarkedFST:
         self._derived.clear()
         (self._finals.add if final else self._finals.discard)(q)
 
-    def add_arc(self, src: int, dst: int, input: Symbols = "", output: Symbols = "",
-                marks: Symbols = ()) -> None:
+    def add_arc(
+        self, src: int, dst: int, input: Symbols = "", output: Symbols = "", marks: Symbols = ()
+    ) -> None:
         self._check_state(src)
         self._check_state(dst)
         self._derived.clear()
-        self._arcs.append(Arc(src, dst, as_symbols(input), as_symbols(output),
-                              as_symbols(marks, marks=True)))
+        self._arcs.append(
+            Arc(src, dst, as_symbols(input), as_symbols(output), as_symbols(marks, marks=True))
+        )
 
     def _check_state(self, q: int) -> None:
         if not (isinstance(q, int) and 0 <= q < self._num_states):
-            raise InvalidMFSTError(f"{self.name}: no state {q!r} (it has {self._num_states})",
-                                   "create states with add_state() first")
+            raise InvalidMFSTError(
+                f"{self.name}: no state {q!r} (it has {self._num_states})",
+                "create states with add_state() first",
+            )
 
     # -- inspection ---------------------------------------------------------------------
     @property
@@ -156,8 +166,10 @@ class MarkedFST:
         return h.hexdigest()
 
     def __repr__(self) -> str:
-        return (f"MarkedFST({self.name!r}, states={self._num_states}, arcs={len(self._arcs)}, "
-                f"finals={len(self._finals)})")
+        return (
+            f"MarkedFST({self.name!r}, states={self._num_states}, arcs={len(self._arcs)}, "
+            f"finals={len(self._finals)})"
+        )
 
     # -- rational operations --------------------------------------------------------------
     def _copy_into(self, target: "MarkedFST") -> int:
@@ -247,8 +259,10 @@ class MarkedFST:
     def require_single_symbols(self, what: str) -> None:
         for a in self._arcs:
             if len(a.input) > 1 or len(a.output) > 1:
-                raise InvalidMFSTError(f"{self.name}: {what} needs at most one symbol per tape, "
-                                       f"arc {a}", "split multi-symbol arcs into chains first")
+                raise InvalidMFSTError(
+                    f"{self.name}: {what} needs at most one symbol per tape, arc {a}",
+                    "split multi-symbol arcs into chains first",
+                )
 
     def trimmed(self) -> "MarkedFST":
         """Keep only states on some path from the start to a final state."""
@@ -261,8 +275,11 @@ class MarkedFST:
         new = {q: i for i, q in enumerate(keep)}
         result._num_states = len(keep)
         result._finals = {new[q] for q in self._finals if q in new}
-        result._arcs = [Arc(new[a.src], new[a.dst], a.input, a.output, a.marks)
-                        for a in self._arcs if a.src in new and a.dst in new]
+        result._arcs = [
+            Arc(new[a.src], new[a.dst], a.input, a.output, a.marks)
+            for a in self._arcs
+            if a.src in new and a.dst in new
+        ]
         return result
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pynini
 
-from .mfst import Arc, MarkedFST
 from .from_openfst import read_fst
+from .mfst import Arc, MarkedFST
 from .to_openfst import states_of
 
 
@@ -23,13 +23,25 @@ def compose_openfst(A: MarkedFST, B: MarkedFST) -> MarkedFST:
     """A ∘ B with marks concatenated (A's then B's); arcs carry ≤ 1 symbol per tape."""
     A.require_single_symbols("compose")
     B.require_single_symbols("compose")
-    middle = {s: k + 1 for k, s in enumerate(sorted(set(A.output_alphabet) | set(B.input_alphabet)))}
+    middle = {
+        s: k + 1 for k, s in enumerate(sorted(set(A.output_alphabet) | set(B.input_alphabet)))
+    }
     side_a: dict[tuple, int] = {((), ()): 0}  # (input, marks) of A's arcs -> label (0 = ε)
     side_b: dict[tuple, int] = {((), ()): 0}  # (output, marks) of B's arcs -> label
-    fa = _encode(A, lambda a: (side_a.setdefault((a.input, a.marks), len(side_a)),
-                               middle[a.output[0]] if a.output else 0))
-    fb = _encode(B, lambda a: (middle[a.input[0]] if a.input else 0,
-                               side_b.setdefault((a.output, a.marks), len(side_b))))
+    fa = _encode(
+        A,
+        lambda a: (
+            side_a.setdefault((a.input, a.marks), len(side_a)),
+            middle[a.output[0]] if a.output else 0,
+        ),
+    )
+    fb = _encode(
+        B,
+        lambda a: (
+            middle[a.input[0]] if a.input else 0,
+            side_b.setdefault((a.output, a.marks), len(side_b)),
+        ),
+    )
     fa.arcsort("olabel")
     fb.arcsort("ilabel")
     composed = read_fst(pynini.compose(fa, fb, compose_filter="alt_sequence", connect=True))
@@ -40,9 +52,15 @@ def compose_openfst(A: MarkedFST, B: MarkedFST) -> MarkedFST:
     new = np.arange(num)  # the start becomes state 0
     new[[0, composed.start]] = new[[composed.start, 0]]
     decode_a, decode_b = list(side_a), list(side_b)
-    arcs = [Arc(q, r, decode_a[i][0], decode_b[o][0], decode_a[i][1] + decode_b[o][1])
-            for q, i, o, r in zip(new[composed.src].tolist(), composed.ilabel.tolist(),
-                                  composed.olabel.tolist(), new[composed.dst].tolist())]
+    arcs = [
+        Arc(q, r, decode_a[i][0], decode_b[o][0], decode_a[i][1] + decode_b[o][1])
+        for q, i, o, r in zip(
+            new[composed.src].tolist(),
+            composed.ilabel.tolist(),
+            composed.olabel.tolist(),
+            new[composed.dst].tolist(),
+        )
+    ]
     finals = new[np.flatnonzero(np.isfinite(composed.final))].tolist()
     return MarkedFST.from_arcs(num, finals, arcs, name)
 

@@ -18,8 +18,9 @@ def openfst_lattice(T: MarkedFST, x: Symbols, y: Symbols) -> pynini.Fst:
     """x ∘ T ∘ y determinized and minimized by OpenFst alone (docs/design.md §3, steps 1-3), without
     positions, contraction or checks: the reference that ``nfst bench compile`` times."""
     enc = CompileEncoding.of(T)
-    composed = pynini.compose(enc.fst, enc.alignment_acceptor(as_symbols(x), as_symbols(y)),
-                              connect=True)
+    composed = pynini.compose(
+        enc.fst, enc.alignment_acceptor(as_symbols(x), as_symbols(y)), connect=True
+    )
     return pynini.determinize(composed.rmepsilon()).minimize()
 
 

@@ -26,6 +26,8 @@ class Structure:
     def share(self, lattice: Lattice, arcs: Tensor, weights: Tensor) -> float:
         """Σ_j weights_j · [path j agrees] for paths ``arcs`` (k, L), lattice-local, -1 padded,
         and weights (k,) summing to 1."""
-        hits = [self.agrees(lattice, lattice.marks_of([a for a in row if a >= 0]))
-                for row in arcs.tolist()]
+        hits = [
+            self.agrees(lattice, lattice.marks_of([a for a in row if a >= 0]))
+            for row in arcs.tolist()
+        ]
         return float((weights * torch.tensor(hits, dtype=weights.dtype)).sum())

@@ -41,15 +41,25 @@ def to_pynini(T: MarkedFST, prefix: str = "@") -> pynini.Fst:
         table.add_symbol(s)
     for m in T.mark_alphabet:
         if table.member(prefix + m):
-            raise InvalidMFSTError(f"{T.name}: the mark {m!r} written {prefix + m!r} is also a "
-                                   "symbol", "pass another prefix")
+            raise InvalidMFSTError(
+                f"{T.name}: the mark {m!r} written {prefix + m!r} is also a symbol",
+                "pass another prefix",
+            )
         table.add_symbol(prefix + m)
     fst, one = states_of(T)
-    label = lambda s: table.find(s) if s else 0
+
+    def label(s: str) -> int:
+        return table.find(s) if s else 0
+
     for arc in T.arcs:
         width = max(len(arc.input), len(arc.output))
-        pairs = [(label(arc.input[t] if t < len(arc.input) else ""),
-                  label(arc.output[t] if t < len(arc.output) else "")) for t in range(width)]
+        pairs = [
+            (
+                label(arc.input[t] if t < len(arc.input) else ""),
+                label(arc.output[t] if t < len(arc.output) else ""),
+            )
+            for t in range(width)
+        ]
         pairs += [(0, table.find(prefix + m)) for m in arc.marks]
         prev = arc.src
         for t, (i, o) in enumerate(pairs or [(0, 0)]):
@@ -61,8 +71,9 @@ def to_pynini(T: MarkedFST, prefix: str = "@") -> pynini.Fst:
     return fst
 
 
-def lattice_to_fst(lattice: Lattice, arc_weights: Optional[np.ndarray] = None,
-                   arc_type: str = "log64") -> pynini.Fst:
+def lattice_to_fst(
+    lattice: Lattice, arc_weights: Optional[np.ndarray] = None, arc_type: str = "log64"
+) -> pynini.Fst:
     """The lattice as a pynini acceptor over mark ids + 1 (0 is ε). ``arc_weights`` are
     log-space scores; OpenFst costs are their negation."""
     weights = np.zeros(lattice.num_arcs) if arc_weights is None else np.asarray(arc_weights)
@@ -74,6 +85,10 @@ def lattice_to_fst(lattice: Lattice, arc_weights: Optional[np.ndarray] = None,
         fst.set_final(int(s), one)
     for a in range(lattice.num_arcs):
         label = int(lattice.arc_mark[a]) + 1
-        fst.add_arc(int(lattice.arc_src[a]), pynini.Arc(
-            label, label, pynini.Weight(arc_type, -float(weights[a])), int(lattice.arc_dst[a])))
+        fst.add_arc(
+            int(lattice.arc_src[a]),
+            pynini.Arc(
+                label, label, pynini.Weight(arc_type, -float(weights[a])), int(lattice.arc_dst[a])
+            ),
+        )
     return fst

@@ -7,5 +7,15 @@ from .samplers import SAMPLERS, Sampler, SamplerConfig, Vocabulary, make_sampler
 from .scorer import ArcFactoredScorer, LSTMScorer, Scorer
 from .scorer_calls import CountingScorer
 
-__all__ = ["ArcFactoredScorer", "CountingScorer", "LSTMScorer", "NgramScorer", "SAMPLERS",
-           "Sampler", "SamplerConfig", "Scorer", "Vocabulary", "make_sampler"]
+__all__ = [
+    "ArcFactoredScorer",
+    "CountingScorer",
+    "LSTMScorer",
+    "NgramScorer",
+    "SAMPLERS",
+    "Sampler",
+    "SamplerConfig",
+    "Scorer",
+    "Vocabulary",
+    "make_sampler",
+]

@@ -46,21 +46,32 @@ def _read(path: str | os.PathLike, model: str) -> dict:
     try:
         payload = storage.load(path)
     except CorruptCacheError as exc:
-        raise CorruptCacheError(exc.args[0], f"give a {model} file that nfst.save_{model} or "
-                                f"`nfst run` wrote; retrain the model if it was damaged") from None
+        raise CorruptCacheError(
+            exc.args[0],
+            f"give a {model} file that nfst.save_{model} or "
+            f"`nfst run` wrote; retrain the model if it was damaged",
+        ) from None
     if not isinstance(payload, dict) or "model" not in payload:
         if isinstance(payload, dict) and "state" in payload:  # nfst run's files before 0.1
-            raise NfstError(f"{path}: a {model} file of an older nfst, without its vocabulary "
-                            f"and settings", "open it through its run, "
-                            "nfst.experiment.Run.open(RUN_DIR), or train the model again")
-        raise NfstError(f"{path}: not an nfst model file", f"give a file that "
-                        f"nfst.save_{model} or `nfst run` wrote")
+            raise NfstError(
+                f"{path}: a {model} file of an older nfst, without its vocabulary and settings",
+                "open it through its run, "
+                "nfst.experiment.Run.open(RUN_DIR), or train the model again",
+            )
+        raise NfstError(
+            f"{path}: not an nfst model file",
+            f"give a file that nfst.save_{model} or `nfst run` wrote",
+        )
     if payload["model"] != model:
-        raise NfstError(f"{path}: a {payload['model']} file, not a {model} file",
-                        f"read it with nfst.load_{payload['model']}")
+        raise NfstError(
+            f"{path}: a {payload['model']} file, not a {model} file",
+            f"read it with nfst.load_{payload['model']}",
+        )
     if payload["version"] > VERSION:
-        raise NfstError(f"{path}: written by a newer nfst (layout {payload['version']})",
-                        "upgrade nfst to read it")
+        raise NfstError(
+            f"{path}: written by a newer nfst (layout {payload['version']})",
+            "upgrade nfst to read it",
+        )
     return payload
 
 
@@ -68,14 +79,25 @@ def save_sampler(sampler: Sampler, path: str | os.PathLike) -> None:
     """Write ``sampler`` (one that :func:`~nfst.models.samplers.make_sampler` builds, so that
     it has a registered name and a vocabulary) to ``path``, atomically."""
     if SAMPLERS.get(sampler.name) is not type(sampler) or sampler.vocabulary is None:
-        raise ValueError(f"only a sampler built by make_sampler can be saved, not "
-                         f"{type(sampler).__name__} (name {sampler.name!r})")
+        raise ValueError(
+            f"only a sampler built by make_sampler can be saved, not "
+            f"{type(sampler).__name__} (name {sampler.name!r})"
+        )
     vocabulary = sampler.vocabulary
-    storage.save(path, {
-        "model": "sampler", "version": VERSION, "name": sampler.name,
-        "marks": vocabulary.marks, "symbols": vocabulary.symbols,
-        "config": dataclasses.asdict(sampler.config), "dtype": _dtype(sampler),
-        "state": _state(sampler)}, durable=True)
+    storage.save(
+        path,
+        {
+            "model": "sampler",
+            "version": VERSION,
+            "name": sampler.name,
+            "marks": vocabulary.marks,
+            "symbols": vocabulary.symbols,
+            "config": dataclasses.asdict(sampler.config),
+            "dtype": _dtype(sampler),
+            "state": _state(sampler),
+        },
+        durable=True,
+    )
 
 
 def load_sampler(path: str | os.PathLike, device: torch.device | str = "cpu") -> Sampler:
@@ -83,8 +105,10 @@ def load_sampler(path: str | os.PathLike, device: torch.device | str = "cpu") ->
     ``device``, in eval mode."""
     payload = _read(path, "sampler")
     if payload["name"] not in SAMPLERS:
-        raise NfstError(f"{path}: a {payload['name']} sampler, which this nfst does not know",
-                        f"known samplers: {', '.join(SAMPLERS)}")
+        raise NfstError(
+            f"{path}: a {payload['name']} sampler, which this nfst does not know",
+            f"known samplers: {', '.join(SAMPLERS)}",
+        )
     vocabulary = Vocabulary(payload["marks"], payload["symbols"])
     sampler = SAMPLERS[payload["name"]](vocabulary, SamplerConfig(**payload["config"]))
     return _filled(sampler, payload, device, path)
@@ -101,15 +125,20 @@ def load_state(model: torch.nn.Module, state: dict, path: str | os.PathLike) -> 
     so, rather than torch's, where their sizes do not fit the model: a vocabulary of another
     size, i.e. a model trained on another topology (its marks or symbols changed since)."""
     mine = model.state_dict()
-    misfits = [f"{key} {tuple(value.shape)} in the file, {tuple(mine[key].shape)} here"
-               for key, value in state.items()
-               if key in mine and tuple(value.shape) != tuple(mine[key].shape)]
+    misfits = [
+        f"{key} {tuple(value.shape)} in the file, {tuple(mine[key].shape)} here"
+        for key, value in state.items()
+        if key in mine and tuple(value.shape) != tuple(mine[key].shape)
+    ]
     if misfits:
-        raise NfstError(f"{path}: its parameters do not fit this model ({misfits[0]}"
-                        f"{f', and {len(misfits) - 1} more' if len(misfits) > 1 else ''}): "
-                        "it was trained on another vocabulary", "the topology's marks or "
-                        "symbols changed since the model was trained: train it again, in a "
-                        "new run directory")
+        raise NfstError(
+            f"{path}: its parameters do not fit this model ({misfits[0]}"
+            f"{f', and {len(misfits) - 1} more' if len(misfits) > 1 else ''}): "
+            "it was trained on another vocabulary",
+            "the topology's marks or "
+            "symbols changed since the model was trained: train it again, in a "
+            "new run directory",
+        )
     model.load_state_dict(state)
 
 
@@ -118,18 +147,35 @@ def save_scorer(scorer: Scorer, path: str | os.PathLike) -> None:
     :class:`~nfst.models.ngram.NgramScorer` or an
     :class:`~nfst.models.scorer.ArcFactoredScorer` to ``path``, atomically."""
     if isinstance(scorer, LSTMScorer):
-        kind, sizes = "lstm", {"vocab_size": scorer.vocab_size,
-                               "hidden": scorer.lstm.hidden_size,
-                               "layers": scorer.lstm.num_layers, "dropout": scorer.drop.p}
+        kind, sizes = (
+            "lstm",
+            {
+                "vocab_size": scorer.vocab_size,
+                "hidden": scorer.lstm.hidden_size,
+                "layers": scorer.lstm.num_layers,
+                "dropout": scorer.drop.p,
+            },
+        )
     elif isinstance(scorer, NgramScorer):
         kind, sizes = "ngram", {"vocab_size": scorer.vocab_size, "order": scorer.order}
     elif isinstance(scorer, ArcFactoredScorer):
         kind, sizes = "arc-factored", {"vocab_size": scorer.vocab_size}
     else:
-        raise ValueError(f"cannot save a {type(scorer).__name__}: only the LSTM, n-gram and "
-                         f"arc-factored scorers")
-    storage.save(path, {"model": "scorer", "version": VERSION, "kind": kind, "sizes": sizes,
-                        "dtype": _dtype(scorer), "state": _state(scorer)}, durable=True)
+        raise ValueError(
+            f"cannot save a {type(scorer).__name__}: only the LSTM, n-gram and arc-factored scorers"
+        )
+    storage.save(
+        path,
+        {
+            "model": "scorer",
+            "version": VERSION,
+            "kind": kind,
+            "sizes": sizes,
+            "dtype": _dtype(scorer),
+            "state": _state(scorer),
+        },
+        durable=True,
+    )
 
 
 def load_scorer(path: str | os.PathLike, device: torch.device | str = "cpu") -> Scorer:
@@ -144,6 +190,8 @@ def load_scorer(path: str | os.PathLike, device: torch.device | str = "cpu") -> 
     elif kind == "arc-factored":
         scorer = ArcFactoredScorer(torch.zeros(sizes["vocab_size"] + 1))
     else:
-        raise NfstError(f"{path}: a scorer of kind {kind!r}, which this nfst does not know",
-                        "the kinds are lstm, ngram and arc-factored")
+        raise NfstError(
+            f"{path}: a scorer of kind {kind!r}, which this nfst does not know",
+            "the kinds are lstm, ngram and arc-factored",
+        )
     return _filled(scorer, payload, device, path).freeze()

@@ -21,6 +21,8 @@ Shapes: V marks, EOS = V as an output, BOS = V in a history; H = (V + 1)^(n − 
 
 from __future__ import annotations
 
+from typing import Optional, Sequence
+
 import numpy as np
 import torch
 from torch import Tensor, nn
@@ -32,8 +34,7 @@ from ..fst.lattice import Lattice
 from .samplers.refined import RefinedLatticeSampler, Refinement
 from .scorer import Scorer
 
-
-DENSE_LIMIT = 2 ** 27
+DENSE_LIMIT = 2**27
 """Most entries of a dense θ (1 GiB in float64, Adam's state twice that): above it the
 constructor refuses, and ``histories`` is needed."""
 
@@ -46,8 +47,13 @@ class NgramScorer(Scorer):
     reads the uniform distribution. None: all (V + 1)^(n − 1) have one (dense; refused above
     ``DENSE_LIMIT`` entries)."""
 
-    def __init__(self, vocab_size: int, order: int = 1, dtype: torch.dtype = torch.float64,
-                 histories: Optional[Tensor] = None):
+    def __init__(
+        self,
+        vocab_size: int,
+        order: int = 1,
+        dtype: torch.dtype = torch.float64,
+        histories: Optional[Tensor] = None,
+    ):
         super().__init__()
         if order < 1:
             raise ValueError(f"an n-gram has order n ≥ 1, got {order}")
@@ -55,9 +61,11 @@ class NgramScorer(Scorer):
         if histories is None:
             rows = (vocab_size + 1) ** (order - 1)
             if rows * (vocab_size + 1) > DENSE_LIMIT:
-                raise ValueError(f"a dense {order}-gram over {vocab_size} marks has "
-                                 f"{rows * (vocab_size + 1):,} entries (more than "
-                                 f"{DENSE_LIMIT:,}): build it with NgramScorer.for_lattices")
+                raise ValueError(
+                    f"a dense {order}-gram over {vocab_size} marks has "
+                    f"{rows * (vocab_size + 1):,} entries (more than "
+                    f"{DENSE_LIMIT:,}): build it with NgramScorer.for_lattices"
+                )
         else:
             histories = torch.as_tensor(histories, dtype=torch.long)
             rows = len(histories)
@@ -67,8 +75,9 @@ class NgramScorer(Scorer):
         self._last: tuple = (None,)  # the last batch refined, and its history lattices
 
     @classmethod
-    def for_lattices(cls, lattices: Sequence[Lattice], order: int = 1,
-                     dtype: torch.dtype = torch.float64) -> "NgramScorer":
+    def for_lattices(
+        cls, lattices: Sequence[Lattice], order: int = 1, dtype: torch.dtype = torch.float64
+    ) -> "NgramScorer":
         """An n-gram (θ = 0) with a row of θ for each history that occurs in ``lattices``
         (their history lattices are built here, once, and kept)."""
         built = [(lat, expand_history(lat, order - 1)) for lat in lattices]
@@ -107,21 +116,24 @@ class NgramScorer(Scorer):
         h, total = self.start(N), table.new_zeros(N)
         for t in range(L + 1):
             nxt = torch.where(lengths == t, self.eos, marks[:, t])
-            total = total + torch.where(t <= lengths, table[self.rows(h), nxt],
-                                        table.new_zeros(()))
+            total = total + torch.where(t <= lengths, table[self.rows(h), nxt], table.new_zeros(()))
             h = self.advance(h, marks[:, t])
         return total
 
     def start(self, n: int) -> Tensor:
-        return torch.full((n,), start_history(self.depth, self.vocab_size), dtype=torch.long,
-                          device=self.logits.device)
+        return torch.full(
+            (n,),
+            start_history(self.depth, self.vocab_size),
+            dtype=torch.long,
+            device=self.logits.device,
+        )
 
     def next_log_probs(self, state: Tensor) -> Tensor:
         return self.log_table()[self.rows(state)]
 
     def advance(self, state: Tensor, marks: Tensor) -> Tensor:
         base = self.vocab_size + 1
-        return (state * base + marks) % base ** self.depth
+        return (state * base + marks) % base**self.depth
 
     def select_state(self, state: Tensor, index: Tensor) -> Tensor:
         return state[index]
@@ -141,11 +153,16 @@ class NgramScorer(Scorer):
         if self._last[0] is not batch:  # a training loop refines one batch again and again
             built = [self.expansion(lat) for lat in batch.lattices]
             split = LatticeBatch([h.lattice for h in built], batch.device)
-            history = torch.as_tensor(np.concatenate([h.history for h in built]),
-                                      device=batch.device)
+            history = torch.as_tensor(
+                np.concatenate([h.history for h in built]), device=batch.device
+            )
             origin = torch.as_tensor(np.concatenate([h.arc for h in built]), device=batch.device)
-            self._last = (batch, split, self.rows(history),
-                          origin + batch.arc_offsets[split.arc_lattice])
+            self._last = (
+                batch,
+                split,
+                self.rows(history),
+                origin + batch.arc_offsets[split.arc_lattice],
+            )
         _, split, row, origin = self._last
         table = self.log_table().to(batch.device)
         arc_w = table[row[split.arc_src], split.arc_mark]

@@ -68,8 +68,9 @@ class Scorer(nn.Module):
         """The prefixes ``index`` (n',) of ``state``, in that order."""
         raise NotImplementedError
 
-    def log_prob_tree(self, marks: Tensor, lengths: Tensor, groups: Optional[Tensor] = None
-                      ) -> Tensor:
+    def log_prob_tree(
+        self, marks: Tensor, lengths: Tensor, groups: Optional[Tensor] = None
+    ) -> Tensor:
         """``log_prob`` (N,) of marks (N, L) and lengths (N,), by the one-mark-at-a-time
         interface over the strings' prefix tree: each distinct prefix's next-mark
         distribution is computed once, however many strings share it, so scoring costs
@@ -93,8 +94,9 @@ class Scorer(nn.Module):
             rows = rows[lengths[rows] > t]
             if not len(rows):
                 break
-            child, node[rows] = torch.unique(node[rows] * (V + 1) + marks[rows, t],
-                                             return_inverse=True)
+            child, node[rows] = torch.unique(
+                node[rows] * (V + 1) + marks[rows, t], return_inverse=True
+            )
             state = self.advance(self.select_state(state, child // (V + 1)), child % (V + 1))
             t += 1
         tokens = torch.cat(tokens)
@@ -141,13 +143,13 @@ class LSTMScorer(Scorer):
     padding, more pay more per-step overhead (on cipher's paths at hidden 64 and 256, 32 was
     within 4% of the fastest choice, scoring and training alike)."""
 
-    def __init__(self, vocab_size: int, hidden: int = 256, layers: int = 2,
-                 dropout: float = 0.3):
+    def __init__(self, vocab_size: int, hidden: int = 256, layers: int = 2, dropout: float = 0.3):
         super().__init__()
         self.vocab_size = vocab_size
         self.embed = nn.Embedding(vocab_size + 1, hidden)
-        self.lstm = nn.LSTM(hidden, hidden, layers, batch_first=True,
-                            dropout=dropout if layers > 1 else 0.0)
+        self.lstm = nn.LSTM(
+            hidden, hidden, layers, batch_first=True, dropout=dropout if layers > 1 else 0.0
+        )
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(hidden, vocab_size + 1)
 
@@ -163,20 +165,32 @@ class LSTMScorer(Scorer):
         bos = marks.new_full((len(marks), 1), self.vocab_size)
         ids = torch.cat([bos, marks.clamp(min=0)], dim=1)
         lstm = self.lstm
-        if (self.training and self.drop.p > 0) or marks.device.type != "cpu" or \
-                self.vocab_size + 1 >= lstm.hidden_size:
+        if (
+            (self.training and self.drop.p > 0)
+            or marks.device.type != "cpu"
+            or self.vocab_size + 1 >= lstm.hidden_size
+        ):
             top, _ = lstm(self.drop(self.embed(ids)))
             return torch.log_softmax(self.out(self.drop(top)), dim=-1)
         weights = lstm._flat_weights
         first = weights[0] @ self.embed.weight.T  # (4H, V + 1): W_ih e of every id
         h0 = first.new_zeros(lstm.num_layers, len(ids), lstm.hidden_size)
-        top = torch._VF.lstm(nn.functional.one_hot(ids, self.vocab_size + 1).to(first.dtype),
-                             (h0, h0), [first] + weights[1:], lstm.bias, lstm.num_layers,
-                             lstm.dropout, self.training, False, True)[0]
+        top = torch._VF.lstm(
+            nn.functional.one_hot(ids, self.vocab_size + 1).to(first.dtype),
+            (h0, h0),
+            [first] + weights[1:],
+            lstm.bias,
+            lstm.num_layers,
+            lstm.dropout,
+            self.training,
+            False,
+            True,
+        )[0]
         return torch.log_softmax(self.out(top), dim=-1)
 
-    def log_prob_smoothed(self, marks: Tensor, lengths: Tensor, smoothing: float
-                          ) -> tuple[Tensor, Tensor]:
+    def log_prob_smoothed(
+        self, marks: Tensor, lengths: Tensor, smoothing: float
+    ) -> tuple[Tensor, Tensor]:
         """(log p̃ (N,), label-smoothed log-likelihood (N,)) in one pass; in the second each
         token contributes (1 − ε) log p(ω_t | ω_{<t}) + ε · mean_m log p(m | ω_{<t}).
 
@@ -191,14 +205,16 @@ class LSTMScorer(Scorer):
         if len(marks) <= rows:
             return self._log_prob_padded(marks, lengths, smoothing)
         order = torch.argsort(lengths, stable=True)
-        parts = [self._log_prob_padded(marks[run, :int(lengths[run[-1]])], lengths[run],
-                                       smoothing)
-                 for run in torch.tensor_split(order, -(-len(marks) // rows))]
+        parts = [
+            self._log_prob_padded(marks[run, : int(lengths[run[-1]])], lengths[run], smoothing)
+            for run in torch.tensor_split(order, -(-len(marks) // rows))
+        ]
         unsort = torch.argsort(order)  # row i of the input is row unsort[i] of the runs
         return tuple(torch.cat(part)[unsort] for part in zip(*parts))
 
-    def _log_prob_padded(self, marks: Tensor, lengths: Tensor, smoothing: float
-                         ) -> tuple[Tensor, Tensor]:
+    def _log_prob_padded(
+        self, marks: Tensor, lengths: Tensor, smoothing: float
+    ) -> tuple[Tensor, Tensor]:
         """``log_prob_smoothed`` with every string run to L."""
         logp = self.step_log_probs(marks)
         L = marks.shape[1]
@@ -246,8 +262,11 @@ class ArcFactoredScorer(Scorer):
         self.weights = nn.Parameter(weights.detach().clone())
 
     def log_prob(self, marks: Tensor, lengths: Tensor) -> Tensor:
-        per_mark = torch.where(marks >= 0, self.weights[marks.clamp(min=0)],
-                               torch.zeros((), dtype=self.weights.dtype, device=marks.device))
+        per_mark = torch.where(
+            marks >= 0,
+            self.weights[marks.clamp(min=0)],
+            torch.zeros((), dtype=self.weights.dtype, device=marks.device),
+        )
         return per_mark.sum(1) + self.weights[self.eos]
 
     def start(self, n: int) -> Tensor:

@@ -47,7 +47,9 @@ class CountingScorer(Scorer):
         return self.inner.next_log_probs(state.inner)
 
     def advance(self, state: CountedState, marks: Tensor) -> CountedState:
-        return CountedState(self.inner.advance(state.inner, marks), state.live & (marks != self.eos))
+        return CountedState(
+            self.inner.advance(state.inner, marks), state.live & (marks != self.eos)
+        )
 
     def select_state(self, state: CountedState, index: Tensor) -> CountedState:
         return CountedState(self.inner.select_state(state.inner, index), state.live[index])

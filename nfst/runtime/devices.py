@@ -31,13 +31,14 @@ def resolve_device(name: str) -> torch.device:
     except RuntimeError:
         device = None
     if device is None or device.type not in ("cpu", "cuda"):
-        raise NfstError(f"--device {name}: not a device name",
-                        "use cpu, cuda, cuda:N or auto")
+        raise NfstError(f"--device {name}: not a device name", "use cpu, cuda, cuda:N or auto")
     if device.type == "cuda" and not torch.cuda.is_available():
         raise NfstError(f"--device {name}: no CUDA device is available", "use --device cpu")
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise NfstError(f"--device {name}: there are {torch.cuda.device_count()} CUDA devices",
-                        "use cuda:N with N below that, or cuda")
+        raise NfstError(
+            f"--device {name}: there are {torch.cuda.device_count()} CUDA devices",
+            "use cuda:N with N below that, or cuda",
+        )
     return device
 
 

@@ -87,8 +87,17 @@ def item_seed(seed: int, *key: int | str) -> int:
     return int.from_bytes(digest, "little") >> 1
 
 
-STREAMS = ("init", "train", "early_stopping", "scorer", "validation", "test", "log_z", "smc",
-           "triples")
+STREAMS = (
+    "init",
+    "train",
+    "early_stopping",
+    "scorer",
+    "validation",
+    "test",
+    "log_z",
+    "smc",
+    "triples",
+)
 """The named random streams of a seed (:func:`stream_seed`; module docstring)."""
 
 

@@ -29,5 +29,7 @@ def keep_freed_memory(mmap_threshold: int = 32 << 20, trim_threshold: int = 1 <<
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return (mallopt(_M_MMAP_THRESHOLD, mmap_threshold) == 1
-            and mallopt(_M_TRIM_THRESHOLD, trim_threshold) == 1)
+    return (
+        mallopt(_M_MMAP_THRESHOLD, mmap_threshold) == 1
+        and mallopt(_M_TRIM_THRESHOLD, trim_threshold) == 1
+    )

@@ -33,8 +33,10 @@ from typing import Any, Sequence
 def nearest(key: str, keys: Sequence[str]) -> list[str]:
     """Up to three of ``keys`` whose last dotted part is spelled like ``key``'s, the most similar
     whole key first (``sampler.stpes``: sampler.steps, scorer.steps, scorer.ngram.steps)."""
+
     def like(a, b):
         return difflib.SequenceMatcher(None, a, b).ratio()
+
     name = key.rpartition(".")[2]
     near = [k for k in keys if like(name, k.rpartition(".")[2]) >= 0.75]
     return sorted(near, key=lambda k: -like(key, k))[:3]
@@ -68,10 +70,10 @@ class Interval:
         a = "an" if what[0] in "aeiou" else "a"
         low = f"{self.low:g}"
         if self.high != math.inf:
-            return f"{a} {what} in {'[' if self.low_in else '('}{low}, {self.high:g}" + \
-                ("]" if self.high_in else ")")
-        if (self.low == 0 and not self.low_in) or (what == "int" and self.low == 1
-                                                    and self.low_in):
+            return f"{a} {what} in {'[' if self.low_in else '('}{low}, {self.high:g}" + (
+                "]" if self.high_in else ")"
+            )
+        if (self.low == 0 and not self.low_in) or (what == "int" and self.low == 1 and self.low_in):
             return f"a positive {what}"
         return f"{a} {what} of at least {low}" if self.low_in else f"{a} {what} above {low}"
 
@@ -125,8 +127,9 @@ def _value(expected, within: Interval | None, value: Any) -> Any:
                 return tuple(_value(args[0], within, v) for v in value)
             except ValueError:
                 pass
-        raise ValueError(f"expected a list of {_described(args[0], within, plural=True)}, "
-                         f"got {value!r}")
+        raise ValueError(
+            f"expected a list of {_described(args[0], within, plural=True)}, got {value!r}"
+        )
     if not isinstance(expected, type):
         return value  # an annotation we do not check (a task's own settings may have any)
     number = float(value) if expected is float and type(value) is int else value
@@ -138,10 +141,16 @@ def _value(expected, within: Interval | None, value: Any) -> Any:
 def _described(expected: type, within: Interval | None, plural: bool = False) -> str:
     if not isinstance(expected, type):
         return str(expected)
-    text = within.described(expected.__name__) if within is not None else \
-        f"{'an' if expected.__name__[0] in 'aeiou' else 'a'} {expected.__name__}"
-    return text.partition(" ")[2].replace(expected.__name__, expected.__name__ + "s", 1) \
-        if plural else text
+    text = (
+        within.described(expected.__name__)
+        if within is not None
+        else f"{'an' if expected.__name__[0] in 'aeiou' else 'a'} {expected.__name__}"
+    )
+    return (
+        text.partition(" ")[2].replace(expected.__name__, expected.__name__ + "s", 1)
+        if plural
+        else text
+    )
 
 
 def check_settings(config: Any, prefix: str = "") -> None:

@@ -54,10 +54,16 @@ def write_atomically(path: str | os.PathLike, data: bytes, *, durable: bool = Fa
 def load(path: str | os.PathLike) -> Any:
     """Read a file written by ``save``; raises CorruptCacheError if it fails its check."""
     data = Path(path).read_bytes()
-    head, digest, payload = data[:len(MAGIC)], data[len(MAGIC):len(MAGIC) + 32], data[len(MAGIC) + 32:]
+    head, digest, payload = (
+        data[: len(MAGIC)],
+        data[len(MAGIC) : len(MAGIC) + 32],
+        data[len(MAGIC) + 32 :],
+    )
     if head != MAGIC and not MAGIC.startswith(head):  # a short file is a truncated one
-        raise CorruptCacheError(f"{path}: not a file nfst wrote (no NFST header: written by "
-                                f"something else, torch.save say, or overwritten)")
+        raise CorruptCacheError(
+            f"{path}: not a file nfst wrote (no NFST header: written by "
+            f"something else, torch.save say, or overwritten)"
+        )
     if head != MAGIC or hashlib.sha256(payload).digest() != digest:
         raise CorruptCacheError(f"{path}: failed its integrity check (truncated or overwritten)")
     try:

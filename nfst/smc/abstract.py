@@ -71,9 +71,17 @@ class MarkNgram:
 
     @classmethod
     @torch.no_grad()
-    def fit(cls, scorer: Scorer, sampler: Sampler, lattices: Sequence[Lattice], depth: int,
-            paths: int = 4, batch_size: int = 16, seed: int = 0,
-            device: torch.device | str = "cpu") -> "MarkNgram":
+    def fit(
+        cls,
+        scorer: Scorer,
+        sampler: Sampler,
+        lattices: Sequence[Lattice],
+        depth: int,
+        paths: int = 4,
+        batch_size: int = 16,
+        seed: int = 0,
+        device: torch.device | str = "cpu",
+    ) -> "MarkNgram":
         """Mean log p_θ(· | prefix) by history over the prefixes of ``paths`` samples of
         ``sampler`` per lattice (scorer and sampler in eval mode)."""
         V = scorer.vocab_size
@@ -81,7 +89,7 @@ class MarkNgram:
         counts: dict[tuple, int] = {}
         generator = torch.Generator(device=device).manual_seed(seed)
         for lo in range(0, len(lattices), batch_size):
-            batch = LatticeBatch(lattices[lo:lo + batch_size], device)
+            batch = LatticeBatch(lattices[lo : lo + batch_size], device)
             drawn = sampler.sample(batch, paths, generator)
             marks = drawn.marks.flatten(0, 1)
             lengths = drawn.lengths.flatten().tolist()
@@ -96,7 +104,7 @@ class MarkNgram:
                 seq = (V,) + tuple(rows[n][:length])
                 for t in range(length + 1):  # the prefix of t marks: seq[:t + 1] with BOS
                     for d in range(min(depth, t + 1) + 1):
-                        h = seq[t + 1 - d:t + 1]
+                        h = seq[t + 1 - d : t + 1]
                         sums[h] = sums.get(h, 0.0) + steps[t][n]
                         counts[h] = counts.get(h, 0) + 1
         return cls(V, depth, {h: sums[h] / counts[h] for h in sums})
@@ -153,18 +161,26 @@ def build_regions(lattice: Lattice, surrogate: MarkNgram, config: AbstractConfig
                 arcs.append(a)
                 weights.append(w)
                 targets.append((dst[a], nxt))
-    arc_dst = np.array([region_of.get(key, region_of.get((key[0], None), -1))
-                        for key in targets], dtype=np.int64)
+    arc_dst = np.array(
+        [region_of.get(key, region_of.get((key[0], None), -1)) for key in targets], dtype=np.int64
+    )
     R = len(states)
     height = np.zeros(R, dtype=np.int64)
     arc_src = np.array(src, dtype=np.int64)
     for i in range(len(arc_src) - 1, -1, -1):  # regions are in topological order
         height[arc_src[i]] = max(height[arc_src[i]], height[arc_dst[i]] + 1)
     state = np.array(states, dtype=np.int64)
-    regions = Lattice(mark_vocab=lattice.mark_vocab, x=lattice.x, y=lattice.y, arc_src=arc_src,
-                      arc_dst=arc_dst, arc_mark=lattice.arc_mark[np.array(arcs, dtype=np.int64)],
-                      final=lattice.final[state], positions=lattice.positions[state],
-                      height=height)
+    regions = Lattice(
+        mark_vocab=lattice.mark_vocab,
+        x=lattice.x,
+        y=lattice.y,
+        arc_src=arc_src,
+        arc_dst=arc_dst,
+        arc_mark=lattice.arc_mark[np.array(arcs, dtype=np.int64)],
+        final=lattice.final[state],
+        positions=lattice.positions[state],
+        height=height,
+    )
     return RegionLattice(regions, state, histories, np.array(weights), np.array(final_w))
 
 
@@ -191,18 +207,29 @@ class AbstractProposal(RefinedLatticeSampler):
     def refine(self, batch: LatticeBatch) -> Refinement:
         built = [self.regions(lat) for lat in batch.lattices]
         weights = lambda key: torch.as_tensor(  # noqa: E731
-            np.concatenate([getattr(r, key) for r in built]), device=batch.device)
-        return Refinement(LatticeBatch([r.lattice for r in built], batch.device),
-                          weights("arc_weights"), weights("final_weights"))
+            np.concatenate([getattr(r, key) for r in built]), device=batch.device
+        )
+        return Refinement(
+            LatticeBatch([r.lattice for r in built], batch.device),
+            weights("arc_weights"),
+            weights("final_weights"),
+        )
 
 
-def fit_abstract_proposal(scorer: Scorer, sampler: Sampler, lattices: Sequence[Lattice],
-                          config: Optional[AbstractConfig] = None, paths: int = 4,
-                          batch_size: int = 16, seed: int = 0,
-                          device: torch.device | str = "cpu") -> AbstractProposal:
+def fit_abstract_proposal(
+    scorer: Scorer,
+    sampler: Sampler,
+    lattices: Sequence[Lattice],
+    config: Optional[AbstractConfig] = None,
+    paths: int = 4,
+    batch_size: int = 16,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+) -> AbstractProposal:
     """An :class:`AbstractProposal` whose n-gram is fitted on ``paths`` samples of
     ``sampler`` per lattice of ``lattices`` (no labels: only the scorer and the sampler)."""
     config = config if config is not None else AbstractConfig()
-    surrogate = MarkNgram.fit(scorer, sampler, lattices, config.depth, paths, batch_size, seed,
-                              device)
+    surrogate = MarkNgram.fit(
+        scorer, sampler, lattices, config.depth, paths, batch_size, seed, device
+    )
     return AbstractProposal(surrogate, config)

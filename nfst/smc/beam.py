@@ -17,8 +17,9 @@ from ..runtime.threads import cpu_threads
 from .engine import Particles, check_scorer
 
 
-def beam_search(batch: LatticeBatch, scorer: Scorer, beam: int,
-                max_length: Optional[int] = None) -> Particles:
+def beam_search(
+    batch: LatticeBatch, scorer: Scorer, beam: int, max_length: Optional[int] = None
+) -> Particles:
     """The M = ``beam`` best prefixes by score so far G_t = log p̃_θ(ω_{≤t}), no lookahead
     (000 §7.2). Complete paths stay in the beam with their final score and compete with the
     prefixes. Returns them as particles weighted by p̃_θ, i.e. p̂ = p restricted to the
@@ -75,7 +76,7 @@ def _beam_search(batch, scorer, beam, max_length) -> Particles:
 
     path_arcs = backtrack(taken, parents)
     lengths = (path_arcs >= 0).sum(-1)
-    arcs = path_arcs[..., :int(lengths.max())]
+    arcs = path_arcs[..., : int(lengths.max())]
     marks = batch.marks_of(arcs)
     return Particles(arcs=arcs, marks=marks, lengths=lengths, log_p=score, log_weights=score)
 

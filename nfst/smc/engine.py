@@ -111,13 +111,20 @@ def _by_slot(steps: list[Tensor], B: int, M: int) -> Tensor:
 
 def check_scorer(batch: LatticeBatch, scorer: Scorer) -> None:
     if scorer.vocab_size != len(batch.mark_vocab):
-        raise ValueError(f"the scorer has {scorer.vocab_size} marks but the lattices' mark "
-                         f"vocabulary has {len(batch.mark_vocab)}: they come from different tasks")
+        raise ValueError(
+            f"the scorer has {scorer.vocab_size} marks but the lattices' mark "
+            f"vocabulary has {len(batch.mark_vocab)}: they come from different tasks"
+        )
 
 
-def smc(batch: LatticeBatch, sampler: Sampler, scorer: Scorer,
-        lookahead: Optional[Lookahead] = None, config: Optional[SMCConfig] = None,
-        generator: Optional[torch.Generator] = None) -> SMCResult:
+def smc(
+    batch: LatticeBatch,
+    sampler: Sampler,
+    scorer: Scorer,
+    lookahead: Optional[Lookahead] = None,
+    config: Optional[SMCConfig] = None,
+    generator: Optional[torch.Generator] = None,
+) -> SMCResult:
     """Run SMC with M = ``config.particles`` particles on every lattice of ``batch``.
 
     ``sampler`` proposes (its log q keeps gradients if grad mode is on, for training from
@@ -150,12 +157,14 @@ def _smc(batch, sampler, scorer, lookahead, config, generator) -> SMCResult:
         look_ctx = lookahead.prepare(batch)
         scorer_state = scorer.start(N)
         c_prev = lookahead(batch, look_ctx, walk).to(f64)
-    log_w = c_prev.clone()                            # w_0 = exp(C_0)
-    log_z = torch.zeros(B, dtype=f64, device=dev)    # Σ log mean w over resampling steps
-    log_p = torch.zeros(N, dtype=f64, device=dev)    # running log p̃ of each prefix
+    log_w = c_prev.clone()  # w_0 = exp(C_0)
+    log_z = torch.zeros(B, dtype=f64, device=dev)  # Σ log mean w over resampling steps
+    log_p = torch.zeros(N, dtype=f64, device=dev)  # running log p̃ of each prefix
     log_q = torch.zeros(N, dtype=f64, device=dev)
-    rec = {key: [] for key in ("ess", "resampled", "ancestors", "arcs", "lp", "lq", "choice_lq",
-                               "filtering")}
+    rec = {
+        key: []
+        for key in ("ess", "resampled", "ancestors", "arcs", "lp", "lq", "choice_lq", "filtering")
+    }
 
     for _ in range(cap + 1):
         alive = walk.alive
@@ -174,7 +183,7 @@ def _smc(batch, sampler, scorer, lookahead, config, generator) -> SMCResult:
             c_new = torch.where(moving, lookahead(batch, look_ctx, walk).to(f64), 0.0)
             lp = torch.where(alive, step_lp.to(f64), 0.0)
             lq = torch.where(alive, step_lq.detach().to(f64), 0.0)
-            log_w = log_w + torch.where(alive, lp + c_new - c_prev - lq, 0.0)   # (000:31)
+            log_w = log_w + torch.where(alive, lp + c_new - c_prev - lq, 0.0)  # (000:31)
             c_prev = torch.where(alive, c_new, c_prev)
             log_p, log_q = log_p + lp, log_q + lq
             rec["arcs"].append(arc)
@@ -208,8 +217,14 @@ def _smc(batch, sampler, scorer, lookahead, config, generator) -> SMCResult:
     return _result(batch, rec, log_w.view(B, M), log_z, log_p.view(B, M), log_q.view(B, M))
 
 
-def _result(batch: LatticeBatch, rec: dict[str, list[Tensor]], log_w: Tensor, log_z: Tensor,
-            log_p: Tensor, log_q: Tensor) -> SMCResult:
+def _result(
+    batch: LatticeBatch,
+    rec: dict[str, list[Tensor]],
+    log_w: Tensor,
+    log_z: Tensor,
+    log_p: Tensor,
+    log_q: Tensor,
+) -> SMCResult:
     """The SMCResult of a finished run from the per-step records ``rec`` (each step's (N,)
     or (B, M) tensors) and the final (B, M) weights, log p̃ and log q, and (B,) log Ẑ: every
     final particle's path and per-step values, traced back through the ancestry. Only each
@@ -225,12 +240,22 @@ def _result(batch: LatticeBatch, rec: dict[str, list[Tensor]], log_w: Tensor, lo
         L = int(lengths.max())
         arcs = path_arcs[..., :L]
     return SMCResult(
-        arcs=arcs, marks=batch.marks_of(arcs), lengths=lengths, log_p=log_p, log_weights=log_w,
-        log_z=log_z, log_q=log_q, step_log_p=path_lp[..., :L + 1],
-        step_log_q=path_lq[..., :L + 1], ess=torch.stack(rec["ess"], 1),
-        resampled=torch.stack(rec["resampled"], 1), ancestors=ancestors, step_arcs=step_arcs,
+        arcs=arcs,
+        marks=batch.marks_of(arcs),
+        lengths=lengths,
+        log_p=log_p,
+        log_weights=log_w,
+        log_z=log_z,
+        log_q=log_q,
+        step_log_p=path_lp[..., : L + 1],
+        step_log_q=path_lq[..., : L + 1],
+        ess=torch.stack(rec["ess"], 1),
+        resampled=torch.stack(rec["resampled"], 1),
+        ancestors=ancestors,
+        step_arcs=step_arcs,
         step_choice_log_q=_by_slot(rec["choice_lq"], B, M),
-        filtering_log_weights=torch.stack(rec["filtering"], 1))
+        filtering_log_weights=torch.stack(rec["filtering"], 1),
+    )
 
 
 def trace(ancestors: Tensor, per_step: Tensor) -> Tensor:

@@ -19,10 +19,19 @@ from .engine import SMCConfig, smc
 from .lookahead import LearnedLookahead
 
 
-def fit_lookahead(lookahead: LearnedLookahead, sampler: Sampler, scorer: Scorer,
-                  lattices: Sequence[Lattice], steps: int = 200, batch_size: int = 16,
-                  particles: int = 16, lr: float = 1e-2, seed: int = 0,
-                  device: str | torch.device = "cpu", quiet: bool = True) -> list[float]:
+def fit_lookahead(
+    lookahead: LearnedLookahead,
+    sampler: Sampler,
+    scorer: Scorer,
+    lattices: Sequence[Lattice],
+    steps: int = 200,
+    batch_size: int = 16,
+    particles: int = 16,
+    lr: float = 1e-2,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    quiet: bool = True,
+) -> list[float]:
     """Regress c_φ on the log-weight-to-go of complete paths drawn from ``sampler`` by
     importance sampling (``LearnedLookahead.regression_loss``); returns the loss per step."""
     opt = torch.optim.Adam(lookahead.parameters(), lr=lr)

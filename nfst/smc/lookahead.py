@@ -50,8 +50,9 @@ class Lookahead(nn.Module):
     def prepare(self, batch: LatticeBatch) -> Any:
         return None
 
-    def values(self, batch: LatticeBatch, context: Any, state: Tensor, last_mark: Tensor,
-               length: Tensor) -> Tensor:
+    def values(
+        self, batch: LatticeBatch, context: Any, state: Tensor, last_mark: Tensor, length: Tensor
+    ) -> Tensor:
         raise NotImplementedError
 
     def forward(self, batch: LatticeBatch, context: Any, walk: Walk) -> Tensor:
@@ -85,9 +86,11 @@ class BetaLookahead(Lookahead):
         """SWP's log β(s) (003:5, Alg. 1): any sampler with ``arc_log_weights(batch)``, as in
         ``nfst.models.samplers.swp``. Its β is not in p̃'s units (q only fixes β up to a potential
         on non-final states), hence ``scale``."""
+
         def weights(batch: LatticeBatch) -> tuple[Tensor, Tensor]:
             log_w = sampler.arc_log_weights(batch)[0]
             return log_w, batch.final_weights(log_w.dtype)
+
         return cls(weights, scale)
 
     def prepare(self, batch: LatticeBatch) -> Tensor:
@@ -133,20 +136,32 @@ class LearnedLookahead(Lookahead):
         u = self.mark_weights
         final = u[self.vocab_size].expand(batch.num_states).masked_fill(~batch.final, float("-inf"))
         log_beta = backward(batch, u[batch.arc_mark], final)
-        sizes = torch.tensor([[len(lat.x), len(lat.y)] for lat in batch.lattices],
-                             device=batch.device)
+        sizes = torch.tensor(
+            [[len(lat.x), len(lat.y)] for lat in batch.lattices], device=batch.device
+        )
         left = (sizes[batch.state_lattice] - batch.positions).to(u.dtype)
         summary = torch.cat([log_beta[:, None], left, batch.height[:, None].to(u.dtype)], 1)
         return LearnedContext(log_beta, summary / self.scale)
 
     def values(self, batch, context: LearnedContext, state, last_mark, length):
-        features = torch.cat([self.embed(last_mark),
-                              (length.to(context.summary.dtype) / self.scale)[..., None],
-                              context.summary[state]], dim=-1)
+        features = torch.cat(
+            [
+                self.embed(last_mark),
+                (length.to(context.summary.dtype) / self.scale)[..., None],
+                context.summary[state],
+            ],
+            dim=-1,
+        )
         return context.log_beta[state] + self.mlp(features).squeeze(-1)
 
-    def regression_loss(self, batch: LatticeBatch, arcs: Tensor, step_log_p: Tensor,
-                        step_log_q: Tensor, weights: Optional[Tensor] = None) -> Tensor:
+    def regression_loss(
+        self,
+        batch: LatticeBatch,
+        arcs: Tensor,
+        step_log_p: Tensor,
+        step_log_q: Tensor,
+        weights: Optional[Tensor] = None,
+    ) -> Tensor:
         """Monte Carlo regression of C on the log-weight-to-go of sampled complete paths.
 
         For a path z with per-choice log p_θ and log q (``step_log_p``, ``step_log_q``
@@ -186,9 +201,15 @@ class ScorerWalk(Walk):
     scorer: Optional[Scorer] = None
 
     def select(self, index: Tensor) -> "ScorerWalk":
-        return ScorerWalk(self.lattice[index], self.state[index], self.alive[index],
-                          self.length[index], self.last_mark[index],
-                          self.scorer.select_state(self.hidden, index), self.scorer)
+        return ScorerWalk(
+            self.lattice[index],
+            self.state[index],
+            self.alive[index],
+            self.length[index],
+            self.last_mark[index],
+            self.scorer.select_state(self.hidden, index),
+            self.scorer,
+        )
 
 
 class LookaheadProposal(Sampler):
@@ -206,8 +227,9 @@ class LookaheadProposal(Sampler):
     def prepare(self, batch: LatticeBatch) -> Any:
         return self.lookahead.prepare(batch)
 
-    def start(self, batch: LatticeBatch, context, lattice: Tensor,
-              record: Optional[WalkRecord] = None) -> ScorerWalk:
+    def start(
+        self, batch: LatticeBatch, context, lattice: Tensor, record: Optional[WalkRecord] = None
+    ) -> ScorerWalk:
         walk = self.initial_walk(batch, lattice, None, record)
         with torch.no_grad():
             hidden = self.scorer.start(len(lattice))
@@ -219,8 +241,9 @@ class LookaheadProposal(Sampler):
         arcs = batch.out_arcs[walk.state]  # (N, D)
         safe = arcs.clamp(min=0)
         marks = batch.arc_mark[safe]
-        c = self.lookahead.values(batch, context, batch.arc_dst[safe], marks,
-                                  (walk.length + 1)[:, None].expand_as(marks))
+        c = self.lookahead.values(
+            batch, context, batch.arc_dst[safe], marks, (walk.length + 1)[:, None].expand_as(marks)
+        )
         arc_logits = (next_lp.gather(1, marks) + c).masked_fill(arcs < 0, float("-inf"))
         stop = next_lp[:, self.scorer.eos].masked_fill(~batch.final[walk.state], float("-inf"))
         return torch.log_softmax(torch.cat([arc_logits, stop[:, None].to(arc_logits.dtype)], 1), 1)

@@ -26,6 +26,7 @@ def register_resampler(name: str) -> Callable[[Resampler], Resampler]:
     def add(fn: Resampler) -> Resampler:
         RESAMPLERS[name] = fn
         return fn
+
     return add
 
 
@@ -33,8 +34,9 @@ def get_resampler(name: str) -> Resampler:
     try:
         return RESAMPLERS[name]
     except KeyError:
-        raise ValueError(f"unknown resampling scheme {name!r}; known: "
-                         f"{', '.join(sorted(RESAMPLERS))}") from None
+        raise ValueError(
+            f"unknown resampling scheme {name!r}; known: {', '.join(sorted(RESAMPLERS))}"
+        ) from None
 
 
 def normalise(log_weights: torch.Tensor) -> torch.Tensor:
@@ -66,8 +68,9 @@ def _counts_to_ancestors(counts: torch.Tensor) -> torch.Tensor:
 
 
 @register_resampler("multinomial")
-def multinomial(log_weights: torch.Tensor, generator: Optional[torch.Generator] = None
-                ) -> torch.Tensor:
+def multinomial(
+    log_weights: torch.Tensor, generator: Optional[torch.Generator] = None
+) -> torch.Tensor:
     """M independent draws from w̄ (000 §4): offspring counts ~ Multinomial(M, w̄)."""
     w = normalise(log_weights)
     draws = torch.multinomial(w, w.shape[1], replacement=True, generator=generator)
@@ -75,8 +78,9 @@ def multinomial(log_weights: torch.Tensor, generator: Optional[torch.Generator] 
 
 
 @register_resampler("stratified")
-def stratified(log_weights: torch.Tensor, generator: Optional[torch.Generator] = None
-               ) -> torch.Tensor:
+def stratified(
+    log_weights: torch.Tensor, generator: Optional[torch.Generator] = None
+) -> torch.Tensor:
     """One uniform point in each stratum [m/M, (m+1)/M): u_m = (m + U_m) / M."""
     w = normalise(log_weights)
     B, M = w.shape
@@ -86,8 +90,9 @@ def stratified(log_weights: torch.Tensor, generator: Optional[torch.Generator] =
 
 
 @register_resampler("systematic")
-def systematic(log_weights: torch.Tensor, generator: Optional[torch.Generator] = None
-               ) -> torch.Tensor:
+def systematic(
+    log_weights: torch.Tensor, generator: Optional[torch.Generator] = None
+) -> torch.Tensor:
     """One shared uniform offset for the whole comb: u_m = (m + U) / M. Each particle gets
     ⌊M w̄_m⌋ or ⌈M w̄_m⌉ copies."""
     w = normalise(log_weights)
@@ -98,8 +103,9 @@ def systematic(log_weights: torch.Tensor, generator: Optional[torch.Generator] =
 
 
 @register_resampler("residual")
-def residual(log_weights: torch.Tensor, generator: Optional[torch.Generator] = None
-             ) -> torch.Tensor:
+def residual(
+    log_weights: torch.Tensor, generator: Optional[torch.Generator] = None
+) -> torch.Tensor:
     """⌊M w̄_m⌋ copies of each particle deterministically, then the R = M − Σ⌊M w̄⌋ remaining
     slots by multinomial draws from the residuals M w̄_m − ⌊M w̄_m⌋."""
     w = normalise(log_weights)

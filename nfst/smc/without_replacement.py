@@ -86,10 +86,14 @@ def _conditioned(parent: Tensor, children: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def sample_without_replacement(sampler: Sampler, batch: LatticeBatch, k: int,
-                               generator: Optional[torch.Generator] = None,
-                               max_length: Optional[int] = None, context: Any = None
-                               ) -> DistinctPaths:
+def sample_without_replacement(
+    sampler: Sampler,
+    batch: LatticeBatch,
+    k: int,
+    generator: Optional[torch.Generator] = None,
+    max_length: Optional[int] = None,
+    context: Any = None,
+) -> DistinctPaths:
     """k distinct paths per lattice from ``sampler`` (all of them when fewer exist), by
     stochastic beam search with beam k + 1 (the extra one gives the threshold κ).
     ``context``: the sampler's ``prepare`` context to walk under (None: prepared here)."""
@@ -135,8 +139,9 @@ def _sbs(sampler, batch, k, generator, max_length, context) -> DistinctPaths:
         col = (flat % C).view(N)
         moving = alive[index] & (col < C - 1) & torch.isfinite(key)
         walk = walk.select(index)
-        arc = torch.where(moving, batch.out_arcs[walk.state, col.clamp(max=C - 2)],
-                          torch.full_like(col, -1))
+        arc = torch.where(
+            moving, batch.out_arcs[walk.state, col.clamp(max=C - 2)], torch.full_like(col, -1)
+        )
         walk = sampler.advance(batch, context, walk, torch.where(moving, col, C - 1))
         parents.append((flat // C))
         taken.append(arc.view(B, K))
@@ -147,19 +152,24 @@ def _sbs(sampler, batch, k, generator, max_length, context) -> DistinctPaths:
 
     path_arcs = backtrack(taken, parents)[:, :k]
     lengths = (path_arcs >= 0).sum(-1)
-    arcs = path_arcs[..., :int(lengths.max()) if lengths.numel() else 0]
+    arcs = path_arcs[..., : int(lengths.max()) if lengths.numel() else 0]
     marks = batch.marks_of(arcs)
     keys = key.view(B, K)
-    return DistinctPaths(arcs=arcs, marks=marks, lengths=lengths, log_q=phi.view(B, K)[:, :k],
-                         keys=keys[:, :k], threshold=keys[:, k])
+    return DistinctPaths(
+        arcs=arcs,
+        marks=marks,
+        lengths=lengths,
+        log_q=phi.view(B, K)[:, :k],
+        keys=keys[:, :k],
+        threshold=keys[:, k],
+    )
 
 
 # -- estimators -------------------------------------------------------------------------------
 def priority_log_weights(paths: DistinctPaths, log_p: Tensor) -> Tensor:
     """(B, k) log W_i = log p̃(ω_i) − log π_i (-inf for empty slots): Σ_i W_i is unbiased
     for Z, and W normalised is the weighted-particle view of the sample."""
-    return torch.where(paths.valid, log_p.to(torch.float64) - paths.log_inclusion,
-                       float("-inf"))
+    return torch.where(paths.valid, log_p.to(torch.float64) - paths.log_inclusion, float("-inf"))
 
 
 def log_z(paths: DistinctPaths, log_p: Tensor) -> Tensor:
@@ -178,9 +188,14 @@ class DistinctParticles(Particles):
 
 
 @torch.no_grad()
-def distinct_particles(sampler: Sampler, scorer: Scorer, batch: LatticeBatch, k: int,
-                       generator: Optional[torch.Generator] = None,
-                       context: Any = None) -> DistinctParticles:
+def distinct_particles(
+    sampler: Sampler,
+    scorer: Scorer,
+    batch: LatticeBatch,
+    k: int,
+    generator: Optional[torch.Generator] = None,
+    context: Any = None,
+) -> DistinctParticles:
     """k distinct paths per lattice from ``sampler``, scored by ``scorer`` (over each lattice's
     prefix tree: one call per distinct prefix, empty slots unscored) and weighted by priority
     sampling; ``context`` as in :func:`sample_without_replacement`."""
@@ -188,16 +203,28 @@ def distinct_particles(sampler: Sampler, scorer: Scorer, batch: LatticeBatch, k:
     log_p = torch.full(paths.log_q.shape, float("-inf"), dtype=torch.float64, device=batch.device)
     valid = paths.valid
     lattice = torch.arange(batch.batch_size, device=batch.device)[:, None].expand_as(valid)
-    log_p[valid] = scorer.log_prob_tree(paths.marks[valid], paths.lengths[valid],
-                                        lattice[valid]).double()
+    log_p[valid] = scorer.log_prob_tree(
+        paths.marks[valid], paths.lengths[valid], lattice[valid]
+    ).double()
     log_w = priority_log_weights(paths, log_p)
-    return DistinctParticles(arcs=paths.arcs, marks=paths.marks, lengths=paths.lengths,
-                             log_p=log_p, log_weights=log_w, log_z=torch.logsumexp(log_w, 1),
-                             sample=paths)
+    return DistinctParticles(
+        arcs=paths.arcs,
+        marks=paths.marks,
+        lengths=paths.lengths,
+        log_p=log_p,
+        log_weights=log_w,
+        log_z=torch.logsumexp(log_w, 1),
+        sample=paths,
+    )
 
 
-def inclusive_kl_loss(sampler: Sampler, scorer: Scorer, batch: LatticeBatch, k: int,
-                      generator: Optional[torch.Generator] = None) -> Tensor:
+def inclusive_kl_loss(
+    sampler: Sampler,
+    scorer: Scorer,
+    batch: LatticeBatch,
+    k: int,
+    generator: Optional[torch.Generator] = None,
+) -> Tensor:
     """−Σ_i w̄_i log q_φ(ω_i), averaged over pairs, from k distinct paths with w̄ the normalised
     priority weights (detached): the inclusive-KL gradient of 003 §4 without duplicates. log q
     is re-scored with gradients, under the context the paths were drawn with (the same

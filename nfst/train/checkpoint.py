@@ -34,8 +34,9 @@ def set_rng_state(state: dict, generator: torch.Generator) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def check_finite(value: torch.Tensor, what: str, step: int,
-                 checkpoint: Optional[str | os.PathLike]) -> None:
+def check_finite(
+    value: torch.Tensor, what: str, step: int, checkpoint: Optional[str | os.PathLike]
+) -> None:
     if not bool(torch.isfinite(value)):
         where = f"; the last checkpoint is {checkpoint}" if checkpoint else ""
         raise TrainingDivergedError(f"{what} is {float(value.detach())} at step {step}{where}")
@@ -78,25 +79,36 @@ def load_checkpoint(path: Optional[str | os.PathLike], config) -> Optional[dict]
     key = config_key(config)
     missing = _missing_settings(state["config"], key)
     if missing and not _missing_settings(key, state["config"]):
-        raise NfstError(f"checkpoint {path} was written by an older nfst, without the "
-                        f"settings {', '.join(missing)}",
-                        f"{_FRESH_START}, or finish the run with the nfst that wrote it")
+        raise NfstError(
+            f"checkpoint {path} was written by an older nfst, without the "
+            f"settings {', '.join(missing)}",
+            f"{_FRESH_START}, or finish the run with the nfst that wrote it",
+        )
     if state["config"] != key:
-        raise NfstError(f"checkpoint {path} was written with another configuration",
-                        "delete it, or pass the configuration it was trained with")
+        raise NfstError(
+            f"checkpoint {path} was written with another configuration",
+            "delete it, or pass the configuration it was trained with",
+        )
     return state
 
 
 def _missing_settings(old: dict, new: dict, prefix: str = "") -> list[str]:
     """The dotted names of the settings in ``new`` that ``old`` lacks."""
     missing = [prefix + k for k in new if k not in old]
-    return missing + [name for k, v in new.items() if isinstance(v, dict) and
-                      isinstance(old.get(k), dict)
-                      for name in _missing_settings(old[k], v, f"{prefix}{k}.")]
+    return missing + [
+        name
+        for k, v in new.items()
+        if isinstance(v, dict) and isinstance(old.get(k), dict)
+        for name in _missing_settings(old[k], v, f"{prefix}{k}.")
+    ]
 
 
-def restore_state(path: Optional[str | os.PathLike], state: dict,
-                  restore: Callable[[dict], None], generator: torch.Generator) -> None:
+def restore_state(
+    path: Optional[str | os.PathLike],
+    state: dict,
+    restore: Callable[[dict], None],
+    generator: torch.Generator,
+) -> None:
     """``restore(state)`` (the trainer's parameters, optimisers...) and this rank's RNG
     state, or NfstError naming the checkpoint if they do not fit (other sizes, or a
     checkpoint of another trainer)."""
@@ -104,14 +116,15 @@ def restore_state(path: Optional[str | os.PathLike], state: dict,
         restore(state)
     except (KeyError, RuntimeError, ValueError) as exc:
         why = " ".join(line.strip() for line in str(exc).strip().splitlines()[:2])
-        raise NfstError(f"checkpoint {path} does not fit this model: "
-                        f"{why or type(exc).__name__}",
-                        _FRESH_START) from exc
+        raise NfstError(
+            f"checkpoint {path} does not fit this model: {why or type(exc).__name__}", _FRESH_START
+        ) from exc
     restore_rng(state, generator)
 
 
-def save_checkpoint(path: Optional[str | os.PathLike], config, step: int, state: dict,
-                    generator: torch.Generator) -> None:
+def save_checkpoint(
+    path: Optional[str | os.PathLike], config, step: int, state: dict, generator: torch.Generator
+) -> None:
     """Write ``state`` with the config, the step and every rank's RNG state to ``path`` (no-op
     for None). Rank 0 writes; under torchrun every rank returns once it is written (a
     collective: all ranks call it)."""
@@ -120,8 +133,9 @@ def save_checkpoint(path: Optional[str | os.PathLike], config, step: int, state:
     rank, world = rank_and_world()
     rngs = from_every_rank(rng_state(generator), world)
     if rank == 0:
-        storage.save(path, {"config": config_key(config), "step": step, "rng": rngs, **state},
-                     durable=True)
+        storage.save(
+            path, {"config": config_key(config), "step": step, "rng": rngs, **state}, durable=True
+        )
     if world > 1:
         torch.distributed.barrier()
 

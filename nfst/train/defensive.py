@@ -39,9 +39,15 @@ from ..models.scorer import Scorer
 from .objectives import inclusive_kl_loss
 
 
-def defensive_loss(sampler: Sampler, teacher: Sampler, scorer: Scorer, batch: LatticeBatch,
-                   k: int, share: float, generator: Optional[torch.Generator]
-                   ) -> tuple[Tensor, Tensor]:
+def defensive_loss(
+    sampler: Sampler,
+    teacher: Sampler,
+    scorer: Scorer,
+    batch: LatticeBatch,
+    k: int,
+    share: float,
+    generator: Optional[torch.Generator],
+) -> tuple[Tensor, Tensor]:
     """The inclusive-KL loss −Σ_j w̄_j log q_φ(z_j) (mean over pairs) on k paths per pair from
     the mixture (module docstring, ``nfst.models.samplers.mixture``), and the log weights
     log p̃ − log r (B, k) behind w̄."""

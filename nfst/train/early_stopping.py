@@ -22,8 +22,7 @@ class EarlyStopping:
     since_best: int = 0
     stopped: bool = False
 
-    def update(self, step: int, value: float, module: torch.nn.Module,
-               count: bool = True) -> bool:
+    def update(self, step: int, value: float, module: torch.nn.Module, count: bool = True) -> bool:
         """Take the validation ``value`` of ``step``; whether it improved. ``count``: False
         keeps a better value's parameters without counting towards the patience."""
         if value < self.best - self.min_delta:
@@ -36,14 +35,19 @@ class EarlyStopping:
         return False
 
     def state(self) -> dict:
-        return {"best": self.best, "best_step": self.best_step, "since_best": self.since_best,
-                "best_params": self.best_params}
+        return {
+            "best": self.best,
+            "best_step": self.best_step,
+            "since_best": self.since_best,
+            "best_params": self.best_params,
+        }
 
     def restore(self, state: dict) -> None:
         """The state of a checkpoint; whether to stop is decided again with this patience, so
         that training stopped by a smaller one goes on (``nfst.train.checkpoint.BUDGET``)."""
         self.best, self.best_step, self.since_best, self.best_params = (
-            state[key] for key in ("best", "best_step", "since_best", "best_params"))
+            state[key] for key in ("best", "best_step", "since_best", "best_params")
+        )
         self.stopped = self.since_best >= max(self.patience, 1)  # as update() decides
 
 

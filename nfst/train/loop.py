@@ -63,8 +63,10 @@ def check_config(config: LoopConfig) -> None:
     try:
         check_settings(config)
     except ValueError as exc:
-        raise NfstError(f"{type(config).__name__}.{exc}", "the field's docstring says what it "
-                        "takes (`nfst options` lists the settings of a run)") from None
+        raise NfstError(
+            f"{type(config).__name__}.{exc}",
+            "the field's docstring says what it takes (`nfst options` lists the settings of a run)",
+        ) from None
 
 
 class Trainer:
@@ -87,8 +89,14 @@ class Trainer:
     """Under torchrun, shard each minibatch and average the gradients; False: every rank runs
     the whole step alone (and must reach the same parameters)."""
 
-    def __init__(self, name: str, config: LoopConfig, lattices: Sequence[Lattice], seed: int,
-                 device: torch.device | str):
+    def __init__(
+        self,
+        name: str,
+        config: LoopConfig,
+        lattices: Sequence[Lattice],
+        seed: int,
+        device: torch.device | str,
+    ):
         self.name, self.config, self.lattices, self.seed = name, config, lattices, seed
         self.device = torch.device(device)
         self.rank, self.world = rank_and_world()
@@ -136,9 +144,13 @@ class Trainer:
             obj.load_state_dict(state[key])
 
 
-def train_loop(trainer: Trainer, *, checkpoint: Optional[str | os.PathLike] = None,
-               quiet: bool = False,
-               callback: Optional[Callable[[int, dict], None]] = None) -> list[dict]:
+def train_loop(
+    trainer: Trainer,
+    *,
+    checkpoint: Optional[str | os.PathLike] = None,
+    quiet: bool = False,
+    callback: Optional[Callable[[int, dict], None]] = None,
+) -> list[dict]:
     """Train until ``config.steps`` or until the trainer stops (module docstring), resuming
     from ``checkpoint`` if it exists; returns the history (a record per step, after the
     trainer's first records). ``callback(step, record)`` is called after every step."""
@@ -146,9 +158,11 @@ def train_loop(trainer: Trainer, *, checkpoint: Optional[str | os.PathLike] = No
     loss = trainer.loss
     if world > 1 and trainer.distributed:
         loss = torch.nn.parallel.DistributedDataParallel(
-            loss, find_unused_parameters=trainer.find_unused_parameters)
+            loss, find_unused_parameters=trainer.find_unused_parameters
+        )
     generator = torch.Generator(device=trainer.device).manual_seed(
-        stream_seed(trainer.seed, "train", trainer.rank))
+        stream_seed(trainer.seed, "train", trainer.rank)
+    )
     state = load_checkpoint(checkpoint, config)
     history, done = [], 0
     if state is not None:
@@ -158,11 +172,17 @@ def train_loop(trainer: Trainer, *, checkpoint: Optional[str | os.PathLike] = No
         history = trainer.first_records()
 
     def save(step: int) -> None:
-        save_checkpoint(checkpoint, config, step, {"history": history, **trainer.state()},
-                        generator)
+        save_checkpoint(
+            checkpoint, config, step, {"history": history, **trainer.state()}, generator
+        )
 
-    bar = tqdm(range(done, config.steps), desc=trainer.name, disable=quiet, initial=done,
-               total=config.steps)
+    bar = tqdm(
+        range(done, config.steps),
+        desc=trainer.name,
+        disable=quiet,
+        initial=done,
+        total=config.steps,
+    )
     with checkpointed():
         for step in bar:
             if trainer.stopped:
@@ -180,14 +200,21 @@ def train_loop(trainer: Trainer, *, checkpoint: Optional[str | os.PathLike] = No
                 save(done)
                 if checkpoint:
                     raise Interrupted(f"interrupted after step {done}; checkpoint {checkpoint}")
-                raise Interrupted(f"interrupted after step {done}", "no checkpoint was kept: "
-                                  "run it again to start over (or pass a checkpoint)")
+                raise Interrupted(
+                    f"interrupted after step {done}",
+                    "no checkpoint was kept: run it again to start over (or pass a checkpoint)",
+                )
         save(done)
     return history
 
 
-def _step(trainer: Trainer, loss: torch.nn.Module, step: int, generator: torch.Generator,
-          checkpoint: Optional[str | os.PathLike]) -> dict:
+def _step(
+    trainer: Trainer,
+    loss: torch.nn.Module,
+    step: int,
+    generator: torch.Generator,
+    checkpoint: Optional[str | os.PathLike],
+) -> dict:
     """One optimisation step (module docstring); returns the trainer's record of it."""
     for module in trainer.train_modules:
         module.train()

@@ -51,8 +51,9 @@ def path_log_q(result: SMCResult) -> Tensor:
     return trace(result.ancestors, result.step_choice_log_q).sum(-1)
 
 
-def mixture_loss(result: SMCResult, lam: float = 0.5,
-                 baseline: Optional[EMABaseline] = None) -> Tensor:
+def mixture_loss(
+    result: SMCResult, lam: float = 0.5, baseline: Optional[EMABaseline] = None
+) -> Tensor:
     """(1 − λ) · (−Σ_m w̄_m log q(z_m)) + λ · REINFORCE exclusive KL (000:32, 39, 45).
 
     The REINFORCE baseline b is, by default, each lattice's leave-one-out mean of
@@ -66,16 +67,25 @@ def mixture_loss(result: SMCResult, lam: float = 0.5,
     if lam == 0:
         return loss
     if bool(result.resampled.any()):
-        raise ValueError("the exclusive KL term needs paths drawn from q: run SMC with "
-                         "resample_threshold=0 for the mixture objective")
+        raise ValueError(
+            "the exclusive KL term needs paths drawn from q: run SMC with "
+            "resample_threshold=0 for the mixture objective"
+        )
     exclusive = exclusive_kl_loss(result.log_p.to(log_q.dtype), log_q, baseline)
     return (1 - lam) * loss + lam * exclusive
 
 
-def particle_loss(batch: LatticeBatch, sampler: Sampler, scorer: Scorer,
-                  lookahead: Optional[Lookahead], config: SMCConfig, objective: str,
-                  lam: float, generator: Optional[torch.Generator],
-                  baseline: Optional[EMABaseline] = None) -> Tensor:
+def particle_loss(
+    batch: LatticeBatch,
+    sampler: Sampler,
+    scorer: Scorer,
+    lookahead: Optional[Lookahead],
+    config: SMCConfig,
+    objective: str,
+    lam: float,
+    generator: Optional[torch.Generator],
+    baseline: Optional[EMABaseline] = None,
+) -> Tensor:
     """The loss of ``objective`` ("nasmc": :func:`nasmc_loss`, "mixture": :func:`mixture_loss`
     with weight ``lam`` and ``baseline``) on the particles of one SMC run over ``batch``, with
     gradients."""
@@ -90,11 +100,12 @@ def nasmc_lookahead(lookahead: Optional[Lookahead]) -> Lookahead:
     tests/train/test_nasmc.py). No default is taken: SWP's own β, tried as one, made a small
     swp sampler's validation partial KL worse, like C = 0 (1.34 -> 2.1 nats)."""
     if lookahead is None or isinstance(lookahead, ZeroLookahead):
-        raise NfstError("the nasmc objective needs a lookahead: with C = 0 its gradient is "
-                        "biased",
-                        "pass lookahead=... (BetaLookahead.from_sampler(an SWP sampler), a "
-                        "LearnedLookahead fitted with fit_lookahead, or BetaLookahead.exact for "
-                        "an arc-factored scorer), or use the objective 'is' or 'mixture'")
+        raise NfstError(
+            "the nasmc objective needs a lookahead: with C = 0 its gradient is biased",
+            "pass lookahead=... (BetaLookahead.from_sampler(an SWP sampler), a "
+            "LearnedLookahead fitted with fit_lookahead, or BetaLookahead.exact for "
+            "an arc-factored scorer), or use the objective 'is' or 'mixture'",
+        )
     return lookahead
 
 
@@ -113,8 +124,9 @@ class AdaptConfig(LoopConfig):
 
 
 class _ParticleLoss(torch.nn.Module):
-    def __init__(self, sampler: Sampler, scorer: Scorer, lookahead: Optional[Lookahead],
-                 config: AdaptConfig):
+    def __init__(
+        self, sampler: Sampler, scorer: Scorer, lookahead: Optional[Lookahead], config: AdaptConfig
+    ):
         super().__init__()
         self.sampler, self.config = sampler, config
         self.smc_config = config.smc
@@ -125,9 +137,18 @@ class _ParticleLoss(torch.nn.Module):
 
     def forward(self, batch: LatticeBatch, generator: torch.Generator):
         """((the loss of ``config.objective``,), None)."""
-        return (particle_loss(batch, self.sampler, self._scorer[0], self._lookahead[0],
-                              self.smc_config, self.config.objective, self.config.lam,
-                              generator),), None
+        return (
+            particle_loss(
+                batch,
+                self.sampler,
+                self._scorer[0],
+                self._lookahead[0],
+                self.smc_config,
+                self.config.objective,
+                self.config.lam,
+                generator,
+            ),
+        ), None
 
 
 class _AdaptTrainer(Trainer):
@@ -135,12 +156,18 @@ class _AdaptTrainer(Trainer):
 
     find_unused_parameters = True
 
-    def __init__(self, sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice],
-                 config: AdaptConfig, lookahead: Optional[Lookahead], seed: int,
-                 device: torch.device | str):
+    def __init__(
+        self,
+        sampler: Sampler,
+        scorer: Scorer,
+        lattices: Sequence[Lattice],
+        config: AdaptConfig,
+        lookahead: Optional[Lookahead],
+        seed: int,
+        device: torch.device | str,
+    ):
         super().__init__(f"adapt ({config.objective})", config, lattices, seed, device)
-        opt = torch.optim.Adam([p for p in sampler.parameters() if p.requires_grad],
-                               lr=config.lr)
+        opt = torch.optim.Adam([p for p in sampler.parameters() if p.requires_grad], lr=config.lr)
         self.loss = _ParticleLoss(sampler, scorer, lookahead, config)
         self.loss_names = (f"the {config.objective} loss",)
         self.optimizers = {"the sampler": opt}
@@ -150,11 +177,19 @@ class _AdaptTrainer(Trainer):
         return {"loss": float(losses[0].detach())}
 
 
-def adapt(sampler: Sampler, scorer: Scorer, lattices: Sequence[Lattice],
-          config: Optional[AdaptConfig] = None, lookahead: Optional[Lookahead] = None,
-          seed: int = 0, device: str | torch.device = "cpu", *,
-          checkpoint: Optional[str | os.PathLike] = None, quiet: bool = True,
-          callback: Optional[Callable[[int, dict], None]] = None) -> list[float]:
+def adapt(
+    sampler: Sampler,
+    scorer: Scorer,
+    lattices: Sequence[Lattice],
+    config: Optional[AdaptConfig] = None,
+    lookahead: Optional[Lookahead] = None,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    *,
+    checkpoint: Optional[str | os.PathLike] = None,
+    quiet: bool = True,
+    callback: Optional[Callable[[int, dict], None]] = None,
+) -> list[float]:
     """Train ``sampler`` on its own SMC particles with ``config.objective``; returns the
     loss of each step. ``lookahead`` shapes the SMC targets (default C = 0 for the mixture;
     NASMC needs one, see :func:`nasmc_lookahead`). The sampler stays in the mode it is in

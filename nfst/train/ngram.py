@@ -64,8 +64,13 @@ class _NgramTrainer(Trainer):
 
     distributed = False
 
-    def __init__(self, train: Sequence[Lattice], config: NgramConfig, scorer: NgramScorer,
-                 device: torch.device):
+    def __init__(
+        self,
+        train: Sequence[Lattice],
+        config: NgramConfig,
+        scorer: NgramScorer,
+        device: torch.device,
+    ):
         super().__init__(f"fit {config.order}-gram", config, train, 0, device)
         opt = torch.optim.Adam(scorer.parameters(), lr=config.lr)
         self.loss = _NegLogLikelihood(scorer)
@@ -73,8 +78,9 @@ class _NgramTrainer(Trainer):
         self.optimizers = {"the n-gram": opt}
         self.saved = {"scorer": scorer, "opt": opt}
         size = len(train) if config.batch_size is None else min(config.batch_size, len(train))
-        self.batches = [LatticeBatch(train[lo:lo + size], device)
-                        for lo in range(0, len(train), size)]
+        self.batches = [
+            LatticeBatch(train[lo : lo + size], device) for lo in range(0, len(train), size)
+        ]
 
     def batch(self, step: int) -> LatticeBatch:
         return self.batches[step % len(self.batches)]
@@ -83,10 +89,15 @@ class _NgramTrainer(Trainer):
         return {"log_likelihood": float(log_lik.detach())}
 
 
-def fit_ngram(train: Sequence[Lattice], config: NgramConfig = NgramConfig(), *,
-              device: torch.device | str = "cpu", quiet: bool = False,
-              checkpoint: Optional[str | os.PathLike] = None,
-              callback: Optional[Callable[[int, dict], None]] = None) -> NgramResult:
+def fit_ngram(
+    train: Sequence[Lattice],
+    config: NgramConfig = NgramConfig(),
+    *,
+    device: torch.device | str = "cpu",
+    quiet: bool = False,
+    checkpoint: Optional[str | os.PathLike] = None,
+    callback: Optional[Callable[[int, dict], None]] = None,
+) -> NgramResult:
     """Fit an :class:`NgramScorer` to ``train`` by exact maximum likelihood (module docstring);
     θ starts at 0 (uniform next-mark distributions), with a row for each of the H histories
     that occur in ``train`` (:meth:`NgramScorer.for_lattices`: H (V + 1) entries, not

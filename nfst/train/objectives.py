@@ -52,7 +52,9 @@ class EMABaseline:
         return d_mean if self.value is None else self.value
 
     def update(self, d_mean: float) -> None:
-        self.value = d_mean if self.value is None else self.decay * self.value + (1 - self.decay) * d_mean
+        self.value = (
+            d_mean if self.value is None else self.decay * self.value + (1 - self.decay) * d_mean
+        )
 
 
 def leave_one_out(d: Tensor) -> Tensor:
@@ -65,8 +67,9 @@ def leave_one_out(d: Tensor) -> Tensor:
     return (d.sum(1, keepdim=True) - d) / (k - 1)
 
 
-def exclusive_kl_loss(log_p: Tensor, log_q: Tensor,
-                      baseline: Optional[EMABaseline] = None) -> Tensor:
+def exclusive_kl_loss(
+    log_p: Tensor, log_q: Tensor, baseline: Optional[EMABaseline] = None
+) -> Tensor:
     """REINFORCE surrogate mean_k (d − b) log q (000:45), averaged over pairs, with the
     running ``baseline`` (which it updates) or, when None, the leave-one-out baselines
     (:func:`leave_one_out`)."""
@@ -79,8 +82,9 @@ def exclusive_kl_loss(log_p: Tensor, log_q: Tensor,
     return loss
 
 
-def sampler_loss(log_p: Tensor, log_q: Tensor, lam: float = 0.0,
-                 baseline: Optional[EMABaseline] = None) -> Tensor:
+def sampler_loss(
+    log_p: Tensor, log_q: Tensor, lam: float = 0.0, baseline: Optional[EMABaseline] = None
+) -> Tensor:
     """(1 − λ) · inclusive + λ · exclusive (000:32); λ = 0 is the paper's default (003 §4).
     ``baseline``: the exclusive term's running baseline; None: leave-one-out."""
     if not 0.0 <= lam <= 1.0:

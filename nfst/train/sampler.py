@@ -29,8 +29,8 @@ from .early_stopping import EarlyStopping, copy_params
 from .loop import Trainer, check_config, train_loop
 from .nasmc import nasmc_lookahead
 from .sampler_config import SamplerTrainConfig
-from .step_loss import StepLoss
 from .sleep import SleepBatch, TripleFeed, sleep_batch
+from .step_loss import StepLoss
 
 log = logging.getLogger("nfst")
 
@@ -64,8 +64,15 @@ class SamplerResult:
         return max((h["step"] for h in self.history), default=0)
 
 
-def validate(sampler: Sampler, scorer: Scorer, dev: Sequence[Lattice], k: int, batch_size: int,
-             seed: int, device: torch.device) -> float:
+def validate(
+    sampler: Sampler,
+    scorer: Scorer,
+    dev: Sequence[Lattice],
+    k: int,
+    batch_size: int,
+    seed: int,
+    device: torch.device,
+) -> float:
     """Mean partial KL (003:7) on the validation lattices, with a fixed sampling seed."""
     samples = draw(sampler, scorer, dev, k, batch_size=batch_size, seed=seed, device=device)
     return sum(float(partial_kl(s.log_q, s.log_p)) for s in samples) / len(samples)
@@ -76,10 +83,19 @@ class _SamplerTrainer(Trainer):
 
     find_unused_parameters = True
 
-    def __init__(self, sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
-                 dev: Sequence[Lattice], config: SamplerTrainConfig, seed: int,
-                 device: torch.device, teacher: Optional[Sampler],
-                 lookahead: Optional[Lookahead], triples: Optional[TripleFeed]):
+    def __init__(
+        self,
+        sampler: Sampler,
+        scorer: Scorer,
+        train: Sequence[Lattice],
+        dev: Sequence[Lattice],
+        config: SamplerTrainConfig,
+        seed: int,
+        device: torch.device,
+        teacher: Optional[Sampler],
+        lookahead: Optional[Lookahead],
+        triples: Optional[TripleFeed],
+    ):
         # the loop runs both phases: the sleep steps (at most), then the usual training's steps
         loop_config = dataclasses.replace(config, steps=config.sleep_limit() + config.steps)
         super().__init__(f"train {sampler.name}", loop_config, train, seed, device)
@@ -124,32 +140,45 @@ class _SamplerTrainer(Trainer):
             n_sleep = config.sleep_pairs()
             start = self.switch * B + step * n_sleep
         wake = [] if n_sleep == B else minibatch(self.lattices, B, self.seed, step)[n_sleep:]
-        return sleep_batch(self.triples, start, n_sleep, wake[self.shard], self.shard,
-                           self.device)
+        return sleep_batch(self.triples, start, n_sleep, wake[self.shard], self.shard, self.device)
 
     def validate(self) -> float:
         config = self.config
-        return validate(self.sampler, self.scorer, self.dev, config.eval_k, config.batch_size,
-                        stream_seed(self.seed, "early_stopping"), self.device)
+        return validate(
+            self.sampler,
+            self.scorer,
+            self.dev,
+            config.eval_k,
+            config.batch_size,
+            stream_seed(self.seed, "early_stopping"),
+            self.device,
+        )
 
     def first_records(self) -> list[dict]:  # step 0: the untrained sampler
         self.early.best = self.validate()
         return [{"step": 0, "dev_partial_kl": self.early.best}]
 
     def record(self, step, losses, ess, norms) -> dict:
-        record = {"loss": float(losses[0].detach()),
-                  "grad_norm": float(norms[0]) if norms else None, "ess": ess}
+        record = {
+            "loss": float(losses[0].detach()),
+            "grad_norm": float(norms[0]) if norms else None,
+            "ess": ess,
+        }
         config, self.done = self.config, step
         sleeping = self.sleeping(step)
         if sleeping:
             record["phase"] = "sleep"
-        last = (step == config.sleep_cap if self.switch is None
-                else step in (self.switch, self.switch + self.usual_steps))
+        last = (
+            step == config.sleep_cap
+            if self.switch is None
+            else step in (self.switch, self.switch + self.usual_steps)
+        )
         if step % config.eval_every == 0 or last:
             record["dev_partial_kl"] = self.validate()
             # patience counts in the usual training only: the sleep phase runs its steps
-            improved = self.early.update(step, record["dev_partial_kl"], self.sampler,
-                                         count=not sleeping)
+            improved = self.early.update(
+                step, record["dev_partial_kl"], self.sampler, count=not sleeping
+            )
             if self.switch is None:  # ``auto``: does the sleep phase end here?
                 self.sleep_since_best = 0 if improved else self.sleep_since_best + 1
                 if self.sleep_since_best >= config.sleep_patience:
@@ -158,11 +187,20 @@ class _SamplerTrainer(Trainer):
                     self.switch, self.switched_by = step, "cap"
         if step == self.switch and self.switched_by:  # the optimiser's state carries on
             record["sleep_stopped_by"] = self.switched_by
-            why = {"steps": f"sleep_steps={step}", "cap": f"the cap, sleep_cap={step}",
-                   "patience": f"{config.sleep_patience} validations without improvement"}
-            log.info("%s: the sleep phase ends after step %d (%s; best validation partial KL "
-                     "%.4g at step %d)", self.name, step, why[self.switched_by],
-                     self.early.best, self.early.best_step)
+            why = {
+                "steps": f"sleep_steps={step}",
+                "cap": f"the cap, sleep_cap={step}",
+                "patience": f"{config.sleep_patience} validations without improvement",
+            }
+            log.info(
+                "%s: the sleep phase ends after step %d (%s; best validation partial KL "
+                "%.4g at step %d)",
+                self.name,
+                step,
+                why[self.switched_by],
+                self.early.best,
+                self.early.best_step,
+            )
         return record
 
     def progress(self, record: dict) -> dict:
@@ -172,9 +210,17 @@ class _SamplerTrainer(Trainer):
 
     def state(self) -> dict:
         baseline = self.loss.baseline.value if self.loss.baseline is not None else None
-        return {**super().state(), "baseline": baseline, **self.early.state(),
-                "sleep": {"switch": self.switch, "switched_by": self.switched_by,
-                          "since_best": self.sleep_since_best, "done": self.done}}
+        return {
+            **super().state(),
+            "baseline": baseline,
+            **self.early.state(),
+            "sleep": {
+                "switch": self.switch,
+                "switched_by": self.switched_by,
+                "since_best": self.sleep_since_best,
+                "done": self.done,
+            },
+        }
 
     def restore(self, state: dict) -> None:
         super().restore(state)
@@ -186,14 +232,22 @@ class _SamplerTrainer(Trainer):
         self.sleep_since_best, self.done = sleep["since_best"], sleep["done"]
 
 
-def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
-                  dev: Sequence[Lattice], config: SamplerTrainConfig, *,
-                  seed: int = 0, device: torch.device | str = "cpu",
-                  checkpoint: Optional[str | os.PathLike] = None, quiet: bool = False,
-                  callback: Optional[Callable[[int, dict], None]] = None,
-                  teacher: Optional[Sampler] = None,
-                  lookahead: Optional[Lookahead] = None,
-                  triples: Optional[TripleFeed] = None) -> SamplerResult:
+def train_sampler(
+    sampler: Sampler,
+    scorer: Scorer,
+    train: Sequence[Lattice],
+    dev: Sequence[Lattice],
+    config: SamplerTrainConfig,
+    *,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    checkpoint: Optional[str | os.PathLike] = None,
+    quiet: bool = False,
+    callback: Optional[Callable[[int, dict], None]] = None,
+    teacher: Optional[Sampler] = None,
+    lookahead: Optional[Lookahead] = None,
+    triples: Optional[TripleFeed] = None,
+) -> SamplerResult:
     """Train ``sampler`` (``make_sampler``) against the frozen ``scorer`` as ``config`` says.
 
     The history starts with the untrained sampler's validation (step 0), which also counts
@@ -217,12 +271,16 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
     without improvement, or ``sleep_cap``, ended it."""
     _check(train, dev, config, teacher)
     if (config.sleep_steps or config.sleep_share) and triples is None:
-        raise NfstError("sleep training needs triples drawn from the scorer",
-                        "pass triples=TripleFeed(T, draw_triples(scorer, T, n).triples), or set "
-                        "sleep_steps=0 and sleep_share=0")
+        raise NfstError(
+            "sleep training needs triples drawn from the scorer",
+            "pass triples=TripleFeed(T, draw_triples(scorer, T, n).triples), or set "
+            "sleep_steps=0 and sleep_share=0",
+        )
     if config.objective == "posterior" and not hasattr(scorer, "posterior"):
-        raise NfstError("the objective 'posterior' needs a scorer with an exact posterior",
-                        "use scorer.kind=ngram, or another objective")
+        raise NfstError(
+            "the objective 'posterior' needs a scorer with an exact posterior",
+            "use scorer.kind=ngram, or another objective",
+        )
     if config.objective == "nasmc":  # refuse before any work rather than train on C = 0
         lookahead = nasmc_lookahead(lookahead)
     device = torch.device(device)
@@ -233,26 +291,42 @@ def train_sampler(sampler: Sampler, scorer: Scorer, train: Sequence[Lattice],
         lookahead.to(device)
     if teacher is not None:
         teacher.to(device).eval().requires_grad_(False)
-    trainer = _SamplerTrainer(sampler, scorer, train, dev, config, seed, device, teacher,
-                              lookahead, triples)
+    trainer = _SamplerTrainer(
+        sampler, scorer, train, dev, config, seed, device, teacher, lookahead, triples
+    )
     with triples if triples is not None else contextlib.nullcontext():
         history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet, callback=callback)
     sampler.load_state_dict(trainer.early.best_params)
     sampler.eval()
-    return SamplerResult(sampler, history, trainer.early.best_step, trainer.early.best,
-                         trainer.early.stopped, trainer.switch or 0, trainer.switched_by)
+    return SamplerResult(
+        sampler,
+        history,
+        trainer.early.best_step,
+        trainer.early.best,
+        trainer.early.stopped,
+        trainer.switch or 0,
+        trainer.switched_by,
+    )
 
 
-def _check(train: Sequence[Lattice], dev: Sequence[Lattice], config: SamplerTrainConfig,
-           teacher: Optional[Sampler]) -> None:
+def _check(
+    train: Sequence[Lattice],
+    dev: Sequence[Lattice],
+    config: SamplerTrainConfig,
+    teacher: Optional[Sampler],
+) -> None:
     if not train or not dev:
         raise ValueError("train_sampler needs training and validation lattices")
     check_config(config)
     config.check_sleep()
     if config.teacher and config.objective != "is":
-        raise NfstError(f"a teacher trains with the objective 'is' only, not "
-                        f"{config.objective!r}", "unset sampler.teacher or use objective=is")
+        raise NfstError(
+            f"a teacher trains with the objective 'is' only, not {config.objective!r}",
+            "unset sampler.teacher or use objective=is",
+        )
     if bool(config.teacher) != (teacher is not None):
-        raise NfstError(f"the config names teacher {config.teacher!r} but "
-                        f"{'one was' if teacher is not None else 'none was'} passed",
-                        "pass the trained teacher sampler, or set SamplerTrainConfig.teacher")
+        raise NfstError(
+            f"the config names teacher {config.teacher!r} but "
+            f"{'one was' if teacher is not None else 'none was'} passed",
+            "pass the trained teacher sampler, or set SamplerTrainConfig.teacher",
+        )

@@ -99,6 +99,9 @@ class SamplerTrainConfig(LoopConfig):
         """NfstError for a ``sleep_share`` that puts no triple in a minibatch (its rounding
         would silently train without wake-sleep)."""
         if self.sleep_share and not self.sleep_pairs():
-            raise NfstError(f"sleep_share={self.sleep_share} puts no fresh triple in a minibatch "
-                            f"of {self.batch_size}", f"use sleep_share=0, or at least "
-                            f"{1 / self.batch_size:.3g} (one pair of {self.batch_size})")
+            raise NfstError(
+                f"sleep_share={self.sleep_share} puts no fresh triple in a minibatch "
+                f"of {self.batch_size}",
+                f"use sleep_share=0, or at least "
+                f"{1 / self.batch_size:.3g} (one pair of {self.batch_size})",
+            )

@@ -91,11 +91,18 @@ class ScorerResult:
     bootstrap sampler)."""
 
 
-def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig(), *,
-                 vocabulary: Optional[Vocabulary] = None, seed: int = 0,
-                 device: torch.device | str = "cpu", ngram: Optional[NgramScorer] = None,
-                 checkpoint: Optional[str | os.PathLike] = None, quiet: bool = False,
-                 callback: Optional[Callable[[int, dict], None]] = None) -> ScorerResult:
+def train_scorer(
+    train: Sequence[Lattice],
+    config: ScorerConfig = ScorerConfig(),
+    *,
+    vocabulary: Optional[Vocabulary] = None,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    ngram: Optional[NgramScorer] = None,
+    checkpoint: Optional[str | os.PathLike] = None,
+    quiet: bool = False,
+    callback: Optional[Callable[[int, dict], None]] = None,
+) -> ScorerResult:
     """Fit an LSTM scorer to the training lattices (module docstring).
 
     ``vocabulary``: the task's (``Vocabulary.of(T)``), for a bootstrap sampler; None: the
@@ -112,9 +119,15 @@ def train_scorer(train: Sequence[Lattice], config: ScorerConfig = ScorerConfig()
     torch.manual_seed(stream_seed(seed, "init"))
     vocab = len(train[0].mark_vocab)
     scorer = LSTMScorer(vocab, config.hidden, config.layers, config.dropout).to(device)
-    boot = None if config.proposal == "ngram" else make_sampler(
-        config.bootstrap_sampler, vocabulary or Vocabulary(train[0].mark_vocab),
-        config.bootstrap).to(device)
+    boot = (
+        None
+        if config.proposal == "ngram"
+        else make_sampler(
+            config.bootstrap_sampler,
+            vocabulary or Vocabulary(train[0].mark_vocab),
+            config.bootstrap,
+        ).to(device)
+    )
     torch.manual_seed(stream_seed(seed, "train"))
     trainer = _ScorerTrainer(train, config, scorer, boot, ngram, seed, device)
     history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet, callback=callback)
@@ -126,9 +139,16 @@ class _ScorerTrainer(Trainer):
     its optimiser. Under torchrun, as for a sampler, each process takes its share of every
     minibatch and DDP averages the gradients of both."""
 
-    def __init__(self, train: Sequence[Lattice], config: ScorerConfig, scorer: LSTMScorer,
-                 boot: Optional[Sampler], ngram: Optional[NgramScorer], seed: int,
-                 device: torch.device):
+    def __init__(
+        self,
+        train: Sequence[Lattice],
+        config: ScorerConfig,
+        scorer: LSTMScorer,
+        boot: Optional[Sampler],
+        ngram: Optional[NgramScorer],
+        seed: int,
+        device: torch.device,
+    ):
         super().__init__("train scorer", config, train, seed, device)
         opt_p = torch.optim.Adam(scorer.parameters(), lr=config.lr)
         # every parameter gets a gradient: DDP needs no search for unused ones
@@ -145,8 +165,10 @@ class _ScorerTrainer(Trainer):
 
     def record(self, step, losses, out, norms) -> dict:
         log_p, log_r = out
-        return {"iwae": float(iwae_bound(log_p.detach(), log_r).mean()),
-                "sampler_loss": None if len(self.optimizers) < 2 else float(losses[1].detach())}
+        return {
+            "iwae": float(iwae_bound(log_p.detach(), log_r).mean()),
+            "sampler_loss": None if len(self.optimizers) < 2 else float(losses[1].detach()),
+        }
 
     def progress(self, record: dict) -> dict:
         return {"iwae": f"{record['iwae']:.2f}"}
@@ -155,8 +177,13 @@ class _ScorerTrainer(Trainer):
 class _StepLoss(torch.nn.Module):
     """One minibatch as a module's forward, for DDP."""
 
-    def __init__(self, scorer: LSTMScorer, boot: Optional[Sampler],
-                 ngram: Optional[NgramScorer], config: ScorerConfig):
+    def __init__(
+        self,
+        scorer: LSTMScorer,
+        boot: Optional[Sampler],
+        ngram: Optional[NgramScorer],
+        config: ScorerConfig,
+    ):
         super().__init__()
         self.scorer, self.boot, self.config = scorer, boot, config
         self.posterior = None if ngram is None else ngram.posterior()
@@ -170,8 +197,9 @@ class _StepLoss(torch.nn.Module):
             return paths.arcs, paths.log_q, paths.log_q.detach()
         if self.config.proposal == "mixture":
             share = self.config.ngram_share
-            draw = mixture_draw([self.boot, self.posterior], [1 - share, share], batch, K,
-                                generator, grad=[0])
+            draw = mixture_draw(
+                [self.boot, self.posterior], [1 - share, share], batch, K, generator, grad=[0]
+            )
             return draw.arcs, draw.log_q[0], draw.log_r
         with torch.no_grad():
             paths = self.posterior.sample(batch, K, generator)
@@ -184,10 +212,12 @@ class _StepLoss(torch.nn.Module):
         B, K, L = arcs.shape
         # A good proposal repeats paths: score each distinct mark string once.
         marks, lengths, index = distinct_strings(batch.marks_of(arcs).reshape(B * K, L))
-        log_p, smoothed = self.scorer.log_prob_smoothed(marks, lengths,
-                                                        self.config.label_smoothing)
+        log_p, smoothed = self.scorer.log_prob_smoothed(marks, lengths, self.config.label_smoothing)
         log_p, smoothed = log_p[index].view(B, K), smoothed[index].view(B, K)
         loss_p = iwae_loss(log_p.detach(), log_r, surrogate=smoothed)
-        loss_q = log_p.new_zeros(()) if log_q is None else \
-            inclusive_kl_loss(log_p.detach(), log_q, log_r)
+        loss_q = (
+            log_p.new_zeros(())
+            if log_q is None
+            else inclusive_kl_loss(log_p.detach(), log_q, log_r)
+        )
         return (loss_p, loss_q), (log_p, log_r)

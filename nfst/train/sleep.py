@@ -34,14 +34,25 @@ class TripleFeed:
     ``CompileOptions.max_states``) or has no arc (nothing for q to learn) are left out of
     their minibatch and counted in ``skipped``."""
 
-    def __init__(self, T: MarkedFST, triples: list[Triple], *,
-                 cache_dir: Optional[str | os.PathLike] = None, processes: int = 1,
-                 chunk: int = 1024, options: CompileOptions = CompileOptions()):
+    def __init__(
+        self,
+        T: MarkedFST,
+        triples: list[Triple],
+        *,
+        cache_dir: Optional[str | os.PathLike] = None,
+        processes: int = 1,
+        chunk: int = 1024,
+        options: CompileOptions = CompileOptions(),
+    ):
         if not triples:
             raise ValueError("TripleFeed needs at least one triple")
         self.T, self.triples, self.skipped = T, triples, 0
-        self.cache_dir, self.processes, self.chunk, self.options = (cache_dir, processes,
-                                                                    chunk, options)
+        self.cache_dir, self.processes, self.chunk, self.options = (
+            cache_dir,
+            processes,
+            chunk,
+            options,
+        )
         self._held: tuple[int, list] | None = None  # (chunk number, its items)
 
     def __enter__(self) -> "TripleFeed":
@@ -67,20 +78,30 @@ class TripleFeed:
         number, offset = divmod(i, self.chunk)
         if self._held is None or self._held[0] != number:
             self._held = None  # let the last chunk go before compiling the next
-            self._held = (number, self._compile(self.triples[number * self.chunk:
-                                                             (number + 1) * self.chunk]))
+            self._held = (
+                number,
+                self._compile(self.triples[number * self.chunk : (number + 1) * self.chunk]),
+            )
         return self._held[1][offset]
 
     def _compile(self, triples: list[Triple]) -> list:
-        data = compile_dataset(self.T, [(x, y) for x, y, _ in triples], options=self.options,
-                               cache_dir=self.cache_dir, processes=self.processes,
-                               progress=False)
+        data = compile_dataset(
+            self.T,
+            [(x, y) for x, y, _ in triples],
+            options=self.options,
+            cache_dir=self.cache_dir,
+            processes=self.processes,
+            progress=False,
+        )
         compiled = dict(zip(data.pairs, data.lattices))
         items = []
         for x, y, marks in triples:
             lattice = compiled.get((tuple(x), tuple(y)))
-            items.append(None if lattice is None or not lattice.num_arcs
-                         else (lattice, path_arcs(lattice, marks)))
+            items.append(
+                None
+                if lattice is None or not lattice.num_arcs
+                else (lattice, path_arcs(lattice, marks))
+            )
         return items
 
     def close(self) -> None:
@@ -102,8 +123,14 @@ class SleepBatch:
         return sum(len(b.lattices) for b in (self.sleep, self.wake) if b is not None) or 1
 
 
-def sleep_batch(feed: TripleFeed, start: int, count: int, wake: list[Lattice], shard: slice,
-                device: torch.device) -> LatticeBatch | SleepBatch | None:
+def sleep_batch(
+    feed: TripleFeed,
+    start: int,
+    count: int,
+    wake: list[Lattice],
+    shard: slice,
+    device: torch.device,
+) -> LatticeBatch | SleepBatch | None:
     """The minibatch of ``count`` triples from ``start`` (this rank's ``shard`` of them) and
     the usual training's pairs ``wake``: a plain LatticeBatch without triples, else a
     :class:`SleepBatch` whose ω arcs are numbered as the batch numbers arcs."""
@@ -118,5 +145,5 @@ def sleep_batch(feed: TripleFeed, start: int, count: int, wake: list[Lattice], s
     offsets = sleep.arc_offsets.tolist()
     padded = torch.full((len(arcs), 1, max(1, *map(len, arcs))), -1, dtype=torch.long)
     for i, a in enumerate(arcs):  # the batch numbers arcs after the lattices before
-        padded[i, 0, :len(a)] = torch.from_numpy(a + offsets[i])
+        padded[i, 0, : len(a)] = torch.from_numpy(a + offsets[i])
     return SleepBatch(sleep, padded.to(device), wake_batch)

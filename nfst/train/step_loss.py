@@ -34,16 +34,23 @@ class StepLoss(torch.nn.Module):
     (the frozen scorer has no trainable parameters, so only the sampler's are reduced);
     ``config``: the run's ``SamplerTrainConfig``."""
 
-    def __init__(self, sampler: Sampler, scorer: Scorer, config,
-                 teacher: Optional[Sampler] = None, lookahead: Optional[Lookahead] = None):
+    def __init__(
+        self,
+        sampler: Sampler,
+        scorer: Scorer,
+        config,
+        teacher: Optional[Sampler] = None,
+        lookahead: Optional[Lookahead] = None,
+    ):
         super().__init__()
         self.sampler, self.scorer, self.config = sampler, scorer, config
         # lists: the frozen teacher and the lookahead are no submodules DDP should see
         self._teacher, self._lookahead = [teacher], [lookahead]
         self.baseline = EMABaseline() if config.baseline == "ema" else None
 
-    def forward(self, batch: LatticeBatch | SleepBatch, generator: torch.Generator
-                ) -> tuple[tuple[torch.Tensor], Optional[float]]:
+    def forward(
+        self, batch: LatticeBatch | SleepBatch, generator: torch.Generator
+    ) -> tuple[tuple[torch.Tensor], Optional[float]]:
         """((the minibatch loss,), the ESS of its training weights): on a
         :class:`SleepBatch`, the mean over its pairs of −log q(ω) of the triples and of the
         usual loss of its ``wake`` pairs; else the loss of ``config.objective`` (see
@@ -60,16 +67,16 @@ class StepLoss(torch.nn.Module):
         (wake,), ess = self._wake(batch.wake, generator)
         return ((loss + wake * len(batch.wake.lattices)) / batch.size,), ess
 
-    def _wake(self, batch: LatticeBatch, generator: torch.Generator
-              ) -> tuple[tuple[torch.Tensor], Optional[float]]:
-        sampler, scorer, config, teacher = self.sampler, self.scorer, self.config, \
-            self._teacher[0]
+    def _wake(
+        self, batch: LatticeBatch, generator: torch.Generator
+    ) -> tuple[tuple[torch.Tensor], Optional[float]]:
+        sampler, scorer, config, teacher = self.sampler, self.scorer, self.config, self._teacher[0]
         if config.objective == "is" and config.without_replacement:
-            return (distinct_inclusive_kl_loss(sampler, scorer, batch, config.k, generator),), \
-                None
+            return (distinct_inclusive_kl_loss(sampler, scorer, batch, config.k, generator),), None
         if config.objective == "is" and teacher is not None:
-            loss, log_w = defensive_loss(sampler, teacher, scorer, batch, config.k,
-                                         config.teacher_share, generator)
+            loss, log_w = defensive_loss(
+                sampler, teacher, scorer, batch, config.k, config.teacher_share, generator
+            )
             return (loss,), weight_ess(log_w)
         if config.objective == "posterior":
             with torch.no_grad():
@@ -79,12 +86,23 @@ class StepLoss(torch.nn.Module):
             paths = sampler.sample(batch, config.k, generator)
             with torch.no_grad():
                 log_p = scorer.score_paths(paths)
-            return ((sampler_loss(log_p, paths.log_q, config.lam, self.baseline),),
-                    weight_ess(log_p - paths.log_q))
+            return (
+                (sampler_loss(log_p, paths.log_q, config.lam, self.baseline),),
+                weight_ess(log_p - paths.log_q),
+            )
         # the mixture's REINFORCE term needs paths drawn from q itself: no resampling then
         threshold = 0.0 if config.objective == "mixture" and config.lam > 0 else 0.5
         smc_config = SMCConfig(particles=config.k, resample_threshold=threshold)
-        return (particle_loss(batch, sampler, scorer, self._lookahead[0], smc_config,
-                              config.objective, config.lam, generator, self.baseline),), None
-
-
+        return (
+            particle_loss(
+                batch,
+                sampler,
+                scorer,
+                self._lookahead[0],
+                smc_config,
+                config.objective,
+                config.lam,
+                generator,
+                self.baseline,
+            ),
+        ), None

@@ -76,11 +76,16 @@ class DrawnTriples:
     def summary(self) -> dict:
         """Its counts and acceptance, and the mean and longest x, y and ω."""
         stats, triples = self.stats, self.triples
-        return {"triples": len(triples), "drawn": stats.drawn, "paths": stats.paths,
-                "too_long": stats.too_long, "acceptance": round(stats.acceptance, 4),
-                "x_length": length_summary(t[0] for t in triples),
-                "y_length": length_summary(t[1] for t in triples),
-                "marks_length": length_summary(t[2] for t in triples)}
+        return {
+            "triples": len(triples),
+            "drawn": stats.drawn,
+            "paths": stats.paths,
+            "too_long": stats.too_long,
+            "acceptance": round(stats.acceptance, 4),
+            "x_length": length_summary(t[0] for t in triples),
+            "y_length": length_summary(t[1] for t in triples),
+            "marks_length": length_summary(t[2] for t in triples),
+        }
 
 
 class MarkReader:
@@ -112,10 +117,12 @@ class MarkReader:
                     state[q] = 2
                     stack.pop()
                 elif state.get(arc.dst, 0) == 1:
-                    raise NfstError(f"{self.T.name}: a cycle of arcs without marks through "
-                                    f"state {arc.dst}: a mark string may have infinitely many "
-                                    "paths, so triples cannot be read off it",
-                                    "give every arc of the cycle a mark")
+                    raise NfstError(
+                        f"{self.T.name}: a cycle of arcs without marks through "
+                        f"state {arc.dst}: a mark string may have infinitely many "
+                        "paths, so triples cannot be read off it",
+                        "give every arc of the cycle a mark",
+                    )
                 elif state.get(arc.dst, 0) == 0:
                     state[arc.dst] = 1
                     stack.append((arc.dst, iter(self.silent.get(arc.dst, ()))))
@@ -132,8 +139,11 @@ class MarkReader:
             out = {((), ())} if i == n and q in finals else set()
             arcs = list(self.silent.get(q, ()))
             if i < n:
-                arcs += [a for a in self.by_mark.get((q, marks[i]), ())
-                         if marks[i:i + len(a.marks)] == a.marks]
+                arcs += [
+                    a
+                    for a in self.by_mark.get((q, marks[i]), ())
+                    if marks[i : i + len(a.marks)] == a.marks
+                ]
             for a in arcs:
                 for x, y in suffixes(a.dst, i + len(a.marks)):
                     out.add((a.input + x, a.output + y))
@@ -143,11 +153,19 @@ class MarkReader:
         return sorted(suffixes(self.T.start, 0))
 
 
-def draw_triples(scorer: Scorer, T: MarkedFST, n: int, *, seed: int = 0,
-                 max_length: int = 400, batch_size: int = 512, max_readings: int = 1,
-                 keep: Optional[Callable[[tuple, tuple], float]] = None,
-                 min_acceptance: float = 1e-3,
-                 device: torch.device | str = "cpu") -> DrawnTriples:
+def draw_triples(
+    scorer: Scorer,
+    T: MarkedFST,
+    n: int,
+    *,
+    seed: int = 0,
+    max_length: int = 400,
+    batch_size: int = 512,
+    max_readings: int = 1,
+    keep: Optional[Callable[[tuple, tuple], float]] = None,
+    min_acceptance: float = 1e-3,
+    device: torch.device | str = "cpu",
+) -> DrawnTriples:
     """``n`` triples (x, y, ω) drawn from ``scorer`` and read off T (module docstring).
 
     The scorer's mark ids are those of ``Vocabulary.of(T)`` (T's sorted mark alphabet; EOS is
@@ -158,13 +176,17 @@ def draw_triples(scorer: Scorer, T: MarkedFST, n: int, *, seed: int = 0,
     if n < 0:
         raise ValueError(f"draw_triples: n must be ≥ 0, got {n}")
     if type(scorer).start is Scorer.start:
-        raise NfstError(f"the scorer {type(scorer).__name__} has no step interface (start, "
-                        "next_log_probs, advance), so no mark string can be drawn from it",
-                        "draw triples from an LSTM, n-gram or arc-factored scorer")
+        raise NfstError(
+            f"the scorer {type(scorer).__name__} has no step interface (start, "
+            "next_log_probs, advance), so no mark string can be drawn from it",
+            "draw triples from an LSTM, n-gram or arc-factored scorer",
+        )
     vocab = T.mark_alphabet
     if scorer.vocab_size != len(vocab):
-        raise NfstError(f"the scorer reads {scorer.vocab_size} marks but {T.name} has "
-                        f"{len(vocab)}", "draw with the scorer trained on this MFST's lattices")
+        raise NfstError(
+            f"the scorer reads {scorer.vocab_size} marks but {T.name} has {len(vocab)}",
+            "draw with the scorer trained on this MFST's lattices",
+        )
     stats = TripleStats()
     reader, rng = MarkReader(T), random.Random(f"triples:{seed}")
     generator = torch.Generator(device=device).manual_seed(seed)
@@ -181,10 +203,12 @@ def draw_triples(scorer: Scorer, T: MarkedFST, n: int, *, seed: int = 0,
                 continue
             stats.paths += 1
             if len(readings) > max_readings:
-                raise NfstError(f"{T.name}: the mark string {' '.join(marks)!r} is the mark "
-                                f"string of paths with {len(readings)} different (x, y)",
-                                f"pass max_readings ≥ {len(readings)} (keeps each string with "
-                                "probability n(ω) / max_readings: exact, but slower)")
+                raise NfstError(
+                    f"{T.name}: the mark string {' '.join(marks)!r} is the mark "
+                    f"string of paths with {len(readings)} different (x, y)",
+                    f"pass max_readings ≥ {len(readings)} (keeps each string with "
+                    "probability n(ω) / max_readings: exact, but slower)",
+                )
             if rng.random() * max_readings >= len(readings):
                 continue
             x, y = readings[rng.randrange(len(readings))]
@@ -194,17 +218,20 @@ def draw_triples(scorer: Scorer, T: MarkedFST, n: int, *, seed: int = 0,
             if len(triples) < n:
                 triples.append((x, y, marks))
         if stats.drawn >= 10 / min_acceptance and stats.acceptance < min_acceptance:
-            raise NfstError(f"{T.name}: only {stats.kept} of {stats.drawn} strings drawn from "
-                            f"the scorer were kept (acceptance {stats.acceptance:.2g}; "
-                            f"{stats.too_long} longer than {max_length} marks)",
-                            "the scorer rarely writes a path of this MFST: check that it was "
-                            "trained on its lattices, or raise max_length")
+            raise NfstError(
+                f"{T.name}: only {stats.kept} of {stats.drawn} strings drawn from "
+                f"the scorer were kept (acceptance {stats.acceptance:.2g}; "
+                f"{stats.too_long} longer than {max_length} marks)",
+                "the scorer rarely writes a path of this MFST: check that it was "
+                "trained on its lattices, or raise max_length",
+            )
     return DrawnTriples(triples, stats)
 
 
 @torch.no_grad()
-def draw_strings(scorer: Scorer, n: int, max_length: int, generator: torch.Generator,
-                 device) -> list[Optional[list[int]]]:
+def draw_strings(
+    scorer: Scorer, n: int, max_length: int, generator: torch.Generator, device
+) -> list[Optional[list[int]]]:
     """n mark strings (as id lists) drawn ancestrally from the scorer, one mark at a time
     (003:11), paths of T or not (:func:`draw_triples` keeps those that are); None for each
     that had not ended after ``max_length`` marks."""
@@ -223,8 +250,10 @@ def draw_strings(scorer: Scorer, n: int, max_length: int, generator: torch.Gener
         rows, chosen = rows[open_], chosen[open_]
         marks[rows, t] = chosen
         state = scorer.advance(scorer.select_state(state, open_), chosen)
-    return [row[:length] if length >= 0 else None
-            for row, length in zip(marks.tolist(), lengths.tolist())]
+    return [
+        row[:length] if length >= 0 else None
+        for row, length in zip(marks.tolist(), lengths.tolist())
+    ]
 
 
 def path_arcs(lattice: Lattice, marks: tuple[str, ...]) -> np.ndarray:

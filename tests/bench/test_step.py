@@ -28,8 +28,14 @@ def test_op_counter_counts_forward_backward_and_host_waits():
 def test_bench_step_reports_operators_and_the_paper_preset(capsys):
     result = bench_step(lattices=2, k=2, dims=(256,), scorer_hidden=8, repeat=1)
     at_d = result["d256"]
-    for key in ("ms_per_step", "ms_sampler_only", "over_swp", "ops_per_step", "syncs_per_step",
-                "ms_per_sleep_step"):
+    for key in (
+        "ms_per_step",
+        "ms_sampler_only",
+        "over_swp",
+        "ops_per_step",
+        "syncs_per_step",
+        "ms_per_sleep_step",
+    ):
         assert set(at_d[key]) == set(SAMPLER_NAMES)
     assert all(n > 1000 for n in at_d["ops_per_step"].values())  # a walk of dozens of steps
     assert all(ms > 0 for ms in at_d["ms_per_sleep_step"].values())
@@ -41,5 +47,6 @@ def test_bench_step_reports_operators_and_the_paper_preset(capsys):
         assert hours == pytest.approx(20_000 * at_d["ms_per_step"][name] / 3.6e6, abs=0.01)
     assert paper["scorer_steps"] == 2_000 and paper["ms_per_scorer_step"] > 0
     assert paper["hours_per_task"] == pytest.approx(
-        sum(paper["hours_per_sampler"].values()) + paper["scorer_hours"], abs=0.02)
+        sum(paper["hours_per_sampler"].values()) + paper["scorer_hours"], abs=0.02
+    )
     assert "up to 20,000 steps per sampler" in capsys.readouterr().out

@@ -57,5 +57,5 @@ def test_legal_columns_are_the_out_arcs_then_stop_and_carry_their_marks():
         for s in range(lat.num_states):
             legal, marks = batch.legal[s0 + s], batch.column_marks[s0 + s]
             assert sorted(marks[:D][legal[:D]].tolist()) == sorted(lat.arc_mark[lat.arc_src == s])
-            assert not legal[:D][int(legal[:D].sum()):].any()  # out-arcs first, then padding
+            assert not legal[:D][int(legal[:D].sum()) :].any()  # out-arcs first, then padding
             assert bool(legal[D]) == bool(lat.final[s]) and int(marks[D]) == V

@@ -9,8 +9,15 @@ from hypothesis import strategies as st
 
 from nfst import MarkedFST, NfstError, compile_lattice
 from nfst.dp.batch import LatticeBatch
-from nfst.dp.passes import (arc_posteriors, backward, forward, log_partition, log_path_count,
-                            sample, transition_log_probs)
+from nfst.dp.passes import (
+    arc_posteriors,
+    backward,
+    forward,
+    log_partition,
+    log_path_count,
+    sample,
+    transition_log_probs,
+)
 from nfst.dp.semiring import MaxSemiring
 from nfst.fst import lattice_to_fst, reverse_shortest_distance
 from tests.helpers.brute import chi_square_critical, lattice_paths
@@ -24,8 +31,12 @@ def random_weights(batch, seed, scale=2.0):
 
 
 def brute_log_z(lattice, w):
-    return torch.logsumexp(torch.stack([w[p].sum() if p else torch.zeros((), dtype=w.dtype)
-                                        for p in lattice_paths(lattice)]), 0)
+    return torch.logsumexp(
+        torch.stack(
+            [w[p].sum() if p else torch.zeros((), dtype=w.dtype) for p in lattice_paths(lattice)]
+        ),
+        0,
+    )
 
 
 def one_state_loops() -> MarkedFST:
@@ -33,18 +44,30 @@ def one_state_loops() -> MarkedFST:
     shortestdistance delta is off by 1.7e-6 for weight seed 293."""
     T = MarkedFST("loops")
     T.set_final(0)
-    for inp, out, marks in [("", "d", "no"), ("a", "d", "nn"), ("b", "d", "oo"),
-                            ("a", "d", "om"), ("b", "", "mn"), ("b", "c", "oo")]:
+    for inp, out, marks in [
+        ("", "d", "no"),
+        ("a", "d", "nn"),
+        ("b", "d", "oo"),
+        ("a", "d", "om"),
+        ("b", "", "mn"),
+        ("b", "c", "oo"),
+    ]:
         T.add_arc(0, 0, input=inp, output=out, marks=list(marks))
     return T
 
 
 # Most random (T, x, y) have no lattice (assume rejects them): about 1 seed in 100 trips the
 # filtering health check, as in tests/fst/test_history.py.
-@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.too_slow,
-                                                            HealthCheck.filter_too_much])
-@given(small_mfsts(), st.lists(st.sampled_from("ab"), max_size=3),
-       st.lists(st.sampled_from("cd"), max_size=3), st.integers(0, 2**31))
+@settings(
+    max_examples=examples(60),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(
+    small_mfsts(),
+    st.lists(st.sampled_from("ab"), max_size=3),
+    st.lists(st.sampled_from("cd"), max_size=3),
+    st.integers(0, 2**31),
+)
 @example(one_state_loops(), list("abb"), list("ddd"), 293)
 def test_backward_matches_openfst_on_random_lattices(T, x, y, seed):
     try:
@@ -55,7 +78,7 @@ def test_backward_matches_openfst_on_random_lattices(T, x, y, seed):
     w = random_weights(batch, seed)
     beta = backward(batch, w)
     for b in range(2):
-        wb = w[batch.arc_offsets[b]:batch.arc_offsets[b + 1]].numpy()
+        wb = w[batch.arc_offsets[b] : batch.arc_offsets[b + 1]].numpy()
         ref = reverse_shortest_distance(lat, wb)
         # The exact values agree with pynini's own shortestdistance. Its log64 weights are
         # float64, but reach Python as text: float(Weight) parses 9 significant digits, a
@@ -69,7 +92,7 @@ def test_backward_matches_openfst_on_random_lattices(T, x, y, seed):
         scale = finite.max() if finite.size else 0.0
         atol = lat.num_arcs * (1e-15 + 4 * np.finfo(np.float64).eps * scale)
         np.testing.assert_allclose(rounded, ref, rtol=1e-8, atol=atol)
-        ours = beta[batch.state_offsets[b]:batch.state_offsets[b + 1]].numpy()
+        ours = beta[batch.state_offsets[b] : batch.state_offsets[b + 1]].numpy()
         np.testing.assert_allclose(ours, ref, rtol=1e-9, atol=1e-12)
 
 
@@ -83,7 +106,7 @@ def test_backward_and_forward_match_brute_force(device):
     beta = backward(batch, w).cpu()
     w, batch = w.cpu(), batch.to("cpu")
     for b, lat in enumerate(lats):
-        wb = w[batch.arc_offsets[b]:batch.arc_offsets[b + 1]]
+        wb = w[batch.arc_offsets[b] : batch.arc_offsets[b + 1]]
         scores = torch.stack([wb[p].sum() for p in lattice_paths(lat)])
         assert torch.allclose(log_z[b], torch.logsumexp(scores, 0), rtol=1e-12)
         assert torch.allclose(best[b], scores.max(), rtol=1e-12)
@@ -102,26 +125,31 @@ def test_gradient_is_arc_posterior(device):
     assert torch.allclose(w.grad, post, atol=1e-12)
     w, post, batch = w.cpu(), post.cpu(), batch.to("cpu")
     for b, lat in enumerate(lats):  # against enumeration
-        wb = w.detach()[batch.arc_offsets[b]:batch.arc_offsets[b + 1]]
+        wb = w.detach()[batch.arc_offsets[b] : batch.arc_offsets[b + 1]]
         paths = lattice_paths(lat)
         p = torch.softmax(torch.stack([wb[q].sum() for q in paths]), 0)
         expected = torch.zeros(lat.num_arcs, dtype=torch.float64)
         for q, pq in zip(paths, p):
             expected[q] += pq
-        assert torch.allclose(post[batch.arc_offsets[b]:batch.arc_offsets[b + 1]], expected,
-                              atol=1e-12)
+        assert torch.allclose(
+            post[batch.arc_offsets[b] : batch.arc_offsets[b + 1]], expected, atol=1e-12
+        )
 
 
 @pytest.mark.parametrize("semiring", ["log", "max"])
 def test_gradcheck_all_states(semiring):
     from nfst.dp.semiring import SEMIRINGS
+
     batch = LatticeBatch(small_lattices()[:3])
     w = random_weights(batch, 2).requires_grad_()
     f = torch.zeros(batch.num_states, dtype=torch.float64).masked_fill(~batch.final, -math.inf)
     f = (f + torch.randn(batch.num_states, dtype=torch.float64) * 0.1).requires_grad_()
     # gradients of every β(s) through a random projection, wrt arc and final weights
     proj = torch.randn(batch.num_states, dtype=torch.float64)
-    func = lambda w, f: (backward(batch, w, f, SEMIRINGS[semiring]).nan_to_num(neginf=0) * proj).sum()  # noqa: E731
+
+    def func(w, f):
+        return (backward(batch, w, f, SEMIRINGS[semiring]).nan_to_num(neginf=0) * proj).sum()
+
     if semiring == "log":
         assert torch.autograd.gradcheck(func, (w, f), check_undefined_grad=False)
     else:  # max is piecewise linear: compare with finite differences away from ties
@@ -163,7 +191,7 @@ def test_viterbi_gradient_is_the_best_paths_indicator_with_minus_infinity_arcs()
                 w[off + a] = -math.inf
     dead = 3  # the cipher lattice: no finite path
     off = int(batch.arc_offsets[dead])
-    w[off + int(lats[dead].arc_offsets[0]):off + int(lats[dead].arc_offsets[1])] = -math.inf
+    w[off + int(lats[dead].arc_offsets[0]) : off + int(lats[dead].arc_offsets[1])] = -math.inf
     f = batch.final_weights(torch.float64)
     w.requires_grad_()
     f.requires_grad_()
@@ -173,10 +201,9 @@ def test_viterbi_gradient_is_the_best_paths_indicator_with_minus_infinity_arcs()
     alive = 0
     for b, lat in enumerate(lats):
         a0, s0 = int(batch.arc_offsets[b]), int(batch.state_offsets[b])
-        wb = w.detach()[a0:a0 + lat.num_arcs]
+        wb = w.detach()[a0 : a0 + lat.num_arcs]
         paths = lattice_paths(lat)
-        scores = torch.stack([wb[p].sum() if p else torch.zeros((), dtype=w.dtype)
-                              for p in paths])
+        scores = torch.stack([wb[p].sum() if p else torch.zeros((), dtype=w.dtype) for p in paths])
         expected_w = torch.zeros(lat.num_arcs, dtype=torch.float64)
         expected_f = torch.zeros(lat.num_states, dtype=torch.float64)
         if torch.isfinite(scores.max()):
@@ -189,12 +216,12 @@ def test_viterbi_gradient_is_the_best_paths_indicator_with_minus_infinity_arcs()
             assert (wb[path] > -math.inf).all()
         else:
             assert b == dead and best[b] == -math.inf
-        assert torch.equal(w.grad[a0:a0 + lat.num_arcs], expected_w), b
-        assert torch.equal(f.grad[s0:s0 + lat.num_states], expected_f), b
+        assert torch.equal(w.grad[a0 : a0 + lat.num_arcs], expected_w), b
+        assert torch.equal(f.grad[s0 : s0 + lat.num_states], expected_f), b
     assert alive >= 2
     assert bool((w.grad[torch.isneginf(w.detach())] == 0).all())
     # the dead lattice has finite arcs past its start (a mask-free gradient would reach them)
-    assert bool(torch.isfinite(w.detach()[off:off + lats[dead].num_arcs]).any())
+    assert bool(torch.isfinite(w.detach()[off : off + lats[dead].num_arcs]).any())
 
 
 def test_float32_agrees_with_float64():
@@ -225,10 +252,11 @@ def test_exact_sampling_frequencies(device):
     tested = 0
     for b, lat in enumerate(lats):
         off = int(batch.arc_offsets[b])
-        wb = w[off:off + lat.num_arcs]
+        wb = w[off : off + lat.num_arcs]
         paths = lattice_paths(lat)
-        p = torch.softmax(torch.stack([wb[q].sum() if q else torch.zeros((), dtype=w.dtype)
-                                       for q in paths]), 0).numpy()
+        p = torch.softmax(
+            torch.stack([wb[q].sum() if q else torch.zeros((), dtype=w.dtype) for q in paths]), 0
+        ).numpy()
         index = {tuple(q): i for i, q in enumerate(paths)}
         counts = np.zeros(len(paths))
         for row, lp in zip(arcs[b].tolist(), log_prob[b].tolist()):
@@ -254,7 +282,13 @@ def test_dp_keeps_every_tensor_on_the_batch_device():
     unchanged on a GPU (sampling is left out: it asks whether any path is still alive)."""
     batch = LatticeBatch(small_lattices(), device="meta")
     w = torch.empty(batch.num_arcs, dtype=torch.float64, device="meta", requires_grad=True)
-    outputs = [backward(batch, w), forward(batch, w), log_partition(batch, w, semiring=MaxSemiring),
-               arc_posteriors(batch, w), *transition_log_probs(batch, w), log_path_count(batch),
-               *torch.autograd.grad(log_partition(batch, w).sum(), w)]
+    outputs = [
+        backward(batch, w),
+        forward(batch, w),
+        log_partition(batch, w, semiring=MaxSemiring),
+        arc_posteriors(batch, w),
+        *transition_log_probs(batch, w),
+        log_path_count(batch),
+        *torch.autograd.grad(log_partition(batch, w).sum(), w),
+    ]
     assert all(out.device.type == "meta" for out in outputs)

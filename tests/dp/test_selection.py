@@ -17,9 +17,13 @@ def test_a_state_drawn_twice_counts_twice():
     n, k, copies = 8, 4, 20000
     g = torch.Generator().manual_seed(0)
     score = torch.randn(n, generator=g, dtype=torch.float64) * 1.5
-    groups = LevelGroups(seg=torch.arange(copies).repeat_interleave(n),
-                         counts=torch.full((copies,), n), start=torch.arange(copies) * n,
-                         k=torch.full((copies,), k), k1=torch.zeros(copies, dtype=torch.long))
+    groups = LevelGroups(
+        seg=torch.arange(copies).repeat_interleave(n),
+        counts=torch.full((copies,), n),
+        start=torch.arange(copies) * n,
+        k=torch.full((copies,), k),
+        k1=torch.zeros(copies, dtype=torch.long),
+    )
     config = RDPConfig(budget=k, top_share=0.0, sampling="replacement")
     c = select_level(score.repeat(copies), groups, config, g).exp().view(copies, n)
     times = c * k * torch.softmax(score, 0)

@@ -31,14 +31,15 @@ def test_exact_kls_match_enumeration_within_their_sampling_error(name):
     standard errors come from the enumerated variances of the log ratios."""
     lats, k = del_ins_lattices(), 400
     scorer, sampler = random_bigram(lats), new_sampler(name, lats)
-    result = evaluate({name: sampler}, scorer, lats, k=k, quiet=True, examples=0,
-                      without_replacement=False)
+    result = evaluate(
+        {name: sampler}, scorer, lats, k=k, quiet=True, examples=0, without_replacement=False
+    )
     add_exact(result, scorer, {name: sampler}, lats, k=k)
     m = result["samplers"][name]
-    exclusive = [p + z for p, z in zip(m["per_pair_partial_kl"],
-                                       result["exact_log_z"]["per_pair"])]
-    for got, got_in, truth in zip(exclusive, m["per_pair_inclusive_kl"],
-                                  enumerated(sampler, scorer, lats)):
+    exclusive = [p + z for p, z in zip(m["per_pair_partial_kl"], result["exact_log_z"]["per_pair"])]
+    for got, got_in, truth in zip(
+        exclusive, m["per_pair_inclusive_kl"], enumerated(sampler, scorer, lats)
+    ):
         assert abs(got - truth["exclusive"]) <= 4 * math.sqrt(truth["var_q"] / k) + 1e-9
         assert abs(got_in - truth["inclusive"]) <= 4 * math.sqrt(truth["var_p"] / k) + 1e-9
     assert m["exclusive_kl"] == pytest.approx(sum(exclusive) / len(exclusive))

@@ -20,8 +20,10 @@ from tests.helpers.scorers import random_bigram
 def larger_lattices() -> list:
     """Pairs of 32 to 121 paths, so that 24 draws often have the 5 distinct weights above the
     tail's threshold that a k̂ needs (the small ones, of 5 to 32 paths, seldom do)."""
-    return [compile_lattice(CIPHER, x, y)
-            for x, y in (("abc", "cab"), ("abca", "bca"), ("abcb", "cab"), ("ab", "bca"))]
+    return [
+        compile_lattice(CIPHER, x, y)
+        for x, y in (("abc", "cab"), ("abca", "bca"), ("abcb", "cab"), ("ab", "bca"))
+    ]
 
 
 def test_importance_sampled_log_z_is_a_lower_bound_with_its_diagnostics():
@@ -30,8 +32,9 @@ def test_importance_sampled_log_z_is_a_lower_bound_with_its_diagnostics():
     lats = del_ins_lattices() * 2
     scorer = random_bigram(lats, seed=1)
     samplers = {"swa": new_sampler("swa", lats), "swp": new_sampler("swp", lats, seed=1)}
-    result = evaluate(samplers, scorer, lats, k=8, quiet=True, examples=0,
-                      without_replacement=False)
+    result = evaluate(
+        samplers, scorer, lats, k=8, quiet=True, examples=0, without_replacement=False
+    )
     result["log_z"] = estimate_log_z(samplers, scorer, lats, 64)
     add_exact(add_exclusive_kl(result), scorer, samplers, lats, k=8)
     log_z = result["log_z"]
@@ -39,7 +42,8 @@ def test_importance_sampled_log_z_is_a_lower_bound_with_its_diagnostics():
     for value, se, truth in zip(log_z["per_pair"], log_z["per_pair_se"], exact):
         assert value <= truth + 3 * se + 1e-9
     assert log_z["error"] == pytest.approx(
-        sum(v - z for v, z in zip(log_z["per_pair"], exact)) / len(exact))
+        sum(v - z for v, z in zip(log_z["per_pair"], exact)) / len(exact)
+    )
     assert set(result["samplers"]) == {"swa", "swp"}
     for m in result["samplers"].values():
         assert m["exclusive_kl"] - m["exclusive_kl_lower_bound"] == pytest.approx(-log_z["error"])
@@ -59,8 +63,9 @@ def test_mixture_importance_sampling_is_unbiased_for_z():
     samplers = {"swa": new_sampler("swa", lats), "swp": new_sampler("swp", lats, seed=3)}
     log_z = estimate_log_z(samplers, scorer, lats * copies, 4, batch_size=64)["per_pair"]
     exact = exact_log_z(scorer, lats)
-    ratio = torch.tensor(log_z, dtype=torch.float64).view(copies, len(lats)) \
-        - torch.tensor(exact, dtype=torch.float64)
+    ratio = torch.tensor(log_z, dtype=torch.float64).view(copies, len(lats)) - torch.tensor(
+        exact, dtype=torch.float64
+    )
     ratio = ratio.exp()
     mean, se = ratio.mean(0), ratio.std(0) / math.sqrt(copies)
     assert bool(((mean - 1).abs() <= 4 * se + 1e-9).all()), (mean, se)
@@ -83,7 +88,8 @@ def test_adaptive_sizes_come_from_a_first_draw_that_is_then_set_aside():
     assert all(a != b for a, b in zip(log_z["per_pair"], first["per_pair"]))
     assert log_z["samples_drawn"] == len(lats) * 24 * 2 + sum(heavy) * 24
     assert sum(v["samples"] for v in log_z["by_proposal"].values()) == pytest.approx(
-        sum(log_z["per_pair_samples"]) / len(lats))
+        sum(log_z["per_pair_samples"]) / len(lats)
+    )
     assert first["max_samples"] is None and "first_pareto_k" not in first
 
 
@@ -111,8 +117,7 @@ def test_no_fresh_draw_repeats_a_first_draw(monkeypatch):
     log_z = estimate_log_z(samplers, scorer, lats, 24, max_samples=48, batch_size=16)
     assert log_z["per_pair_samples"] == [48] * 16 + [24] * 32
     assert log_z["first_pareto_k"] == first["pareto_k"]
-    repeated = [j for j, (a, b) in enumerate(zip(log_z["per_pair"], first["per_pair"]))
-                if a == b]
+    repeated = [j for j, (a, b) in enumerate(zip(log_z["per_pair"], first["per_pair"])) if a == b]
     assert repeated == []
 
 
@@ -143,7 +148,9 @@ def test_adaptive_importance_sampling_is_unbiased_for_z():
     samplers = {"swa": new_sampler("swa", lats), "swp": new_sampler("swp", lats, seed=1)}
     log_z = estimate_log_z(samplers, scorer, lats * copies, 24, max_samples=48, batch_size=64)
     assert 0.2 < log_z["more_samples"] / len(log_z["per_pair"]) < 0.8
-    ratio = (torch.tensor(log_z["per_pair"], dtype=torch.float64).view(copies, len(lats))
-             - torch.tensor(exact_log_z(scorer, lats), dtype=torch.float64)).exp()
+    ratio = (
+        torch.tensor(log_z["per_pair"], dtype=torch.float64).view(copies, len(lats))
+        - torch.tensor(exact_log_z(scorer, lats), dtype=torch.float64)
+    ).exp()
     mean, se = ratio.mean(0), ratio.std(0) / math.sqrt(copies)
     assert bool(((mean - 1).abs() <= 4 * se + 1e-9).all()), (mean, se)

@@ -8,16 +8,28 @@ import pytest
 import torch
 
 from nfst.evaluate.metrics import mean_and_se
-from nfst.evaluate.paired_gaps import (choose_reference, gap, mean_over_seeds_and_pairs,
-                                       ordering, t_quantile, upper_bound)
+from nfst.evaluate.paired_gaps import (
+    choose_reference,
+    gap,
+    mean_over_seeds_and_pairs,
+    ordering,
+    t_quantile,
+    upper_bound,
+)
 
 
 def test_one_seed_is_the_paired_standard_error_over_pairs():
     a, b = [3.0, 5.0, 4.0, 9.0], [1.0, 4.0, 4.5, 6.0]
     assert gap([a], [b])["mean"] == pytest.approx(mean_and_se([x - y for x, y in zip(a, b)])[0])
     assert gap([a], [b])["se"] == pytest.approx(mean_and_se([x - y for x, y in zip(a, b)])[1])
-    assert gap([a], [a]) == {"mean": 0.0, "se": 0.0, "df": math.inf, "se_seeds": 0.0,
-                             "se_pairs": 0.0, "se_res": 0.0}
+    assert gap([a], [a]) == {
+        "mean": 0.0,
+        "se": 0.0,
+        "df": math.inf,
+        "se_seeds": 0.0,
+        "se_pairs": 0.0,
+        "se_res": 0.0,
+    }
     assert gap([a], [b])["df"] == pytest.approx(3)  # one seed: P - 1
 
 
@@ -37,7 +49,8 @@ def test_the_interaction_is_subtracted_once():
     got = mean_over_seeds_and_pairs([[1.0, 4.0], [3.0, 4.0]])
     assert got["mean"] == pytest.approx(3.0)
     assert (got["se_seeds"] ** 2, got["se_pairs"] ** 2, got["se_res"] ** 2) == pytest.approx(
-        (0.25, 1.0, 0.25))
+        (0.25, 1.0, 0.25)
+    )
     assert got["se"] == pytest.approx(1.0)
 
 
@@ -51,8 +64,10 @@ def test_where_the_interaction_dominates_the_standard_error_is_not_sqrt_2_too_wi
     (measured over 20,000 tables: the truncation's price at 3 seeds), never below SE_res²."""
     S, P, tables = 3, 50, 2000
     torch.manual_seed(0)
-    got = [mean_over_seeds_and_pairs(torch.randn(S, P, dtype=torch.float64).tolist())
-           for _ in range(tables)]
+    got = [
+        mean_over_seeds_and_pairs(torch.randn(S, P, dtype=torch.float64).tolist())
+        for _ in range(tables)
+    ]
     var = 1 / (S * P)
 
     def mean(f) -> float:
@@ -60,8 +75,9 @@ def test_where_the_interaction_dominates_the_standard_error_is_not_sqrt_2_too_wi
 
     assert mean(lambda g: g["mean"] ** 2) == pytest.approx(1, abs=0.13)
     assert mean(lambda g: g["se_seeds"] ** 2 + g["se_pairs"] ** 2) == pytest.approx(2, abs=0.2)
-    assert mean(lambda g: g["se_seeds"] ** 2 + g["se_pairs"] ** 2 - g["se_res"] ** 2) \
-        == pytest.approx(1, abs=0.1)
+    assert mean(
+        lambda g: g["se_seeds"] ** 2 + g["se_pairs"] ** 2 - g["se_res"] ** 2
+    ) == pytest.approx(1, abs=0.1)
     assert mean(lambda g: g["se"] ** 2) == pytest.approx(1.47, abs=0.15)
     assert all(g["se"] >= g["se_res"] for g in got)
 
@@ -70,8 +86,10 @@ def test_a_negative_variance_component_counts_as_zero():
     """Seed and pair means that agree more closely than the values vary (MS_seeds = 0.125,
     MS_pairs = 0.46, MS_res = 5.1): the unbiased sum is negative, and SE is the interaction's
     share alone, SE_res, not 0 (which would claim an order for any gap)."""
-    got = gap([[11.0, 20.0, 32.0, 40.0], [11.0, 21.0, 30.0, 41.0]],
-              [[10.0, 22.0, 30.0, 41.0], [12.0, 20.0, 31.0, 39.0]])
+    got = gap(
+        [[11.0, 20.0, 32.0, 40.0], [11.0, 21.0, 30.0, 41.0]],
+        [[10.0, 22.0, 30.0, 41.0], [12.0, 20.0, 31.0, 39.0]],
+    )
     assert got["se_seeds"] ** 2 + got["se_pairs"] ** 2 < got["se_res"] ** 2
     assert got["se"] == got["se_res"] == pytest.approx(math.sqrt(5.125 / 8))
 
@@ -86,10 +104,14 @@ def test_the_standard_error_covers_the_spread_of_training_seeds():
     S, P, covered, covered_pairs_only = 3, 50, 0, 0
     for _ in range(400):
         pair = [rng.gauss(0, 5) for _ in range(P)]
-        a = [[pair[i] + seed + rng.gauss(0, 1) for i in range(P)]
-             for seed in (rng.gauss(0, 1) for _ in range(S))]
-        b = [[pair[i] + seed + rng.gauss(0, 1) for i in range(P)]
-             for seed in (rng.gauss(0, 1) for _ in range(S))]
+        a = [
+            [pair[i] + seed + rng.gauss(0, 1) for i in range(P)]
+            for seed in (rng.gauss(0, 1) for _ in range(S))
+        ]
+        b = [
+            [pair[i] + seed + rng.gauss(0, 1) for i in range(P)]
+            for seed in (rng.gauss(0, 1) for _ in range(S))
+        ]
         g = gap(a, b)
         covered += abs(g["mean"]) <= 2 * g["se"]
         covered_pairs_only += abs(g["mean"]) <= 2 * g["se_pairs"]
@@ -120,10 +142,21 @@ def test_by_default_an_order_needs_a_gap_of_two_standard_errors():
     assert ordering({"a": zero, "b": [[0.0, 1.0, 2.0, 3.0]]}) == "a < b"
 
 
-@pytest.mark.parametrize("p, df, table", [
-    (0.95, 1, 6.3138), (0.95, 2, 2.9200), (0.95, 3, 2.3534), (0.95, 4, 2.1318),
-    (0.95, 10, 1.8125), (0.95, 30, 1.6973), (0.975, 5, 2.5706), (0.99, 8, 2.8965),
-    (0.95, math.inf, 1.6449), (0.05, 4, -2.1318)])
+@pytest.mark.parametrize(
+    "p, df, table",
+    [
+        (0.95, 1, 6.3138),
+        (0.95, 2, 2.9200),
+        (0.95, 3, 2.3534),
+        (0.95, 4, 2.1318),
+        (0.95, 10, 1.8125),
+        (0.95, 30, 1.6973),
+        (0.975, 5, 2.5706),
+        (0.99, 8, 2.8965),
+        (0.95, math.inf, 1.6449),
+        (0.05, 4, -2.1318),
+    ],
+)
 def test_t_quantiles_are_the_tables(p, df, table):
     """Student's t quantiles as printed in the usual tables (4 decimals)."""
     assert t_quantile(p, df) == pytest.approx(table, abs=6e-5)
@@ -135,19 +168,22 @@ def test_t_quantiles_between_whole_degrees_of_freedom_lie_between_theirs():
         t_quantile(0.95, 0)
 
 
-def _simulated(seeds: int, pairs: int, sd_seed: float, sd_pair: float, sd_res: float,
-               rng: random.Random) -> list[list[float]]:
+def _simulated(
+    seeds: int, pairs: int, sd_seed: float, sd_pair: float, sd_res: float, rng: random.Random
+) -> list[list[float]]:
     a = [rng.gauss(0, sd_seed) for _ in range(seeds)]
     b = [rng.gauss(0, sd_pair) for _ in range(pairs)]
     return [[a[s] + b[p] + rng.gauss(0, sd_res) for p in range(pairs)] for s in range(seeds)]
 
 
-@pytest.mark.parametrize("sd_seed, sd_pair, sd_res, df_range", [
-    (1.0, 0.3, 0.3, (3, 6)),        # the seeds dominate: about S - 1 = 4
-    (0.0, 1.0, 0.5, (80, 110)),     # the pairs dominate: about P - 1 = 99
-])
-def test_the_one_sided_bound_covers_95_percent_with_five_seeds(sd_seed, sd_pair, sd_res,
-                                                               df_range):
+@pytest.mark.parametrize(
+    "sd_seed, sd_pair, sd_res, df_range",
+    [
+        (1.0, 0.3, 0.3, (3, 6)),  # the seeds dominate: about S - 1 = 4
+        (0.0, 1.0, 0.5, (80, 110)),  # the pairs dominate: about P - 1 = 99
+    ],
+)
+def test_the_one_sided_bound_covers_95_percent_with_five_seeds(sd_seed, sd_pair, sd_res, df_range):
     """Simulated gaps (true mean 0), S = 5 seeds, P = 100 pairs: the bound mean + t_{0.95, ν}
     SE lies above 0 in 95% of 2,000 draws (binomial SE 0.5%; the Satterthwaite ν is an
     approximation, so ± 2.5%); where the seeds dominate, the normal quantile (ν = ∞) falls

@@ -8,8 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from nfst.evaluate.pareto import (fit_generalized_pareto, nonzero_weights, pareto_k,
-                                  pareto_summary, pareto_threshold)
+from nfst.evaluate.pareto import (
+    fit_generalized_pareto,
+    nonzero_weights,
+    pareto_k,
+    pareto_summary,
+    pareto_threshold,
+)
 
 NAN = float("nan")
 
@@ -34,8 +39,9 @@ def test_fit_shrinks_toward_one_half():
     # At n = 10 the prior's 10 pseudo-observations pull k̂ halfway to 0.5: for k = -0.2 the mean
     # over 200 fits is near (k + 0.5)/2 = 0.15 (0.166 over 400 seeds, whose unshrunk fits
     # average -0.17); the sd of the mean is 0.19/√200 ≈ 0.013, so 0.1 is ≥ 6 sd of slack.
-    k_hats = [fit_generalized_pareto(generalized_pareto(-0.2, 1.0, 10, seed))[0]
-              for seed in range(200)]
+    k_hats = [
+        fit_generalized_pareto(generalized_pareto(-0.2, 1.0, 10, seed))[0] for seed in range(200)
+    ]
     assert abs(np.mean(k_hats) - 0.15) < 0.1
 
 
@@ -102,7 +108,7 @@ def test_threshold_depends_on_the_sample_size():
     assert pareto_threshold(256) == pytest.approx(0.5848, abs=1e-4)
     assert pareto_threshold(100) == pytest.approx(0.5)
     assert pareto_threshold(21) == pytest.approx(0.2437, abs=1e-4)
-    assert pareto_threshold(2000) < 0.7 == pareto_threshold(2200) == pareto_threshold(10 ** 6)
+    assert pareto_threshold(2000) < 0.7 == pareto_threshold(2200) == pareto_threshold(10**6)
 
 
 def test_repeated_weights_are_fitted_as_the_order_statistics_they_are():
@@ -110,14 +116,19 @@ def test_repeated_weights_are_fitted_as_the_order_statistics_they_are():
     two copies inside the tail do not exceed it; above it 2 (10 copies), 3 (19), 5 (15), 9 (1)
     and 17 (1): k̂ is the fit of the exceedances 1, 2, 4, 8, 16 with those multiplicities, the
     likelihood of the 46 values as they are with the prior weighed against Kish's n_eff."""
-    w = np.concatenate([np.linspace(0.01, 0.9, 206), np.ones(4),
-                        np.repeat([2.0, 3.0, 5.0, 9.0, 17.0], [10, 19, 15, 1, 1])])
+    w = np.concatenate(
+        [
+            np.linspace(0.01, 0.9, 206),
+            np.ones(4),
+            np.repeat([2.0, 3.0, 5.0, 9.0, 17.0], [10, 19, 15, 1, 1]),
+        ]
+    )
     rng = np.random.default_rng(13)
     k = pareto_k(np.log(rng.permutation(w)))
     counts = np.array([10, 19, 15, 1, 1])
     assert k == pytest.approx(fit_generalized_pareto([1.0, 2, 4, 8, 16], counts)[0], abs=1e-12)
     k_46, _ = fit_generalized_pareto(np.repeat([1.0, 2, 4, 8, 16], counts))
-    n_eff = 46 ** 2 / (counts ** 2).sum()
+    n_eff = 46**2 / (counts**2).sum()
     assert (k * (n_eff + 10) - 5) / n_eff == pytest.approx((k_46 * 56 - 5) / 46, abs=1e-9)
     # Log weights within 1e-9 are one repeated weight.
     jitter = np.where(w == 3.0, rng.uniform(-1e-10, 1e-10, len(w)), 0.0)
@@ -151,7 +162,7 @@ def test_two_weights_above_many_copies_are_not_diagnosable():
 
 def gpd_repeated(k: float, a: float, S: int, rng) -> np.ndarray:
     """GPD(k, 1) values, each repeated a Zipf(a) number of times (P(c) ∝ c^−a), to S draws."""
-    values = generalized_pareto(k, 1.0, S, int(rng.integers(2 ** 32)))
+    values = generalized_pareto(k, 1.0, S, int(rng.integers(2**32)))
     return np.repeat(values, np.minimum(rng.zipf(a, S), S))[:S]
 
 
@@ -189,9 +200,16 @@ def test_nonzero_weights_count_the_finite_log_weights():
     assert nonzero_weights(torch.tensor([0.0, -math.inf, 2.0])) == 2
 
 
-@pytest.mark.parametrize("seed,sd,S,reference", [
-    (0, 0.3, 256, 0.098471), (1, 1.0, 50, 0.735666), (2, 2.0, 256, 0.910816),
-    (3, 3.0, 4000, 0.992271), (4, 5.0, 1000, 1.501756)])
+@pytest.mark.parametrize(
+    "seed,sd,S,reference",
+    [
+        (0, 0.3, 256, 0.098471),
+        (1, 1.0, 50, 0.735666),
+        (2, 2.0, 256, 0.910816),
+        (3, 3.0, 4000, 0.992271),
+        (4, 5.0, 1000, 1.501756),
+    ],
+)
 def test_matches_an_independent_psis_implementation(seed, sd, S, reference):
     """k̂ of log w ~ N(0, sd²) equals what ArviZ 0.23.4's ``psislw`` reported for the same
     weights (recorded once; ArviZ is not a dependency), to its 6 printed digits."""

@@ -9,9 +9,17 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.evaluate.metrics import dedup_ess, expected_length, partial_kl
-from nfst.evaluate.samplers import (PairSamples, draw, evaluate, format_table, mean_and_se,
-                                    paired_difference, render_marks, summarize,
-                                    summarize_distinct)
+from nfst.evaluate.samplers import (
+    PairSamples,
+    draw,
+    evaluate,
+    format_table,
+    mean_and_se,
+    paired_difference,
+    render_marks,
+    summarize,
+    summarize_distinct,
+)
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import FreeWeightSampler, all_paths, exact_log_p, new_sampler
 from tests.helpers.scorers import random_scorer
@@ -46,8 +54,10 @@ def test_expected_length_matches_enumeration():
     exact = (p * lengths).sum().item()
     assert len(set(lengths.tolist())) > 1
     (big,) = draw(q, scorer, [lat], k=40 * 500, seed=2)
-    estimates = [float(expected_length(big.log_p[sl] - big.log_q[sl], big.lengths[sl]))
-                 for sl in (slice(500 * r, 500 * (r + 1)) for r in range(40))]
+    estimates = [
+        float(expected_length(big.log_p[sl] - big.log_q[sl], big.lengths[sl]))
+        for sl in (slice(500 * r, 500 * (r + 1)) for r in range(40))
+    ]
     mean, se = sum(estimates) / 40, torch.tensor(estimates).std().item() / math.sqrt(40)
     assert abs(mean - exact) < 4 * se + 0.01  # SNIS bias is O(1/k)
 
@@ -61,11 +71,16 @@ def test_dedup_ess_merges_identical_samples():
     same = PairSamples(torch.zeros(4), torch.zeros(4), torch.tensor([2, 2, 1, 2]), arcs)
     # weights 1: the merged weights are 3 and 1, so ESS = 16 / 10
     assert abs(dedup(same) - 1.6) < 1e-12
-    one = PairSamples(torch.tensor([-1.0] * 3), torch.tensor([-5.0] * 3), torch.ones(3),
-                      torch.tensor([[4], [4], [4]]))
+    one = PairSamples(
+        torch.tensor([-1.0] * 3),
+        torch.tensor([-5.0] * 3),
+        torch.ones(3),
+        torch.tensor([[4], [4], [4]]),
+    )
     assert abs(dedup(one) - 1.0) < 1e-12
-    distinct = PairSamples(torch.zeros(3), torch.zeros(3), torch.ones(3),
-                           torch.tensor([[1], [2], [3]]))
+    distinct = PairSamples(
+        torch.zeros(3), torch.zeros(3), torch.ones(3), torch.tensor([[1], [2], [3]])
+    )
     assert abs(dedup(distinct) - 3.0) < 1e-12
     # batched over pairs: each row merged on its own; without arcs the paths are distinct
     log_w = torch.tensor([[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, float("-inf")]])
@@ -86,7 +101,7 @@ def exact_expected_dedup_ess(log_p, log_q, k):
             continue
         prob = math.factorial(k)
         for c, qi in zip(counts, q):
-            prob *= qi ** c / math.factorial(c)
+            prob *= qi**c / math.factorial(c)
         W = [c * wi for c, wi in zip(counts, w) if c]
         total += prob * sum(W) ** 2 / sum(x * x for x in W)
     return total
@@ -100,8 +115,9 @@ def test_dedup_ess_matches_its_exact_expectation():
     q = FreeWeightSampler(batch, torch.randn(batch.num_arcs, generator=g, dtype=torch.float64))
     arcs, _ = all_paths(batch)
     with torch.no_grad():
-        log_p = exact_log_p(scorer, batch, arcs)[0] + torch.tensor([0.0, 1.0, -1.0],
-                                                                    dtype=torch.float64)
+        log_p = exact_log_p(scorer, batch, arcs)[0] + torch.tensor(
+            [0.0, 1.0, -1.0], dtype=torch.float64
+        )
         log_q = q.score(batch, arcs)[0]
     k, reps = 4, 3000
     expected = exact_expected_dedup_ess(log_p, log_q, k)
@@ -125,15 +141,26 @@ def test_evaluate_returns_json_with_every_metric():
     json.dumps(result)
     assert result["pairs"] == 3 and set(result["samplers"]) == {"swp", "swa"}
     for m in result["samplers"].values():
-        for key in ("partial_kl", "partial_kl_se", "ess", "expected_length", "ess_wor",
-                    "partial_kl_wor"):
+        for key in (
+            "partial_kl",
+            "partial_kl_se",
+            "ess",
+            "expected_length",
+            "ess_wor",
+            "partial_kl_wor",
+        ):
             assert math.isfinite(m[key])
         assert len(m["examples"]) == 2
         assert m["examples"][0]["proposal"].split()[0] in ("<del>", "<ins>")
     assert "partial KL" in format_table(result)
     diff, se = paired_difference(result, "swp", "swa")
-    assert diff == pytest.approx(result["samplers"]["swp"]["partial_kl"]
-                                 - result["samplers"]["swa"]["partial_kl"]) and se >= 0
+    assert (
+        diff
+        == pytest.approx(
+            result["samplers"]["swp"]["partial_kl"] - result["samplers"]["swa"]["partial_kl"]
+        )
+        and se >= 0
+    )
     # evaluation is seeded: the same result again, whatever ran before
     again = evaluate({"swa": samplers["swa"]}, scorer, lats, k=4, batch_size=2, quiet=True)
     assert again["samplers"]["swa"]["partial_kl"] == result["samplers"]["swa"]["partial_kl"]
@@ -152,8 +179,16 @@ def test_the_most_probable_proposal_of_pair_0_is_its_highest_log_q_sample():
     assert shown["log_p"] == float(samples[0].log_p[j])
     assert shown["proposal"] == render_marks(lats[0], samples[0].arcs[j].tolist())
     assert (shown["x"], shown["y"]) == (" ".join(lats[0].x), " ".join(lats[0].y))
-    result = evaluate({"swa": sampler}, scorer, lats, k=8, batch_size=2, seed=3, quiet=True,
-                      without_replacement=False)
+    result = evaluate(
+        {"swa": sampler},
+        scorer,
+        lats,
+        k=8,
+        batch_size=2,
+        seed=3,
+        quiet=True,
+        without_replacement=False,
+    )
     assert result["samplers"]["swa"]["most_probable"] == shown
     assert "most_probable" not in summarize(samples, lats, examples=0)
 
@@ -164,15 +199,20 @@ def test_partial_kl_standard_error_is_std_over_root_n():
     samples = []
     for i, kl in enumerate([1.0, 2.0, 3.0, 6.0]):
         log_p = torch.tensor([-1.0, -2.0], dtype=torch.float64) - i
-        samples.append(PairSamples(log_p + kl, log_p, torch.tensor([1, 1]),
-                                   torch.tensor([[0], [1]])))
+        samples.append(
+            PairSamples(log_p + kl, log_p, torch.tensor([1, 1]), torch.tensor([[0], [1]]))
+        )
     result = summarize(samples, [], examples=0)
     assert result["per_pair_partial_kl"] == pytest.approx([1.0, 2.0, 3.0, 6.0])
     assert result["partial_kl"] == pytest.approx(3.0)
     assert result["partial_kl_se"] == pytest.approx(math.sqrt(14 / 3) / 2, rel=1e-12)
     assert mean_and_se([5.0]) == (5.0, 0.0)
-    paired = {"samplers": {"a": {"per_pair_partial_kl": [1.0, 2.0, 3.0, 6.0]},
-                           "b": {"per_pair_partial_kl": [0.0, 0.0, 0.0, 0.0]}}}
+    paired = {
+        "samplers": {
+            "a": {"per_pair_partial_kl": [1.0, 2.0, 3.0, 6.0]},
+            "b": {"per_pair_partial_kl": [0.0, 0.0, 0.0, 0.0]},
+        }
+    }
     assert paired_difference(paired, "a", "b") == pytest.approx((3.0, math.sqrt(14 / 3) / 2))
 
 
@@ -182,6 +222,7 @@ def test_draw_runs_both_models_in_eval_mode_and_restores_their_modes():
     from nfst.models.samplers import SamplerConfig, make_sampler
     from nfst.models.scorer import LSTMScorer
     from tests.helpers.samplers import vocabulary_of
+
     lats = del_ins_lattices()
     torch.manual_seed(0)
     vocab = len(lats[0].mark_vocab)
@@ -201,8 +242,9 @@ def test_draw_runs_both_models_in_eval_mode_and_restores_their_modes():
                 log_q = sampler.score(LatticeBatch([lats[b]]), s.arcs[None])[0]
                 marks = torch.where(arcs >= 0, batch.arc_mark[arcs.clamp(min=0)], arcs)
                 torch.testing.assert_close(s.log_q, log_q, rtol=0, atol=1e-10)
-                torch.testing.assert_close(s.log_p, scorer.log_prob(marks, s.lengths),
-                                           rtol=0, atol=1e-10)
+                torch.testing.assert_close(
+                    s.log_p, scorer.log_prob(marks, s.lengths), rtol=0, atol=1e-10
+                )
     # the distinct-paths summary too: the same figures whatever mode the models were in
     expected = summarize_distinct(sampler, scorer, lats, 4, batch_size=2, seed=1)
     sampler.train()

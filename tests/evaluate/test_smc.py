@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from nfst.dp.passes import log_partition
 import nfst.evaluate.smc as smc_module
+from nfst.dp.passes import log_partition
 from nfst.evaluate.pareto import pareto_k
 from nfst.evaluate.smc import evaluate_smc, format_table, merge_duplicates, methods
 from nfst.experiment.report import plot_offset_kl
@@ -33,14 +33,22 @@ def evaluated_and_drawn():
                 particles = draw(batch, M, generator)
                 drawn.setdefault(name, {}).setdefault(M, []).append(particles)
                 return particles
+
             return recorded
+
         return {name: record(name, draw) for name, draw in methods(*args, **kwargs).items()}
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(smc_module, "methods", recording_methods)
-        result = evaluate_smc(exact_sampler(batch, scorer), scorer, batch.lattices,
-                              particles=(4, 32), runs=2, lookahead=BetaLookahead.exact(scorer),
-                              seed=0)
+        result = evaluate_smc(
+            exact_sampler(batch, scorer),
+            scorer,
+            batch.lattices,
+            particles=(4, 32),
+            runs=2,
+            lookahead=BetaLookahead.exact(scorer),
+            seed=0,
+        )
     return result, log_z, drawn
 
 
@@ -53,8 +61,17 @@ def test_result_is_json_with_every_method_and_M(evaluated):
     result, _ = evaluated
     assert json.loads(json.dumps(result)) == result
     assert result["M"] == [4, 32] and result["pairs"] == 4
-    assert set(result["methods"]) == {"PF", "PF:R", "PS", "PS:R", "BEAM", "IS[free-weights]",
-                                      "PS:R[free-weights]", "IS-WOR[free-weights]", "ABSTRACT"}
+    assert set(result["methods"]) == {
+        "PF",
+        "PF:R",
+        "PS",
+        "PS:R",
+        "BEAM",
+        "IS[free-weights]",
+        "PS:R[free-weights]",
+        "IS-WOR[free-weights]",
+        "ABSTRACT",
+    }
     for res in result["methods"].values():
         assert all(len(v) == 2 for v in res.values())
     assert "PF" in format_table(result)
@@ -86,13 +103,17 @@ def test_exact_proposal_and_lookahead_have_equal_weights_and_exact_log_z(evaluat
 def test_duplicates_are_merged_before_the_kl_and_the_ess():
     arcs = torch.tensor([[[0, 1, -1], [0, 1, -1], [2, -1, -1], [3, 4, 5]]])
     log_w = torch.log(torch.tensor([[1.0, 1.0, 2.0, 0.0]], dtype=torch.float64))
-    p = Particles(arcs=arcs, marks=arcs, lengths=torch.tensor([[2, 2, 1, 3]]),
-                  log_p=torch.tensor([[-1.0, -1.0, -2.0, -3.0]], dtype=torch.float64),
-                  log_weights=log_w)
+    p = Particles(
+        arcs=arcs,
+        marks=arcs,
+        lengths=torch.tensor([[2, 2, 1, 3]]),
+        log_p=torch.tensor([[-1.0, -1.0, -2.0, -3.0]], dtype=torch.float64),
+        log_weights=log_w,
+    )
     keys, w, log_p = merge_duplicates(p, 0)
     assert keys == [(0, 1), (2,)]  # the zero-weight particle is dropped
     assert w.tolist() == pytest.approx([0.5, 0.5]) and log_p.tolist() == [-1.0, -2.0]
-    assert (w.sum() ** 2 / (w ** 2).sum()).item() == pytest.approx(2.0)
+    assert (w.sum() ** 2 / (w**2).sum()).item() == pytest.approx(2.0)
 
 
 def test_plot_writes_a_png(evaluated, tmp_path):
@@ -108,8 +129,16 @@ def test_distinct_methods_find_every_path_when_m_exceeds_their_number(evaluated)
     scorer call per distinct mark prefix of each lattice's paths."""
     result, log_z = evaluated
     lattices = small_batch().lattices
-    calls = sum(len({tuple(lat.arc_mark[p[:t]].tolist()) for p in lattice_paths(lat)
-                     for t in range(len(p) + 1)}) for lat in lattices) / len(lattices)
+    calls = sum(
+        len(
+            {
+                tuple(lat.arc_mark[p[:t]].tolist())
+                for p in lattice_paths(lat)
+                for t in range(len(p) + 1)
+            }
+        )
+        for lat in lattices
+    ) / len(lattices)
     for name in ("IS-WOR[free-weights]", "ABSTRACT"):
         res = result["methods"][name]
         assert res["offset_kl"][1] == pytest.approx(0.0, abs=1e-9)
@@ -123,8 +152,11 @@ def dedup_ess_of(particles, b: int) -> float:
     """(Σ p̂)² / Σ p̂² of lattice b's particles, p̂(ω) the normalised weights of the particles
     on path ω added up (computed here, apart from ``merge_duplicates``)."""
     merged: dict[tuple, float] = {}
-    for row, n, w in zip(particles.arcs[b].tolist(), particles.lengths[b].tolist(),
-                         particles.weights[b].double().tolist()):
+    for row, n, w in zip(
+        particles.arcs[b].tolist(),
+        particles.lengths[b].tolist(),
+        particles.weights[b].double().tolist(),
+    ):
         merged[tuple(row[:n])] = merged.get(tuple(row[:n]), 0.0) + w
     return sum(merged.values()) ** 2 / sum(w * w for w in merged.values())
 

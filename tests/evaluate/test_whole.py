@@ -10,34 +10,47 @@ import pytest
 import nfst
 from nfst.evaluate import Evaluation, Structure, evaluate
 from nfst.runtime.distributed import stream_seed
-from tests.helpers.samplers import enumerated
 from tests.helpers.lattices import del_ins_lattices
-from tests.helpers.samplers import new_sampler
+from tests.helpers.samplers import enumerated, new_sampler
 from tests.helpers.scorers import random_bigram, random_scorer
 
 K = 400
-STARTS_WITH_DELETE = Structure("starts_with_delete",
-                               lambda lattice, marks: bool(marks) and marks[0] == "<del>")
+STARTS_WITH_DELETE = Structure(
+    "starts_with_delete", lambda lattice, marks: bool(marks) and marks[0] == "<del>"
+)
 
 
 @pytest.fixture(scope="module")
 def evaluation():
     lats = del_ins_lattices()
     scorer = random_bigram(lats)
-    trained = [{"swa": new_sampler("swa", lats, seed=2 * s),
-                "swp": new_sampler("swp", lats, seed=2 * s + 1)} for s in range(2)]
+    trained = [
+        {
+            "swa": new_sampler("swa", lats, seed=2 * s),
+            "swp": new_sampler("swp", lats, seed=2 * s + 1),
+        }
+        for s in range(2)
+    ]
     untrained = {name: new_sampler(name, lats, seed=9) for name in ("swa", "swp")}
-    result = nfst.evaluate_all(trained, scorer, lats, lats[:2], untrained=untrained,
-                               training_seeds=[7, 8], k=K, log_z_samples=K,
-                               structure=STARTS_WITH_DELETE, quiet=True)
+    result = nfst.evaluate_all(
+        trained,
+        scorer,
+        lats,
+        lats[:2],
+        untrained=untrained,
+        training_seeds=[7, 8],
+        k=K,
+        log_z_samples=K,
+        structure=STARTS_WITH_DELETE,
+        quiet=True,
+    )
     return lats, scorer, trained, untrained, result
 
 
 def test_exact_values_are_the_enumerated_ones(evaluation):
     lats, scorer, trained, _, result = evaluation
     truth = enumerated(trained[0]["swp"], scorer, lats)
-    assert result.exact_log_z["per_pair"] == pytest.approx([t["log_z"] for t in truth],
-                                                              abs=1e-9)
+    assert result.exact_log_z["per_pair"] == pytest.approx([t["log_z"] for t in truth], abs=1e-9)
     mean_log_z = sum(t["log_z"] for t in truth) / len(truth)
     assert result.ngram["test_log_likelihood"] == pytest.approx(mean_log_z, abs=1e-9)
     swp = result.samplers["swp"]
@@ -57,20 +70,39 @@ def test_seeds_validation_reference_and_untrained(evaluation):
     by_validation = {n: m.validation_partial_kl for n, m in names.items()}
     assert result.reference == min(by_validation, key=by_validation.get)
     assert names[result.reference].gap["mean"] == 0.0
-    for name, m in names.items():
+    for m in names.values():
         assert len(m.partial_kl_by_seed) == 2 == len(m.validation_partial_kl_by_seed)
         assert m.partial_kl == pytest.approx(sum(m.partial_kl_by_seed) / 2)
         assert m.exclusive_kl_lower_bound == pytest.approx(  # training run 0's
-            (sum(m.per_pair_partial_kl) + sum(result.log_z["per_pair"])) / len(lats))
+            (sum(m.per_pair_partial_kl) + sum(result.log_z["per_pair"])) / len(lats)
+        )
     # training run 1 draws from its own seed's test stream
-    again = evaluate(trained[1], scorer, lats, k=K, seed=stream_seed(8, "test"), quiet=True,
-                     examples=0, without_replacement=False)
+    again = evaluate(
+        trained[1],
+        scorer,
+        lats,
+        k=K,
+        seed=stream_seed(8, "test"),
+        quiet=True,
+        examples=0,
+        without_replacement=False,
+    )
     assert names["swa"].partial_kl_by_seed[1] == pytest.approx(
-        again["samplers"]["swa"]["partial_kl"])
-    before = evaluate(untrained, scorer, lats, k=K, seed=result.seed, quiet=True,
-                      examples=0, without_replacement=False)
+        again["samplers"]["swa"]["partial_kl"]
+    )
+    before = evaluate(
+        untrained,
+        scorer,
+        lats,
+        k=K,
+        seed=result.seed,
+        quiet=True,
+        examples=0,
+        without_replacement=False,
+    )
     assert names["swp"].untrained_partial_kl == pytest.approx(
-        before["samplers"]["swp"]["partial_kl"])
+        before["samplers"]["swp"]["partial_kl"]
+    )
 
 
 def test_the_structure_is_named_and_shared(evaluation):
@@ -82,10 +114,20 @@ def test_the_structure_is_named_and_shared(evaluation):
 
 def test_the_structure_share_is_over_every_training_run(evaluation):
     lats, scorer, trained, _, result = evaluation
-    by_seed = [evaluate(trained[s], scorer, lats, k=K, seed=stream_seed(seed, "test"),
-                        quiet=True, examples=0, without_replacement=False,
-                        structure=STARTS_WITH_DELETE)["samplers"]["swa"]["starts_with_delete"]
-               for s, seed in enumerate([7, 8])]
+    by_seed = [
+        evaluate(
+            trained[s],
+            scorer,
+            lats,
+            k=K,
+            seed=stream_seed(seed, "test"),
+            quiet=True,
+            examples=0,
+            without_replacement=False,
+            structure=STARTS_WITH_DELETE,
+        )["samplers"]["swa"]["starts_with_delete"]
+        for s, seed in enumerate([7, 8])
+    ]
     assert abs(by_seed[0] - by_seed[1]) > 0.01  # so run 0's share alone would fail
     assert result.samplers["swa"].structure_share == pytest.approx(sum(by_seed) / 2)
     assert "per_pair_share" not in result.to_json()["samplers"]["swa"]
@@ -96,8 +138,11 @@ def test_the_stage_files_json_is_the_typed_result_and_back(evaluation):
     and no key that does not apply (stages/evaluate.json's form); ``from_json`` reads it back,
     key for key."""
     *_, result = evaluation
-    no_wfst = replace(result, exact_log_z=None, samplers={
-        n: replace(m, inclusive_kl=None) for n, m in result.samplers.items()})
+    no_wfst = replace(
+        result,
+        exact_log_z=None,
+        samplers={n: replace(m, inclusive_kl=None) for n, m in result.samplers.items()},
+    )
     assert "exact_log_z" not in no_wfst.to_json()
     assert "inclusive_kl" not in no_wfst.to_json()["samplers"]["swa"]
     written = json.loads(json.dumps(result.to_json()))
@@ -114,5 +159,6 @@ def test_the_stage_files_json_is_the_typed_result_and_back(evaluation):
 def test_a_scorer_that_is_no_ngram_needs_one():
     lats = del_ins_lattices()
     with pytest.raises(ValueError, match="needs the n-gram"):
-        nfst.evaluate_all([{}], random_scorer(len(lats[0].mark_vocab), seed=0), lats, lats,
-                          untrained={})
+        nfst.evaluate_all(
+            [{}], random_scorer(len(lats[0].mark_vocab), seed=0), lats, lats, untrained={}
+        )

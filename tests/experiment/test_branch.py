@@ -28,22 +28,33 @@ def _nfst(capsys, *argv):
 def scored(tmp_path_factory):
     """A run of one sampler whose LSTM scorer (and n-gram) is trained, nothing else."""
     tmp = tmp_path_factory.mktemp("scored")
-    run = Run(tiny_config(samplers=("swp",)), tmp / "a", cache_dir=tmp / "cache", quiet=True,
-              processes=1)
+    run = Run(
+        tiny_config(samplers=("swp",)), tmp / "a", cache_dir=tmp / "cache", quiet=True, processes=1
+    )
     run.scorer()
     return run
 
 
-def test_from_trains_samplers_only_against_the_runs_scorer(scored, tmp_path, capsys,
-                                                           monkeypatch):
+def test_from_trains_samplers_only_against_the_runs_scorer(scored, tmp_path, capsys, monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("a run made --from another trained a scorer")
+
     monkeypatch.setattr(nfst.experiment.run, "train_scorer", never)
     monkeypatch.setattr(nfst.experiment.run, "fit_ngram", never)
     new = tmp_path / "b"
-    argv = ["run", "--from", str(scored.dir), "--run-dir", str(new), "--option",
-            "sampler.lr=0.01", "--option", "evaluate.smc_particles=[4]", "--option",
-            "evaluate.smc_pairs=1"]  # the evaluation's settings may change too (SMC: faster)
+    argv = [
+        "run",
+        "--from",
+        str(scored.dir),
+        "--run-dir",
+        str(new),
+        "--option",
+        "sampler.lr=0.01",
+        "--option",
+        "evaluate.smc_particles=[4]",
+        "--option",
+        "evaluate.smc_pairs=1",
+    ]  # the evaluation's settings may change too (SMC: faster)
     status, err = _nfst(capsys, *argv)
     assert status == 0, err
     for model in ("scorer.pt", "ngram.pt", "stages/scorer.json"):
@@ -58,25 +69,50 @@ def test_from_trains_samplers_only_against_the_runs_scorer(scored, tmp_path, cap
 
 def test_from_refuses_to_change_the_scorer_and_creates_nothing(scored, tmp_path, capsys):
     new = tmp_path / "b"
-    status, err = _nfst(capsys, "run", "--from", str(scored.dir), "--run-dir", str(new),
-                        "--option", "scorer.steps=5")
-    assert status == 2 and f"--from {scored.dir} takes its scorer, which --option " \
-        "scorer.steps=5 would change" in err
-    status, err = _nfst(capsys, "run", "--from", str(tmp_path / "nowhere"), "--run-dir",
-                        str(new))
+    status, err = _nfst(
+        capsys,
+        "run",
+        "--from",
+        str(scored.dir),
+        "--run-dir",
+        str(new),
+        "--option",
+        "scorer.steps=5",
+    )
+    assert (
+        status == 2
+        and f"--from {scored.dir} takes its scorer, which --option scorer.steps=5 would change"
+        in err
+    )
+    status, err = _nfst(capsys, "run", "--from", str(tmp_path / "nowhere"), "--run-dir", str(new))
     assert status == 2 and "no run recorded there" in err
     assert not new.exists()
 
 
-def test_from_with_another_seed_keeps_the_scorer_and_pairs_and_hashes_its_seeds(scored,
-                                                                                tmp_path):
+def test_from_with_another_seed_keeps_the_scorer_and_pairs_and_hashes_its_seeds(scored, tmp_path):
     """`nfst run --from RUN --seed 100 --seeds 5`: fresh training seeds on RUN's scorer and
     pairs, in a directory named after the seed."""
     from nfst.cli import parse_args, request_of
     from nfst.experiment.opening import open_run
-    request, _ = request_of(parse_args(["run", "--from", str(scored.dir), "--seed", "100",
-                                        "--seeds", "5", "--quiet", "--processes", "1",
-                                        "--device", "cpu"]))
+
+    request, _ = request_of(
+        parse_args(
+            [
+                "run",
+                "--from",
+                str(scored.dir),
+                "--seed",
+                "100",
+                "--seeds",
+                "5",
+                "--quiet",
+                "--processes",
+                "1",
+                "--device",
+                "cpu",
+            ]
+        )
+    )
     run = open_run(request)
     assert run.dir == scored.dir.parent / f"{scored.dir.name}+seed=100"
     assert (run.config.seed, run.config.seeds, run.config.seeding) == (100, 5, "hashed")
@@ -98,20 +134,19 @@ def test_continue_trains_on_to_the_figures_of_the_larger_budget(finished_run, tm
         raise_budget(path, ["sampler.steps=20"])
     assert not (longer / "stages" / "sampler-swp.json").exists()  # trained on by the next stage
     assert not (longer / "stages" / "evaluate.json").exists()
-    runs = [Run.open(path, cache_dir=run.cache_dir, quiet=True, processes=1)
-            for path in (longer, fresh)]
+    runs = [
+        Run.open(path, cache_dir=run.cache_dir, quiet=True, processes=1) for path in (longer, fresh)
+    ]
     for each in runs:
         each.train_sampler("swp")
     ours, theirs = (r.done("sampler-swp") for r in runs)
     assert ours["steps"] == 20 and ours["stopped_by"] == theirs["stopped_by"]
     assert ours["history"] == theirs["history"]
-    ours, theirs = (storage.load(path / "samplers" / "swp.pt")["state"]
-                    for path in (longer, fresh))
+    ours, theirs = (storage.load(path / "samplers" / "swp.pt")["state"] for path in (longer, fresh))
     assert all(torch.equal(ours[key], theirs[key]) for key in theirs)
 
 
-def test_continue_trains_only_the_steps_past_the_checkpoint(finished_run, tmp_path,
-                                                           monkeypatch):
+def test_continue_trains_only_the_steps_past_the_checkpoint(finished_run, tmp_path, monkeypatch):
     """`nfst run --continue` from 12 steps to 20: each sampler's training sees steps 13..20
     alone, resumed from its checkpoint (a training started over would end with the same
     figures, step 1 on)."""
@@ -122,19 +157,34 @@ def test_continue_trains_only_the_steps_past_the_checkpoint(finished_run, tmp_pa
 
     def watched(sampler, *args, callback, **kwargs):
         steps = seen.setdefault(sampler.name, [])
-        return train(sampler, *args, **kwargs,
-                     callback=lambda step, record: (steps.append(step), callback(step, record)))
+        return train(
+            sampler,
+            *args,
+            **kwargs,
+            callback=lambda step, record: (steps.append(step), callback(step, record)),
+        )
 
     class Trained(Exception):
         pass
 
     def trained(self):
         raise Trained  # the evaluation after training is not this test's
+
     monkeypatch.setattr(nfst.experiment.sampler_stage, "train_sampler", watched)
     monkeypatch.setattr(Run, "smoothing", trained)
     with pytest.raises(Trained):
-        main(["run", "--run-dir", str(copy), "--continue", "--option", "sampler.steps=20",
-              "--debug", *QUIET])  # --debug: Trained is raised, not reported
+        main(
+            [
+                "run",
+                "--run-dir",
+                str(copy),
+                "--continue",
+                "--option",
+                "sampler.steps=20",
+                "--debug",
+                *QUIET,
+            ]
+        )  # --debug: Trained is raised, not reported
     assert seen == {name: list(range(13, 21)) for name in ("swa", "swp")}
 
 
@@ -143,22 +193,38 @@ def test_continue_takes_a_larger_budget_only(finished_run, tmp_path, capsys):
     copy = tmp_path / "run"
     shutil.copytree(run.dir, copy)
     before = (copy / "config.json").read_text()
-    status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue", "--option",
-                        "sampler.lr=0.1")
-    assert status == 2 and "--continue raises the samplers' budget (sampler.steps, " \
-        "sampler.patience), not --option sampler.lr=0.1" in err
-    status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue", "--option",
-                        "sampler.steps=6")
+    status, err = _nfst(
+        capsys, "run", "--run-dir", str(copy), "--continue", "--option", "sampler.lr=0.1"
+    )
+    assert (
+        status == 2
+        and "--continue raises the samplers' budget (sampler.steps, "
+        "sampler.patience), not --option sampler.lr=0.1"
+        in err
+    )
+    status, err = _nfst(
+        capsys, "run", "--run-dir", str(copy), "--continue", "--option", "sampler.steps=6"
+    )
     assert status == 2 and "sampler.steps=6 is below the run's 12" in err
-    status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue", "--option",
-                        "sampler.steps=20", "--seed", "1")  # checked before the budget moves
+    status, err = _nfst(
+        capsys,
+        "run",
+        "--run-dir",
+        str(copy),
+        "--continue",
+        "--option",
+        "sampler.steps=20",
+        "--seed",
+        "1",
+    )  # checked before the budget moves
     assert status == 2 and "records a run with --seed 0, not --seed 1" in err
     assert (copy / "config.json").read_text() == before
     assert (copy / "stages" / "evaluate.json").exists()
 
 
-def test_continue_without_a_larger_budget_or_past_patience_says_so(finished_run, tmp_path,
-                                                                   capsys, caplog):
+def test_continue_without_a_larger_budget_or_past_patience_says_so(
+    finished_run, tmp_path, capsys, caplog
+):
     """`--continue` with no budget, the recorded one on a finished run, or more steps for
     samplers that patience stopped would train nothing: exit 2, the run as it was."""
     run, _ = finished_run
@@ -168,20 +234,25 @@ def test_continue_without_a_larger_budget_or_past_patience_says_so(finished_run,
     status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue")
     assert status == 2 and "--continue trains on to a larger budget, and none is given" in err
     assert "sampler.steps=24" in err  # the hint's example: twice the run's
-    status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue", "--option",
-                        "sampler.steps=12")
-    assert status == 2 and "are trained to this budget (sampler.steps=12, " \
-        "sampler.patience=3) already" in err
+    status, err = _nfst(
+        capsys, "run", "--run-dir", str(copy), "--continue", "--option", "sampler.steps=12"
+    )
+    assert (
+        status == 2
+        and "are trained to this budget (sampler.steps=12, sampler.patience=3) already" in err
+    )
     stages = sorted((copy / "stages").glob("sampler-*.json"))
     assert len(stages) == 2
     for stage in stages:  # as if patience had stopped each
         record = json.loads(stage.read_text()) | {"stopped_by": "patience"}
         stage.write_text(json.dumps(record))
         before[stage] = stage.read_bytes()
-    status, err = _nfst(capsys, "run", "--run-dir", str(copy), "--continue", "--option",
-                        "sampler.steps=20")
-    assert status == 2 and "would train nothing: every sampler" in err and \
-        "sampler.patience=6" in err
+    status, err = _nfst(
+        capsys, "run", "--run-dir", str(copy), "--continue", "--option", "sampler.steps=20"
+    )
+    assert (
+        status == 2 and "would train nothing: every sampler" in err and "sampler.patience=6" in err
+    )
     assert {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()} == before
     stage = stages[0]
     stage.write_text(json.dumps(json.loads(stage.read_text()) | {"stopped_by": "steps"}))

@@ -66,13 +66,15 @@ def test_every_run_setting_is_a_flag_or_an_option_and_a_config_key(tmp_path):
     keys, which --config gives as `option = [...]`, checked like the flag."""
     parser = build_parser()[1]["run"]
     recorded_only = {"seeding"}  # how a run recorded its training seeds: new runs hash them
-    assert {f.name for f in dataclasses.fields(RunConfig)} - recorded_only <= \
-        {a.dest for a in parser._actions}
+    assert {f.name for f in dataclasses.fields(RunConfig)} - recorded_only <= {
+        a.dest for a in parser._actions
+    }
     keys = {key for key, _, _ in describe_options("small")}
     assert {f"evaluate.{f.name}" for f in dataclasses.fields(EvaluationConfig)} <= keys
     config = tmp_path / "run.toml"
-    config.write_text('[run]\nseed = 3\noption = ["evaluate.smc_pairs=4", '
-                      '"evaluate.smc_particles=[2, 4]"]\n')
+    config.write_text(
+        '[run]\nseed = 3\noption = ["evaluate.smc_pairs=4", "evaluate.smc_particles=[2, 4]"]\n'
+    )
     args = parse_args(["run", "cipher", "--config", str(config), "--option", "evaluate.k=2"])
     assert args.seed == 3 and args.given >= {"seed", "overrides"}
     evaluate = apply_overrides(preset("small"), args.overrides).evaluate
@@ -82,13 +84,21 @@ def test_every_run_setting_is_a_flag_or_an_option_and_a_config_key(tmp_path):
 def test_the_presets_evaluate_as_runs_did_before_tiny():
     """The evaluation sizes, once RunConfig's, are the same in paper, small and large (so their
     figures do not change); tiny shrinks them."""
-    before = EvaluationConfig(k=16, log_z_samples=256, log_z_max_samples=2048,
-                              smc_particles=(8, 16, 32, 64, 128), smc_pairs=16,
-                              smc_lookahead_steps=100)
+    before = EvaluationConfig(
+        k=16,
+        log_z_samples=256,
+        log_z_max_samples=2048,
+        smc_particles=(8, 16, 32, 64, 128),
+        smc_pairs=16,
+        smc_lookahead_steps=100,
+    )
     assert [PRESETS[name].evaluate for name in ("paper", "small", "large")] == [before] * 3
     tiny = dataclasses.asdict(PRESETS["tiny"].evaluate)
-    assert all(tiny[key] < value for key, value in dataclasses.asdict(before).items()
-               if key != "smc_particles")
+    assert all(
+        tiny[key] < value
+        for key, value in dataclasses.asdict(before).items()
+        if key != "smc_particles"
+    )
 
 
 def test_a_run_recorded_with_the_evaluation_sizes_in_its_run_config_opens_with_them(tmp_path):
@@ -99,8 +109,13 @@ def test_a_run_recorded_with_the_evaluation_sizes_in_its_run_config_opens_with_t
     path = tmp_path / "run" / "config.json"
     settings = json.loads(path.read_text())
     settings["preset"].pop("evaluate")
-    settings["run"] |= {"eval_k": 4, "smc_particles": [8, 16, 32, 64, 128], "smc_pairs": 16,
-                        "log_z_samples": 256, "log_z_max_samples": 2048}
+    settings["run"] |= {
+        "eval_k": 4,
+        "smc_particles": [8, 16, 32, 64, 128],
+        "smc_pairs": 16,
+        "log_z_samples": 256,
+        "log_z_max_samples": 2048,
+    }
     path.write_text(json.dumps(settings))
     run = Run.open(tmp_path / "run", quiet=True)  # RunDir's check agrees
     assert [option.text for option in run.config.overrides] == ["evaluate.k=4"]

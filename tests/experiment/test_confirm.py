@@ -10,9 +10,14 @@ from tools.confirm import check, collect
 
 
 def _run(label, samplers, seeds=(100, 7)):
-    return {"label": label, "seeds": list(seeds), "samplers": {
-        name: {"validation_partial_kl": validation, "per_pair_partial_kl_by_seed": values}
-        for name, (validation, values) in samplers.items()}}
+    return {
+        "label": label,
+        "seeds": list(seeds),
+        "samplers": {
+            name: {"validation_partial_kl": validation, "per_pair_partial_kl_by_seed": values}
+            for name, (validation, values) in samplers.items()
+        },
+    }
 
 
 def _values(shift, rng, seeds=2, pairs=30):
@@ -22,8 +27,10 @@ def _values(shift, rng, seeds=2, pairs=30):
 def test_the_pick_and_the_best_are_chosen_on_validation_not_on_test():
     rng = random.Random(3)
     good, worse, best = _values(0.0, rng), _values(0.4, rng), _values(-5.0, rng)
-    runs = [_run("default", {"swa": (20.0, good), "swp": (21.0, best)}),  # swp is best on test
-            _run("usual", {"swa": (19.0, worse)})]  # ... but usual's swa on validation
+    runs = [
+        _run("default", {"swa": (20.0, good), "swp": (21.0, best)}),  # swp is best on test
+        _run("usual", {"swa": (19.0, worse)}),
+    ]  # ... but usual's swa on validation
     result = check(runs, delta=1.0)
     assert (result["pick"], result["best"]) == ("default/swa", "usual/swa")
     expected = upper_bound(good, worse)
@@ -36,13 +43,20 @@ def test_the_pick_and_the_best_are_chosen_on_validation_not_on_test():
 def test_the_candidate_level_with_itself_and_runs_of_other_seeds_refused():
     rng = random.Random(4)
     values = _values(0.0, rng)
-    result = check([_run("default", {"swp": (5.0, values)}),
-                    _run("usual", {"swp": (6.0, _values(3.0, rng))})], delta=0.5)
+    result = check(
+        [_run("default", {"swp": (5.0, values)}), _run("usual", {"swp": (6.0, _values(3.0, rng))})],
+        delta=0.5,
+    )
     assert result["pick"] == result["best"] == "default/swp"
     assert (result["mean"], result["upper"], result["confirmed"]) == (0.0, 0.0, True)
     with pytest.raises(SystemExit, match="do not share their training seeds"):
-        check([_run("default", {"swp": (5.0, values)}),
-               _run("usual", {"swp": (6.0, values)}, seeds=(100, 8))], delta=0.5)
+        check(
+            [
+                _run("default", {"swp": (5.0, values)}),
+                _run("usual", {"swp": (6.0, values)}, seeds=(100, 8)),
+            ],
+            delta=0.5,
+        )
 
 
 def test_collect_reads_a_runs_training_seeds_and_per_pair_values(finished_run):
@@ -51,5 +65,6 @@ def test_collect_reads_a_runs_training_seeds_and_per_pair_values(finished_run):
     assert got["label"] == "default" and got["seeds"] == [run.training_seed(0)]
     assert set(got["samplers"]) == set(run.config.samplers)
     for m in got["samplers"].values():
-        assert len(m["per_pair_partial_kl_by_seed"]) == 1 and \
-            len(m["per_pair_partial_kl_by_seed"][0]) == len(run.lattices("test"))
+        assert len(m["per_pair_partial_kl_by_seed"]) == 1 and len(
+            m["per_pair_partial_kl_by_seed"][0]
+        ) == len(run.lattices("test"))

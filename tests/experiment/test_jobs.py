@@ -37,8 +37,12 @@ class ThreadsSeen:
         return cls(run_dir, device)
 
     def train_sampler(self, name: str, seed: int, callback=None) -> None:
-        seen = {"torch": torch.get_num_threads(), "loops": loop_threads(),
-                "process": os.getpid(), "device": str(self.device)}
+        seen = {
+            "torch": torch.get_num_threads(),
+            "loops": loop_threads(),
+            "process": os.getpid(),
+            "device": str(self.device),
+        }
         (self.dir / f"{name}-{seed}.json").write_text(json.dumps(seen))
         (self.dir / f"process-{os.getpid()}").touch()
         deadline = time.time() + 60
@@ -66,8 +70,9 @@ def test_the_teacher_is_trained_before_the_workers_start(tmp_path, monkeypatch):
     """With a teacher (swp) and two training seeds, the parent trains swp for each seed, and
     only then do the workers start, on the other samplers alone: a worker finds the teacher
     trained and loads it, rather than every worker training it again on the same files."""
-    config = tiny_config(samplers=("swa", "sws"), seeds=2,
-                         overrides=tuple(TINY) + ("sampler.teacher=swp",))
+    config = tiny_config(
+        samplers=("swa", "sws"), seeds=2, overrides=tuple(TINY) + ("sampler.teacher=swp",)
+    )
     run = Run(config, tmp_path / "run", quiet=True, jobs=2)
     trained, workers = [], []
 
@@ -78,12 +83,12 @@ def test_the_teacher_is_trained_before_the_workers_start(tmp_path, monkeypatch):
     def train_in_workers(run, todo, jobs):
         workers.append((list(trained), sorted(todo)))
         trained.extend(todo)
+
     monkeypatch.setattr(Run, "is_trained", lambda self, name, seed=0: (name, seed) in trained)
     monkeypatch.setattr(Run, "train_sampler", train_sampler)
     monkeypatch.setattr(nfst.experiment.jobs, "train_in_workers", train_in_workers)
     run.train_samplers()
-    assert workers == [([("swp", 0), ("swp", 1)],
-                        [("swa", 0), ("swa", 1), ("sws", 0), ("sws", 1)])]
+    assert workers == [([("swp", 0), ("swp", 1)], [("swa", 0), ("swa", 1), ("sws", 0), ("sws", 1)])]
 
 
 class _Recorded:
@@ -102,6 +107,7 @@ class _Recorded:
 
 def test_the_longest_trainings_start_first():
     from nfst.experiment.jobs import longest_first
+
     todo = [("swa", 1), ("swp", 1), ("swp-prefix", 1), ("sws", 1)]
     # nothing recorded: by step cost, swp-prefix's the dearest, then SWA's
     assert [n for n, _ in longest_first(_Recorded({}), todo)][:2] == ["swp-prefix", "swa"]
@@ -144,11 +150,29 @@ def test_the_workers_exit_when_the_run_is_killed(finished_run, tmp_path):
     tracker) exits within seconds; the workers waited for work forever."""
     run_dir = tmp_path / "run"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nfst.cli", "run", "--from", str(finished_run[0].dir),
-         "--run-dir", str(run_dir), "--quiet", "--processes", "1", "--jobs", "2",
-         "--option", "sampler.steps=100000", "--option", "sampler.patience=100000"],
-        env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "nfst.cli",
+            "run",
+            "--from",
+            str(finished_run[0].dir),
+            "--run-dir",
+            str(run_dir),
+            "--quiet",
+            "--processes",
+            "1",
+            "--jobs",
+            "2",
+            "--option",
+            "sampler.steps=100000",
+            "--option",
+            "sampler.patience=100000",
+        ],
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     started = [run_dir / "checkpoints" / f"{n}.ckpt" for n in ("swa", "swp")]
     below: set[int] = set()
     try:

@@ -18,8 +18,11 @@ def lattice_accepts(lattice, marks) -> bool:
     """Whether the mark string is a path of the lattice (mark-deterministic: one way to walk)."""
     state = 0
     for mark in marks:
-        arcs = [a for a in range(len(lattice.arc_src))
-                if lattice.arc_src[a] == state and lattice.arc_mark[a] == mark]
+        arcs = [
+            a
+            for a in range(len(lattice.arc_src))
+            if lattice.arc_src[a] == state and lattice.arc_mark[a] == mark
+        ]
         if not arcs:
             return False
         state = int(lattice.arc_dst[arcs[0]])
@@ -49,20 +52,39 @@ def test_a_file_of_the_older_layout_opens_through_its_run(finished_run, tmp_path
         nfst.load_sampler(path)
     old = Run.open(copy, cache_dir=run.cache_dir, quiet=True).sampler("swp")
     batch = LatticeBatch(run.lattices("test"))
-    drawn = [q.sample(batch, 4, torch.Generator().manual_seed(1))
-             for q in (old, run.sampler("swp"))]
+    drawn = [
+        q.sample(batch, 4, torch.Generator().manual_seed(1)) for q in (old, run.sampler("swp"))
+    ]
     assert torch.equal(drawn[0].arcs, drawn[1].arcs)
 
 
-def test_sample_writes_every_pair_of_a_split_with_log_q_and_log_p(finished_run, tmp_path,
-                                                                   capsys):
+def test_sample_writes_every_pair_of_a_split_with_log_q_and_log_p(finished_run, tmp_path, capsys):
     """With k = evaluate.k the proposals are the evaluation's own draws: their mean log q − log p̃
     is the partial KL that the run reports."""
     run, _ = finished_run
     out = tmp_path / "test.jsonl"
-    assert main(["sample", "cipher", "--run-dir", str(run.dir), "--sampler", "swp", "--split",
-                 "test", "--out", str(out), "-k", str(run.preset.evaluate.k), "--cache-dir",
-                 str(run.cache_dir), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sample",
+                "cipher",
+                "--run-dir",
+                str(run.dir),
+                "--sampler",
+                "swp",
+                "--split",
+                "test",
+                "--out",
+                str(out),
+                "-k",
+                str(run.preset.evaluate.k),
+                "--cache-dir",
+                str(run.cache_dir),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert f"written: {out}" in capsys.readouterr().out
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     test = run.lattices("test")

@@ -21,6 +21,8 @@ def test_lattice_to_networkx():
     assert nx.is_directed_acyclic_graph(graph)
     for s, data in graph.nodes(data=True):
         assert data["position"] == tuple(lat.positions[s]) and data["final"] == lat.final[s]
-    paths = {tuple(graph.edges[e]["mark"] for e in zip(p, p[1:], [0] * len(p)))
-             for p in nx.all_simple_paths(graph, 0, [s for s in graph if lat.final[s]])}
+    paths = {
+        tuple(graph.edges[e]["mark"] for e in zip(p, p[1:], [0] * len(p)))
+        for p in nx.all_simple_paths(graph, 0, [s for s in graph if lat.final[s]])
+    }
     assert paths == set(lat.mark_strings())

@@ -12,7 +12,7 @@ from nfst.experiment.provenance import MADE_FROM
 from nfst.tasks import registry
 from tests.helpers.tiny import TINY
 
-TASK = '''
+TASK = """
 from pathlib import Path
 from nfst.fst.mfst import Arc, MarkedFST
 from nfst.fsts import deletion_insertion
@@ -35,14 +35,17 @@ class Typo(Task):
         for line in (Path(data_dir) / f"{{split}}.txt").read_text().splitlines():
             x, y = line.split()
             yield tuple(x), tuple(y)
-'''
+"""
 
-PAIRS = {"train": ["ab ba", "ba ab", "aab aba", "bb ab", "ab abb", "ba bba"],
-         "dev": ["ab aa", "bab ab"], "test": ["aa ab", "ba bb"]}
+PAIRS = {
+    "train": ["ab ba", "ba ab", "aab aba", "bb ab", "ab abb", "ba bba"],
+    "dev": ["ab aa", "bab ab"],
+    "test": ["aa ab", "ba bb"],
+}
 
 
-def _write(tmp_path, letters="ab", test=PAIRS["test"], rename={}):
-    (tmp_path / "typo.py").write_text(TASK.format(letters=letters, rename=rename))
+def _write(tmp_path, letters="ab", test=PAIRS["test"], rename=None):
+    (tmp_path / "typo.py").write_text(TASK.format(letters=letters, rename=rename or {}))
     for split, lines in (PAIRS | {"test": test}).items():
         (tmp_path / "data" / f"{split}.txt").write_text("\n".join(lines) + "\n")
 
@@ -50,13 +53,19 @@ def _write(tmp_path, letters="ab", test=PAIRS["test"], rename={}):
 def _forget_task(monkeypatch):
     """As a new process would: the task file is imported again on its next use."""
     monkeypatch.setattr(registry, "_LOADED_FILES", {})
-    monkeypatch.setattr(registry, "_REGISTRY", {k: v for k, v in registry._REGISTRY.items()
-                                                if k != "typo-made-from"})
+    monkeypatch.setattr(
+        registry,
+        "_REGISTRY",
+        {k: v for k, v in registry._REGISTRY.items() if k != "typo-made-from"},
+    )
 
 
 def _snapshot(folder):
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +78,27 @@ def finished(tmp_path_factory):
     with pytest.MonkeyPatch.context() as monkeypatch:
         _forget_task(monkeypatch)
         monkeypatch.setenv("NFST_TASKS", str(root / "typo.py"))
-        options = [a for o in (*TINY, "scorer.kind=ngram", "sampler.steps=4")
-                   for a in ("--option", o)]
-        status = main(["run", "typo-made-from", "--run-dir", str(root / "run"), "--data-dir",
-                       str(root / "data"), "--samplers", "swa", "--quiet", "--processes", "1",
-                       "--jobs", "1", *options])
+        options = [
+            a for o in (*TINY, "scorer.kind=ngram", "sampler.steps=4") for a in ("--option", o)
+        ]
+        status = main(
+            [
+                "run",
+                "typo-made-from",
+                "--run-dir",
+                str(root / "run"),
+                "--data-dir",
+                str(root / "data"),
+                "--samplers",
+                "swa",
+                "--quiet",
+                "--processes",
+                "1",
+                "--jobs",
+                "1",
+                *options,
+            ]
+        )
     assert status == 0
     return root / "run"
 
@@ -109,8 +134,11 @@ def _each_command_refuses(run_dir, monkeypatch, capsys, commands, said):
         err = capsys.readouterr().err
         lines = err.strip().splitlines()
         assert status == 2, (name, err)
-        assert len(lines) == 2 and lines[0].startswith("nfst: error: ") and \
-            lines[1].startswith("  hint: "), (name, err)  # one line, then its hint
+        assert (
+            len(lines) == 2
+            and lines[0].startswith("nfst: error: ")
+            and lines[1].startswith("  hint: ")
+        ), (name, err)  # one line, then its hint
         assert said in lines[0] and "new run" in lines[1], (name, err)
         assert _snapshot(run_dir) == before, name  # touched nothing
         assert not (run_dir.parent / "new").exists(), name
@@ -118,8 +146,9 @@ def _each_command_refuses(run_dir, monkeypatch, capsys, commands, said):
 
 def test_a_changed_alphabet_is_refused_by_every_command(made_run, monkeypatch, capsys):
     _write(made_run.parent, letters="abc")
-    _each_command_refuses(made_run, monkeypatch, capsys, COMMANDS,
-                          "was made from another topology than the task file")
+    _each_command_refuses(
+        made_run, monkeypatch, capsys, COMMANDS, "was made from another topology than the task file"
+    )
     err = (main(["evaluate", "--run-dir", str(made_run), "--quiet"]), capsys.readouterr().err)
     assert "marks added: " in err[1] and "c" in err[1]
 
@@ -127,15 +156,24 @@ def test_a_changed_alphabet_is_refused_by_every_command(made_run, monkeypatch, c
 def test_a_renamed_mark_of_the_same_size_is_refused(made_run, monkeypatch, capsys):
     """The dangerous edit: the vocabulary keeps its size, so only the fingerprint tells."""
     _write(made_run.parent, rename={"<del>": "<drop>"})
-    _each_command_refuses(made_run, monkeypatch, capsys, ["continue", "sample"],
-                          "marks added: <drop>; marks removed: <del>")
+    _each_command_refuses(
+        made_run,
+        monkeypatch,
+        capsys,
+        ["continue", "sample"],
+        "marks added: <drop>; marks removed: <del>",
+    )
 
 
 def test_changed_data_is_refused_by_every_command_that_reads_it(made_run, monkeypatch, capsys):
     _write(made_run.parent, test=["aa ab", "ba ba"])
-    _each_command_refuses(made_run, monkeypatch, capsys,
-                          ["continue", "evaluate", "from", "train-sampler"],
-                          "was made from other data: its pairs of test (2 pairs then, 2 now)")
+    _each_command_refuses(
+        made_run,
+        monkeypatch,
+        capsys,
+        ["continue", "evaluate", "from", "train-sampler"],
+        "was made from other data: its pairs of test (2 pairs then, 2 now)",
+    )
 
 
 def test_the_record_and_an_unchanged_run(made_run, caplog):

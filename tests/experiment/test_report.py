@@ -39,18 +39,25 @@ def test_gaps_are_to_the_validation_reference_and_orderings_need_2_se(tmp_path):
 
 def test_partial_kl_is_over_seeds_and_pairs_beside_validation(tmp_path):
     table = section(report(tmp_path), "### Partial KL, lower is better")
-    assert ("| sampler | tr: test (2 training seeds) | tr: validation (k = 16) | tr: 003 |"
-            in table)  # evaluate.k: training validated with sampler.eval_k
+    assert (
+        "| sampler | tr: test (2 training seeds) | tr: validation (k = 16) | tr: 003 |" in table
+    )  # evaluate.k: training validated with sampler.eval_k
     assert "| sws | 25.8 ± 6.4 | 24.2 | 21.8 |" in table
     assert "over seeds and pairs" in table and "ratios" not in table
 
 
 def test_the_header_shows_the_runs_options_settings_and_seeds(tmp_path):
-    text = report(tmp_path, overrides=["sampler.steps=12", "sampler.lr=0.001"],
-                  task_settings={"train_size": 16}, seed=3)
+    text = report(
+        tmp_path,
+        overrides=["sampler.steps=12", "sampler.lr=0.001"],
+        task_settings={"train_size": 16},
+        seed=3,
+    )
     runs = text.split("## The scorer")[0]
-    assert ("tr, preset small, `--option sampler.steps=12`, `--option sampler.lr=0.001`, "
-            "`--set train_size=16`, training seeds 3, 4") in runs
+    assert (
+        "tr, preset small, `--option sampler.steps=12`, `--option sampler.lr=0.001`, "
+        "`--set train_size=16`, training seeds 3, 4"
+    ) in runs
 
 
 def test_a_task_the_paper_does_not_have_gets_no_paper_figure(tmp_path):
@@ -94,8 +101,11 @@ def test_results_of_an_older_nfst_are_refused_with_a_hint(tmp_path):
 def test_a_structure_of_any_name_reaches_the_report(tmp_path):
     """The structure's share is found by the name the results carry, not by a prefix."""
     results = constructed_results(SAMPLERS)
-    results["scorer"] |= {"structure": "source_script", "source_script": 0.75,
-                          "source_script_se": 0.05}
+    results["scorer"] |= {
+        "structure": "source_script",
+        "source_script": 0.75,
+        "source_script_se": 0.05,
+    }
     for i, entry in enumerate(results["samplers"].values()):
         entry |= {"source_script": 0.25 * i, "source_script_se": 0.01}
     run = tmp_path / "run"
@@ -103,8 +113,10 @@ def test_a_structure_of_any_name_reaches_the_report(tmp_path):
     (run / "results.json").write_text(json.dumps(results))
     text = write_report([run], tmp_path / "out").read_text()
     assert "| posterior source_script |" in text and "| 0.75 ± 0.05 |" in text
-    assert ("Share of each sampler's test samples with the source script (tr): "
-            "swa 0.50, sws 0.25, swp 0.00") in text
+    assert (
+        "Share of each sampler's test samples with the source script (tr): "
+        "swa 0.50, sws 0.25, swp 0.00"
+    ) in text
 
 
 def test_the_sleep_phase_table_gives_each_samplers_switch_and_acceptance(tmp_path):
@@ -114,9 +126,17 @@ def test_the_sleep_phase_table_gives_each_samplers_switch_and_acceptance(tmp_pat
     assert "the sleep phase" not in report(tmp_path / "none")
     results = constructed_results(SAMPLERS)
     results["samplers"]["swa"]["sleep"] = {
-        "setting": "auto", "steps": 350, "stopped_by": "patience", "share": 0.0,
-        "best_dev_partial_kl": 12.25, "sleep_seconds": 61.4, "skipped": 0, "triples": 64000,
-        "drawn": 80000, "acceptance": 0.8}
+        "setting": "auto",
+        "steps": 350,
+        "stopped_by": "patience",
+        "share": 0.0,
+        "best_dev_partial_kl": 12.25,
+        "sleep_seconds": 61.4,
+        "skipped": 0,
+        "triples": 64000,
+        "drawn": 80000,
+        "acceptance": 0.8,
+    }
     run = tmp_path / "run"
     run.mkdir()
     (run / "results.json").write_text(json.dumps(results))

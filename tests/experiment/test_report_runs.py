@@ -9,8 +9,8 @@ import pytest
 
 from nfst.cli import main
 from nfst.evaluate.paired_gaps import gap
-from nfst.experiment.report import write_report
 from nfst.experiment.report import samplers as sampler_part
+from nfst.experiment.report import write_report
 from nfst.experiment.report.labels import named
 from tests.experiment.constructed import SAMPLERS, constructed_results
 
@@ -18,11 +18,15 @@ from tests.experiment.constructed import SAMPLERS, constructed_results
 # within a few tenths of A's either way: no order claimed.
 JITTER = [0.1, -0.2, 0.3, 0.0]
 B_SAMPLERS = {
-    "swp": ([[v + 0.4 * (-1) ** i for i, v in enumerate(row)] for row in SAMPLERS["swp"][0]],
-            *SAMPLERS["swp"][1:]),
+    "swp": (
+        [[v + 0.4 * (-1) ** i for i, v in enumerate(row)] for row in SAMPLERS["swp"][0]],
+        *SAMPLERS["swp"][1:],
+    ),
     "sws": SAMPLERS["sws"],
-    "swa": ([[v - 5.0 + j for v, j in zip(row, JITTER)] for row in SAMPLERS["swa"][0]],
-            *SAMPLERS["swa"][1:]),
+    "swa": (
+        [[v - 5.0 + j for v, j in zip(row, JITTER)] for row in SAMPLERS["swa"][0]],
+        *SAMPLERS["swa"][1:],
+    ),
 }
 
 
@@ -39,14 +43,15 @@ def two_runs(tmp_path):
     return (write_run(tmp_path / "A"), write_run(tmp_path / "B", B_SAMPLERS, lr=0.01))
 
 
-def test_two_runs_of_a_task_get_a_column_each_named_by_directory_and_setting(two_runs,
-                                                                             tmp_path):
+def test_two_runs_of_a_task_get_a_column_each_named_by_directory_and_setting(two_runs, tmp_path):
     """The runs' list names each by its directory and the setting in which it differs; the
     tables' columns by its directory alone; the scorer the two share is drawn once."""
     text = write_report(two_runs, tmp_path / "out").read_text()
     assert "- **A (sampler.lr=0.003)**: `" in text and "- **B (sampler.lr=0.01)**: `" in text
-    assert ("| sampler | A: test (2 training seeds) | A: validation (k = 16) | "
-            "B: test (2 training seeds) | B: validation (k = 16) | tr: 003 |") in text
+    assert (
+        "| sampler | A: test (2 training seeds) | A: validation (k = 16) | "
+        "B: test (2 training seeds) | B: validation (k = 16) | tr: 003 |"
+    ) in text
     assert "| swa | 35.2 ± 6.5 | 35.5 | 30.3 ± 6.5 | 35.5 | 23.3 |" in text  # both runs'
     assert "| sampler | A (reference sws) | B (reference sws) |" in text
     assert "| sampler | A | B | tr: 003 |" in text
@@ -65,8 +70,9 @@ def test_what_every_run_shares_is_said_once(tmp_path):
     for name, extra in (("A", ()), ("B", ("sampler.lr=0.01",))):
         results = constructed_results(SAMPLERS, overrides=("train_pairs=16", *extra))
         (tmp_path / name).mkdir()
-        (tmp_path / name / "results.json").write_text(json.dumps(
-            results | {"log_z": {"method": "importance sampling"}}))
+        (tmp_path / name / "results.json").write_text(
+            json.dumps(results | {"log_z": {"method": "importance sampling"}})
+        )
         runs.append(tmp_path / name)
     text = write_report(runs, tmp_path / "out").read_text()
     assert "Every run: tr, preset small, `--option train_pairs=16`, training seeds 0, 1." in text
@@ -77,8 +83,10 @@ def test_what_every_run_shares_is_said_once(tmp_path):
 
 
 def test_runs_on_other_scorers_get_a_scorer_plot_each(tmp_path):
-    runs = (write_run(tmp_path / "A"), write_run(tmp_path / "B", B_SAMPLERS, lr=0.01,
-                                                 scorer=b"another scorer"))
+    runs = (
+        write_run(tmp_path / "A"),
+        write_run(tmp_path / "B", B_SAMPLERS, lr=0.01, scorer=b"another scorer"),
+    )
     text = write_report(runs, tmp_path / "out").read_text()
     assert text.count("![scorer training](scorer-tr-") == 2
 
@@ -91,30 +99,46 @@ def test_the_report_compares_runs_on_one_scorer(two_runs, tmp_path):
 
 
 def test_names_tell_apart_folders_of_one_name_and_tasks_with_one_run(tmp_path):
-    runs = [constructed_results(SAMPLERS) | {"run_dir": str(tmp_path / d / "run")}
-            for d in ("x", "y")]
+    runs = [
+        constructed_results(SAMPLERS) | {"run_dir": str(tmp_path / d / "run")} for d in ("x", "y")
+    ]
     runs.append(constructed_results(SAMPLERS, task="cipher") | {"run_dir": "c"})
     labels = [(r["label"], r["name"]) for r in named(runs)]
     stem = "tr-" + str(tmp_path).strip("/").replace("/", "_")
-    assert labels == [(f"tr {tmp_path}/x/run", f"{stem}_x_run"),
-                      (f"tr {tmp_path}/y/run", f"{stem}_y_run"), ("cipher", "cipher")]
+    assert labels == [
+        (f"tr {tmp_path}/x/run", f"{stem}_x_run"),
+        (f"tr {tmp_path}/y/run", f"{stem}_y_run"),
+        ("cipher", "cipher"),
+    ]
 
 
 def test_the_report_says_which_test_pairs_were_skipped(tmp_path):
-    lattices = {"test": {"pairs": 4, "skipped": 2, "skipped_why": "2 NoPathError (e.g. 'a' -> "
-                         "'b')", "mean_states": 9.0, "mean_arcs": 12.0}, "seconds": 1.0}
-    text = write_report([write_run(tmp_path / "run", lattices=lattices)],
-                        tmp_path / "out").read_text()
-    assert ("**2 of 6 test pairs skipped**, not compiled: 2 NoPathError (e.g. 'a' -> 'b'); the "
-            "test figures are over the other 4") in text.split("## The scorer")[0]
+    lattices = {
+        "test": {
+            "pairs": 4,
+            "skipped": 2,
+            "skipped_why": "2 NoPathError (e.g. 'a' -> 'b')",
+            "mean_states": 9.0,
+            "mean_arcs": 12.0,
+        },
+        "seconds": 1.0,
+    }
+    text = write_report(
+        [write_run(tmp_path / "run", lattices=lattices)], tmp_path / "out"
+    ).read_text()
+    assert (
+        "**2 of 6 test pairs skipped**, not compiled: 2 NoPathError (e.g. 'a' -> 'b'); the "
+        "test figures are over the other 4"
+    ) in text.split("## The scorer")[0]
 
 
 def test_the_curves_have_a_panel_from_the_first_validation_after_step_0(tmp_path, monkeypatch):
     """Step 0 (90 nats) sets the scale of the first panel only: the second one's is the
     trained samplers' (24-35 nats), where a difference of a nat shows."""
     figures = []
-    monkeypatch.setattr(sampler_part, "save_figure",
-                        lambda fig, ax, out, name: figures.append(fig) or name)
+    monkeypatch.setattr(
+        sampler_part, "save_figure", lambda fig, ax, out, name: figures.append(fig) or name
+    )
     write_report([write_run(tmp_path / "run")], tmp_path / "out")
     whole, trained = figures[0].axes
     assert whole.get_ylim()[1] > 90 > 40 > trained.get_ylim()[1] > 35
@@ -136,19 +160,23 @@ def test_compare_gives_paired_gaps_between_runs_on_one_scorer(two_runs, capsys):
     assert "order: A ≈ B" in out.split("\nswp\n")[1]
     status, out, _ = _compare(capsys, *two_runs, "--json")
     result = json.loads(out)
-    assert result["groups"][0]["samplers"]["swa"]["gap"]["B"] == gap(B_SAMPLERS["swa"][0],
-                                                                     SAMPLERS["swa"][0])
+    assert result["groups"][0]["samplers"]["swa"]["gap"]["B"] == gap(
+        B_SAMPLERS["swa"][0], SAMPLERS["swa"][0]
+    )
     assert "within_run" not in result
 
 
 def test_compare_sets_every_run_and_sampler_against_one_reference_chosen_on_validation(
-        two_runs, tmp_path, capsys):
+    two_runs, tmp_path, capsys
+):
     """C's sws has the lowest validation partial KL of the three runs' samplers, so it is the
     group's reference although A's swp is 1 nat lower on every test pair (ahead: SE 0) and
     C's swa 10 higher (behind); A's sws, 0.5–2 away either way, is level."""
-    c = {"swp": SAMPLERS["swp"],
-         "sws": ([[v + 1 for v in row] for row in SAMPLERS["swp"][0]], [20.0, 21.0], "x"),
-         "swa": ([[v + 11 for v in row] for row in SAMPLERS["swp"][0]], [30.0, 30.0], "y")}
+    c = {
+        "swp": SAMPLERS["swp"],
+        "sws": ([[v + 1 for v in row] for row in SAMPLERS["swp"][0]], [20.0, 21.0], "x"),
+        "swa": ([[v + 11 for v in row] for row in SAMPLERS["swp"][0]], [30.0, 30.0], "y"),
+    }
     runs = (*two_runs, write_run(tmp_path / "C", c, lr=0.02))
     group = json.loads(_compare(capsys, *runs, "--json")[1])["groups"][0]
     assert group["reference"] == "C:sws"
@@ -163,8 +191,10 @@ def test_compare_sets_every_run_and_sampler_against_one_reference_chosen_on_vali
 
 
 def test_compare_gives_runs_on_other_scorers_only_their_own_gaps(tmp_path, capsys):
-    runs = (write_run(tmp_path / "A"), write_run(tmp_path / "B", B_SAMPLERS, lr=0.01,
-                                                 scorer=b"another scorer"))
+    runs = (
+        write_run(tmp_path / "A"),
+        write_run(tmp_path / "B", B_SAMPLERS, lr=0.01, scorer=b"another scorer"),
+    )
     status, out, _ = _compare(capsys, *runs)
     assert status == 0 and "A, B: one scorer" not in out
     said = " ".join(out.split())  # unwrapped

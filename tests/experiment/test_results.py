@@ -19,37 +19,76 @@ from tests.experiment.constructed import SAMPLERS, constructed_results
 
 
 def run_dir_of(tmp_path, kind: str = "ngram") -> RunDir:
-    return RunDir(tmp_path, {"run": {"task": "cipher", "preset": "small", "seed": 0},
-                             "preset": {"scorer": {"kind": kind}}})
+    return RunDir(
+        tmp_path,
+        {
+            "run": {"task": "cipher", "preset": "small", "seed": 0},
+            "preset": {"scorer": {"kind": kind}},
+        },
+    )
 
 
 def sampler_metrics(per_pair: list[float], **extra) -> dict:
     """One sampler's entry of stages/evaluate.json, as ``nfst.evaluate.evaluate_all`` writes
     it (without replacement, no WFST scorer)."""
     kl = sum(per_pair) / len(per_pair)
-    return {"partial_kl": kl, "partial_kl_se": 0.5, "ess": 1.5, "ess_se": 0.1,
-            "expected_length": 4.0, "expected_length_se": 0.2, "pareto_k": None,
-            "pareto_k_over_threshold": 0.0, "pareto_k_summary": pareto_summary([], []),
-            "examples": [], "per_pair_partial_kl": per_pair, "ess_wor": 2.0, "ess_wor_se": 0.1,
-            "partial_kl_wor": kl, "partial_kl_wor_se": 0.5, "partial_kl_by_seed": [kl],
-            "per_pair_partial_kl_by_seed": [per_pair], "validation_partial_kl": kl,
-            "validation_partial_kl_by_seed": [kl], "gap": {"mean": 0.0, "se": 0.0},
-            "untrained_partial_kl": 9.0, "untrained_partial_kl_se": 1.0,
-            "untrained_per_pair_partial_kl": [9.0] * len(per_pair),
-            "exclusive_kl_lower_bound": kl - 1.0, "exclusive_kl_lower_bound_se": 0.5,
-            "untrained_exclusive_kl_lower_bound": 8.0,
-            "untrained_exclusive_kl_lower_bound_se": 1.0} | extra
+    return {
+        "partial_kl": kl,
+        "partial_kl_se": 0.5,
+        "ess": 1.5,
+        "ess_se": 0.1,
+        "expected_length": 4.0,
+        "expected_length_se": 0.2,
+        "pareto_k": None,
+        "pareto_k_over_threshold": 0.0,
+        "pareto_k_summary": pareto_summary([], []),
+        "examples": [],
+        "per_pair_partial_kl": per_pair,
+        "ess_wor": 2.0,
+        "ess_wor_se": 0.1,
+        "partial_kl_wor": kl,
+        "partial_kl_wor_se": 0.5,
+        "partial_kl_by_seed": [kl],
+        "per_pair_partial_kl_by_seed": [per_pair],
+        "validation_partial_kl": kl,
+        "validation_partial_kl_by_seed": [kl],
+        "gap": {"mean": 0.0, "se": 0.0},
+        "untrained_partial_kl": 9.0,
+        "untrained_partial_kl_se": 1.0,
+        "untrained_per_pair_partial_kl": [9.0] * len(per_pair),
+        "exclusive_kl_lower_bound": kl - 1.0,
+        "exclusive_kl_lower_bound_se": 0.5,
+        "untrained_exclusive_kl_lower_bound": 8.0,
+        "untrained_exclusive_kl_lower_bound_se": 1.0,
+    } | extra
 
 
-def finish_evaluate(run_dir: RunDir, samplers: dict, per_pair_log_z: list[float],
-                    structure=None, **log_z) -> None:
-    run_dir.finish("evaluate", {
-        "pairs": len(per_pair_log_z), "k": 8, "seed": 0, "samplers": samplers, "seeds": [0],
-        "reference": next(iter(samplers), "swa"), "validation_pairs": len(per_pair_log_z),
-        "structure": structure, "ngram": {"order": 3, "test_log_likelihood": -9.0},
-        "log_z": {"method": "importance sampling", "samples": 8, "per_pair": per_pair_log_z,
-                  "per_pair_se": [0.1] * len(per_pair_log_z),
-                  "pareto_k": pareto_summary([], []), "spread": 0.0} | log_z})
+def finish_evaluate(
+    run_dir: RunDir, samplers: dict, per_pair_log_z: list[float], structure=None, **log_z
+) -> None:
+    run_dir.finish(
+        "evaluate",
+        {
+            "pairs": len(per_pair_log_z),
+            "k": 8,
+            "seed": 0,
+            "samplers": samplers,
+            "seeds": [0],
+            "reference": next(iter(samplers), "swa"),
+            "validation_pairs": len(per_pair_log_z),
+            "structure": structure,
+            "ngram": {"order": 3, "test_log_likelihood": -9.0},
+            "log_z": {
+                "method": "importance sampling",
+                "samples": 8,
+                "per_pair": per_pair_log_z,
+                "per_pair_se": [0.1] * len(per_pair_log_z),
+                "pareto_k": pareto_summary([], []),
+                "spread": 0.0,
+            }
+            | log_z,
+        },
+    )
 
 
 def test_the_scorers_test_log_z_is_the_mean_over_pairs(tmp_path):
@@ -62,9 +101,15 @@ def test_the_scorers_test_log_z_is_the_mean_over_pairs(tmp_path):
     assert scorer.test_log_z_se == pytest.approx(math.sqrt(7 / 3))  # sd √7 over √3 pairs
 
 
-@pytest.mark.parametrize("stage, stopped_by", [
-    ({"stopped_by": "patience"}, "patience"), ({"stopped_by": "steps"}, "steps"),
-    ({"stopped_early": True}, "patience"), ({"stopped_early": False}, "steps")])
+@pytest.mark.parametrize(
+    "stage, stopped_by",
+    [
+        ({"stopped_by": "patience"}, "patience"),
+        ({"stopped_by": "steps"}, "steps"),
+        ({"stopped_early": True}, "patience"),
+        ({"stopped_early": False}, "steps"),
+    ],
+)
 def test_what_stopped_a_samplers_training_old_stage_files_included(stage, stopped_by, tmp_path):
     """Stage files written before ``stopped_by`` was recorded say ``stopped_early``: true is
     early stopping (patience), false the step cap."""
@@ -93,12 +138,20 @@ def test_the_structures_share_is_carried_under_its_name_and_read_back(tmp_path):
     and each sampler, and the file reads back to the same results."""
     run_dir = run_dir_of(tmp_path)
     swa = sampler_metrics([1.0, 2.0], source_script=0.25, source_script_se=0.05)
-    finish_evaluate(run_dir, {"swa": swa}, [-1.0, -2.0], structure="source_script",
-                    source_script=0.75, source_script_se=0.125)
+    finish_evaluate(
+        run_dir,
+        {"swa": swa},
+        [-1.0, -2.0],
+        structure="source_script",
+        source_script=0.75,
+        source_script_se=0.125,
+    )
     written = json.loads(json.dumps(build_results(run_dir).to_json()))
     assert written["schema_version"] == SCHEMA_VERSION
     assert (written["scorer"]["structure"], written["scorer"]["source_script"]) == (
-        "source_script", 0.75)
+        "source_script",
+        0.75,
+    )
     assert written["samplers"]["swa"]["source_script_se"] == 0.05
     assert "structure_share" not in written["samplers"]["swa"]
     assert Results.from_json(written).to_json() == written
@@ -114,8 +167,10 @@ def test_a_samplers_results_are_its_evaluation_with_every_key_and_its_training(t
     finish_evaluate(run_dir, {"swa": stage}, [-1.0, -2.0])
     written = build_results(run_dir).to_json()["samplers"]["swa"]
     assert {k: written.get("proposals" if k == "examples" else k) for k in stage} == stage
-    assert set(written) == {f.name for f in fields(SamplerResults)} - {"structure_share",
-                                                                       "structure_share_se"}
+    assert set(written) == {f.name for f in fields(SamplerResults)} - {
+        "structure_share",
+        "structure_share_se",
+    }
     assert written["exclusive_kl"] is None and written["most_probable"] is None
 
 

@@ -21,17 +21,24 @@ from nfst.runtime.distributed import stream_seed
 from nfst.train.checkpoint import training_words
 from tests.helpers.tiny import TINY, tiny_config, tiny_options
 
+
 def test_a_teacher_is_trained_first_and_its_paths_train_the_others(tmp_path):
-    run = Run(tiny_config(samplers=("swa",), overrides=tuple(TINY) + ("sampler.teacher=swp",)),
-              tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True, processes=1)
+    run = Run(
+        tiny_config(samplers=("swa",), overrides=tuple(TINY) + ("sampler.teacher=swp",)),
+        tmp_path / "run",
+        cache_dir=tmp_path / "cache",
+        quiet=True,
+        processes=1,
+    )
     run.train_samplers()
     assert (tmp_path / "run" / "samplers" / "swp.pt").exists()
     history = run.done("sampler-swa")["history"]
     assert all(1.0 <= h["ess"] <= 16 for h in history[1:])
 
 
-def test_samplers_trained_in_parallel_match_those_trained_one_after_another(finished_run,
-                                                                           tmp_path, capfd):
+def test_samplers_trained_in_parallel_match_those_trained_one_after_another(
+    finished_run, tmp_path, capfd
+):
     """The sampler stage in two worker processes reproduces the sequential stage exactly:
     the same parameters and the same training history (wall times aside); quiet, the workers
     say nothing either."""
@@ -44,10 +51,12 @@ def test_samplers_trained_in_parallel_match_those_trained_one_after_another(fini
     assert capfd.readouterr().out == ""
     for name in run.config.samplers:
         ours, theirs = (r.done(f"sampler-{name}") for r in (parallel, run))
-        assert {k: v for k, v in ours.items() if k != "seconds"} == \
-            {k: v for k, v in theirs.items() if k != "seconds"}
-        ours, theirs = (storage.load(d / "samplers" / f"{name}.pt")["state"]
-                        for d in (copy, run.dir))
+        assert {k: v for k, v in ours.items() if k != "seconds"} == {
+            k: v for k, v in theirs.items() if k != "seconds"
+        }
+        ours, theirs = (
+            storage.load(d / "samplers" / f"{name}.pt")["state"] for d in (copy, run.dir)
+        )
         assert all(torch.equal(ours[key], theirs[key]) for key in theirs)
 
 
@@ -88,13 +97,22 @@ def test_run_writes_everything_and_skips_finished_stages(finished_run, tmp_path)
         assert metrics["curve"]["step"] == [0, 4, 8, 12]  # from the untrained sampler on
         # the untrained sampler evaluated is the one training started from
         from nfst.train.sampler import validate
+
         early_stopping = stream_seed(run.training_seed(0), "early_stopping")
-        assert validate(run.untrained_sampler(name), run.scorer(), run.lattices("dev"), 4, 16,
-                        early_stopping, run.device) == pytest.approx(
-                            metrics["curve"]["val_partial_kl"][0])
+        assert validate(
+            run.untrained_sampler(name),
+            run.scorer(),
+            run.lattices("dev"),
+            4,
+            16,
+            early_stopping,
+            run.device,
+        ) == pytest.approx(metrics["curve"]["val_partial_kl"][0])
         assert metrics["untrained_partial_kl"] != metrics["partial_kl"]
-        assert metrics["exclusive_kl_lower_bound"] <= metrics["exclusive_kl"] + \
-            3 * metrics["exclusive_kl_lower_bound_se"]
+        assert (
+            metrics["exclusive_kl_lower_bound"]
+            <= metrics["exclusive_kl"] + 3 * metrics["exclusive_kl_lower_bound_se"]
+        )
         assert metrics["exclusive_kl"] + 3 * metrics["exclusive_kl_se"] >= 0
         assert metrics["inclusive_kl"] + 3 * metrics["inclusive_kl_se"] >= 0
         assert metrics["training"]["mean_ess"] >= 1.0
@@ -109,8 +127,12 @@ def test_run_writes_everything_and_skips_finished_stages(finished_run, tmp_path)
     assert all(seconds > 0 for seconds in results["wall_seconds"].values())
     assert len(log_z["per_pair"]) == 4 and results["log_z"]["samples"] == 8
     smc = run.done("smc")  # the evaluation sizes of TINY's evaluate.* options
-    assert (evaluation["k"], smc["M"], smc["pairs"], smc["lookahead"]["fit_steps"]) == \
-        (4, [4, 8], 2, 5)
+    assert (evaluation["k"], smc["M"], smc["pairs"], smc["lookahead"]["fit_steps"]) == (
+        4,
+        [4, 8],
+        2,
+        5,
+    )
     text = report.read_text()
     assert "Partial KL" in text and "untrained → trained" in text and "Ordering" in text
     assert "exclusive KL lower bound" in text and "Pareto k̂" in text and "exact log Z" in text
@@ -131,8 +153,9 @@ def test_run_writes_everything_and_skips_finished_stages(finished_run, tmp_path)
 
 
 def test_corrupt_model_file_is_reported(tmp_path, capsys):
-    run = Run(tiny_config(), tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True,
-              processes=1)
+    run = Run(
+        tiny_config(), tmp_path / "run", cache_dir=tmp_path / "cache", quiet=True, processes=1
+    )
     run.scorer()
     path = tmp_path / "run" / "scorer.pt"
     path.write_bytes(path.read_bytes()[:-3])
@@ -142,9 +165,23 @@ def test_corrupt_model_file_is_reported(tmp_path, capsys):
 
 def _cli(out, cache):
     """`nfst train-sampler --new` of swa with the settings of the finished_run fixture."""
-    return [sys.executable, "-m", "nfst.cli", "train-sampler", "cipher", "--sampler", "swa",
-            "--run-dir", str(out), "--new", "--cache-dir", str(cache), "--quiet",
-            "--processes", "1"] + tiny_options("scorer.kind=ngram")
+    return [
+        sys.executable,
+        "-m",
+        "nfst.cli",
+        "train-sampler",
+        "cipher",
+        "--sampler",
+        "swa",
+        "--run-dir",
+        str(out),
+        "--new",
+        "--cache-dir",
+        str(cache),
+        "--quiet",
+        "--processes",
+        "1",
+    ] + tiny_options("scorer.kind=ngram")
 
 
 def test_sigkill_then_resume_matches_uninterrupted(finished_run, tmp_path):
@@ -152,8 +189,12 @@ def test_sigkill_then_resume_matches_uninterrupted(finished_run, tmp_path):
     uninterrupted with the same settings."""
     run, _ = finished_run
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    victim = subprocess.Popen(_cli(tmp_path / "b", run.cache_dir), env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    victim = subprocess.Popen(
+        _cli(tmp_path / "b", run.cache_dir),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     ckpt = tmp_path / "b" / "checkpoints" / "swa.ckpt"
     deadline = time.time() + 120
     while time.time() < deadline:  # kill once the sampler has checkpointed part-way
@@ -163,8 +204,7 @@ def test_sigkill_then_resume_matches_uninterrupted(finished_run, tmp_path):
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     assert not (tmp_path / "b" / "samplers" / "swa.pt").exists(), "killed too late"
-    subprocess.run(_cli(tmp_path / "b", run.cache_dir), check=True, env=env,
-                   capture_output=True)
+    subprocess.run(_cli(tmp_path / "b", run.cache_dir), check=True, env=env, capture_output=True)
     a = storage.load(run.dir / "samplers" / "swa.pt")["state"]
     b = storage.load(tmp_path / "b" / "samplers" / "swa.pt")["state"]
     assert a.keys() == b.keys()
@@ -177,8 +217,13 @@ def test_sigkill_then_resume_matches_uninterrupted(finished_run, tmp_path):
 
 def test_sigterm_checkpoints_a_whole_step_and_says_so(finished_run, tmp_path):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(_cli(tmp_path / "c", finished_run[0].cache_dir), env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        _cli(tmp_path / "c", finished_run[0].cache_dir),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     ckpt = tmp_path / "c" / "checkpoints" / "swa.ckpt"
     deadline = time.time() + 120
     while time.time() < deadline and not (ckpt.exists() and storage.load(ckpt)["step"] >= 2):
@@ -202,11 +247,24 @@ def test_ctrl_c_in_the_scorer_stage_exits_130(tmp_path, capsys):
             time.sleep(0.05)
         if ckpt.exists():  # else the test fails below, unsignalled
             os.kill(os.getpid(), signal.SIGINT)
+
     thread = threading.Thread(target=interrupt)
     thread.start()
-    status = main(["train-scorer", "cipher", "--new", "--run-dir", str(tmp_path / "run"),
-                   "--cache-dir", str(tmp_path / "cache"), "--quiet", "--processes", "1",
-                   *tiny_options("scorer.steps=100000", "scorer.checkpoint_every=1")])
+    status = main(
+        [
+            "train-scorer",
+            "cipher",
+            "--new",
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--quiet",
+            "--processes",
+            "1",
+            *tiny_options("scorer.steps=100000", "scorer.checkpoint_every=1"),
+        ]
+    )
     thread.join()
     err = capsys.readouterr().err
     assert status == 130, err
@@ -217,7 +275,8 @@ def test_ctrl_c_in_the_scorer_stage_exits_130(tmp_path, capsys):
 
 @pytest.mark.parametrize("whom, signum", [("group", signal.SIGINT), ("parent", signal.SIGTERM)])
 def test_a_signal_in_the_parallel_sampler_stage_stops_it_at_once_and_starts_no_queued_sampler(
-        whom, signum, finished_run, tmp_path):
+    whom, signum, finished_run, tmp_path
+):
     """SIGINT to the process group (as Ctrl-C sends it), or SIGTERM to the parent alone (as
     ``kill PID`` or ``timeout`` send it; its workers pass it on), while two workers train: 128 +
     the signal's number at once (before, a parent signalled alone waited for the samplers to
@@ -225,12 +284,31 @@ def test_a_signal_in_the_parallel_sampler_stage_stops_it_at_once_and_starts_no_q
     the cache of ``finished_run``."""
     run_dir = tmp_path / "run"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nfst.cli", "run", "cipher", "--run-dir", str(run_dir),
-         "--cache-dir", str(finished_run[0].cache_dir), "--quiet", "--processes", "1",
-         "--jobs", "2", "--samplers", "swa,swp,nolookahead",
-         *tiny_options("scorer.kind=ngram", "sampler.steps=100000", "sampler.patience=100000")],
-        env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "nfst.cli",
+            "run",
+            "cipher",
+            "--run-dir",
+            str(run_dir),
+            "--cache-dir",
+            str(finished_run[0].cache_dir),
+            "--quiet",
+            "--processes",
+            "1",
+            "--jobs",
+            "2",
+            "--samplers",
+            "swa,swp,nolookahead",
+            *tiny_options("scorer.kind=ngram", "sampler.steps=100000", "sampler.patience=100000"),
+        ],
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     started = [run_dir / "checkpoints" / f"{n}.ckpt" for n in ("swa", "swp", "nolookahead")]
     deadline = time.time() + 120
     while sum(c.exists() for c in started) < 2 and time.time() < deadline:
@@ -249,15 +327,17 @@ def test_a_signal_in_the_parallel_sampler_stage_stops_it_at_once_and_starts_no_q
     assert sum(c.exists() for c in started) == 2 and not (run_dir / "samplers").exists()
 
 
-def test_the_compile_stage_records_which_pairs_it_skipped_and_why(finished_run, tmp_path,
-                                                                  monkeypatch):
+def test_the_compile_stage_records_which_pairs_it_skipped_and_why(
+    finished_run, tmp_path, monkeypatch
+):
     """The report says so (it was a console warning only): a test pair with a symbol the
     cipher's alphabets lack is skipped, counted and explained."""
     done = finished_run[0]
     run = Run(done.config, tmp_path / "run", cache_dir=done.cache_dir, quiet=True, processes=1)
     pairs = run.pairs
-    monkeypatch.setattr(run, "pairs", lambda split: pairs(split) + [(("Q",), ("a",))] *
-                        (split == "test"))
+    monkeypatch.setattr(
+        run, "pairs", lambda split: pairs(split) + [(("Q",), ("a",))] * (split == "test")
+    )
     record = run.stage_compile()
     assert record["test"]["skipped"] == 1 and record["test"]["pairs"] == len(pairs("test"))
     assert "['Q'] not in the MFST's input alphabet" in record["test"]["skipped_why"]

@@ -19,15 +19,36 @@ from tests.helpers.tiny import tiny_config, tiny_options
 
 def _train_sampler(run_dir, cache, sampler):
     """`nfst train-sampler --new` of the finished_run fixture's settings, in a process."""
-    argv = [sys.executable, "-m", "nfst.cli", "train-sampler", "cipher", "--sampler", sampler,
-            "--run-dir", str(run_dir), "--new", "--cache-dir", str(cache), "--quiet",
-            "--processes", "1", *tiny_options("scorer.kind=ngram")]
-    return subprocess.Popen(argv, env=dict(os.environ, PYTHONUNBUFFERED="1"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "nfst.cli",
+        "train-sampler",
+        "cipher",
+        "--sampler",
+        sampler,
+        "--run-dir",
+        str(run_dir),
+        "--new",
+        "--cache-dir",
+        str(cache),
+        "--quiet",
+        "--processes",
+        "1",
+        *tiny_options("scorer.kind=ngram"),
+    ]
+    return subprocess.Popen(
+        argv,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
-def test_two_train_sampler_processes_at_once_give_the_figures_of_one_run(finished_run,
-                                                                         tmp_path, capsys):
+def test_two_train_sampler_processes_at_once_give_the_figures_of_one_run(
+    finished_run, tmp_path, capsys
+):
     """Both start on an empty directory: one fits the n-gram (the scorer) while the other
     waits for it, each records its sampler beside the other's, and `nfst evaluate` then gives
     the partial KLs of the whole run to the last digit."""
@@ -52,8 +73,10 @@ def test_samplers_joined_at_once_are_all_recorded(tmp_path):
     """Two commands open a run recording swa; each adds a sampler, then records the run:
     the second reads the record again and keeps the first one's."""
     Run(tiny_config(samplers=("swa",)), tmp_path / "run", quiet=True).run_dir.claim()
-    opened = [Run(tiny_config(samplers=("swa", name)), tmp_path / "run", quiet=True)
-              for name in ("swp", "sws")]
+    opened = [
+        Run(tiny_config(samplers=("swa", name)), tmp_path / "run", quiet=True)
+        for name in ("swp", "sws")
+    ]
     for run, name in zip(opened, ("swp", "sws")):
         run.run_dir.join(name)
     for run in opened:
@@ -62,8 +85,7 @@ def test_samplers_joined_at_once_are_all_recorded(tmp_path):
     assert recorded == ["swa", "swp", "sws"]
 
 
-def test_two_openings_of_a_run_training_one_sampler_take_turns(finished_run, tmp_path,
-                                                               monkeypatch):
+def test_two_openings_of_a_run_training_one_sampler_take_turns(finished_run, tmp_path, monkeypatch):
     """Two openings of a run with its scorer and no sampler trained (two threads, each its own
     file handle on the run's lock, as two processes would have) ask for swp at once: one
     trains it while the other waits at the run's lock, then loads it."""
@@ -76,14 +98,15 @@ def test_two_openings_of_a_run_training_one_sampler_take_turns(finished_run, tmp
         trained.append(threading.current_thread().name)
         time.sleep(0.5)  # the other arrives meanwhile
         return train(*args, **kwargs)
+
     monkeypatch.setattr(nfst.experiment.sampler_stage, "train_sampler", slow)
-    opened = [Run.open(shared, cache_dir=run.cache_dir, quiet=True, processes=1)
-              for _ in range(2)]
+    opened = [Run.open(shared, cache_dir=run.cache_dir, quiet=True, processes=1) for _ in range(2)]
     start, samplers = threading.Barrier(2), {}
 
     def ask(each):
         start.wait()
         samplers[threading.current_thread().name] = each.train_sampler("swp").state_dict()
+
     threads = [threading.Thread(target=ask, args=(each,)) for each in opened]
     for thread in threads:
         thread.start()

@@ -12,8 +12,8 @@ import pytest
 from nfst.cli import main
 from nfst.experiment.config import RunConfig
 from nfst.experiment.run import Run
-from tests.helpers.tiny import TINY
 from tests.helpers.tasks import USER_TASK
+from tests.helpers.tiny import TINY
 
 LETTERS = {"a": "ا", "b": "ب", "k": "ک", "d": "د"}
 TR_FILE = "dakshina-ur/ur.translit.sampled.{}.tsv"
@@ -40,17 +40,33 @@ def _trained(run_dir) -> set[str]:
 
 
 def test_stage_by_stage_without_task_or_data_dir_trains_only_what_is_named(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     monkeypatch.delenv("NFST_DATA_DIR", raising=False)
     data, run_dir, cache = _tr_data(tmp_path / "data"), tmp_path / "run", tmp_path / "cache"
     (tmp_path / "start").mkdir()
     monkeypatch.chdir(tmp_path / "start")
-    status, _, err = _nfst(capsys, "train-scorer", "tr", "--data-dir", str(data), "--run-dir",
-                           str(run_dir), "--cache-dir", str(cache), "--new",
-                           "--samplers", "swa,swp", *(a for o in TINY for a in ("--option", o)))
+    status, _, err = _nfst(
+        capsys,
+        "train-scorer",
+        "tr",
+        "--data-dir",
+        str(data),
+        "--run-dir",
+        str(run_dir),
+        "--cache-dir",
+        str(cache),
+        "--new",
+        "--samplers",
+        "swa,swp",
+        *(a for o in TINY for a in ("--option", o)),
+    )
     assert status == 0, err
     assert json.loads((run_dir / "where.json").read_text()) == {
-        "data_dir": str(data.resolve()), "cache_dir": str(cache.resolve()), "task_file": None}
+        "data_dir": str(data.resolve()),
+        "cache_dir": str(cache.resolve()),
+        "task_file": None,
+    }
     assert json.loads((run_dir / "config.json").read_text())["run"]["samplers"] == ["swa", "swp"]
     assert not (run_dir / "samplers").exists()
 
@@ -89,7 +105,10 @@ def test_stage_by_stage_without_task_or_data_dir_trains_only_what_is_named(
     # trained already, so only recorded: the samplers the next stages compare
     assert _nfst(capsys, "train-sampler", *run, "--sampler", "swp")[0] == 0
     assert json.loads((run_dir / "config.json").read_text())["run"]["samplers"] == [
-        "sws", "swa", "swp"]
+        "sws",
+        "swa",
+        "swp",
+    ]
     assert _nfst(capsys, "train-scorer", *run, "--samplers", "swp")[0] == 0
     assert json.loads((run_dir / "config.json").read_text())["run"]["samplers"] == ["swp"]
 
@@ -106,12 +125,18 @@ def _recorded_tr_run(tmp_path, monkeypatch):
     return data, run_dir
 
 
-@pytest.mark.parametrize("given, error", [
-    ((), "not trained yet: swa"), (("tr",), "not trained yet: swa"),
-    (("cipher",), "records a run of the task tr, not cipher"),
-    (("--option", "sampler.steps=99"), "records a run with sampler.steps=200, not --option")])
+@pytest.mark.parametrize(
+    "given, error",
+    [
+        ((), "not trained yet: swa"),
+        (("tr",), "not trained yet: swa"),
+        (("cipher",), "records a run of the task tr, not cipher"),
+        (("--option", "sampler.steps=99"), "records a run with sampler.steps=200, not --option"),
+    ],
+)
 def test_a_stage_command_checks_what_it_is_given_against_the_record(
-        given, error, tmp_path, monkeypatch, capsys):
+    given, error, tmp_path, monkeypatch, capsys
+):
     _, run_dir = _recorded_tr_run(tmp_path, monkeypatch)
     status, _, err = _nfst(capsys, "evaluate", *given, "--run-dir", str(run_dir))
     assert status == 2 and error in err, err
@@ -124,8 +149,7 @@ def test_a_data_directory_given_replaces_the_recorded_one(tmp_path, monkeypatch,
     moved = data.rename(tmp_path / "moved")
     status, _, err = _nfst(capsys, "evaluate", "--run-dir", str(run_dir))
     assert status == 2 and f"{data}/{TR_FILE.format('train')} does not exist" in err, err
-    status, _, err = _nfst(capsys, "evaluate", "--run-dir", str(run_dir), "--data-dir",
-                           str(moved))
+    status, _, err = _nfst(capsys, "evaluate", "--run-dir", str(run_dir), "--data-dir", str(moved))
     assert status == 2 and "not trained yet: swa" in err, err
 
 
@@ -136,15 +160,23 @@ def test_a_run_records_its_task_file(tmp_path, monkeypatch):
     task_file.write_text(USER_TASK.format(name="mirror-recorded"))
     monkeypatch.setenv("NFST_TASKS", str(task_file))
     Run(RunConfig(task="mirror-recorded", samplers=("swa",)), tmp_path / "run").run_dir.claim()
-    assert json.loads((tmp_path / "run" / "where.json").read_text())["task_file"] == \
-        str(task_file.resolve())
+    assert json.loads((tmp_path / "run" / "where.json").read_text())["task_file"] == str(
+        task_file.resolve()
+    )
     monkeypatch.delenv("NFST_TASKS")
     code = f"import nfst; print(nfst.open_run({str(tmp_path / 'run')!r}, quiet=True).task.name)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "mirror-recorded", done.stderr
     task_file.rename(tmp_path / "moved.py")  # the error names where it was, and the remedy
-    done = subprocess.run([sys.executable, "-m", "nfst.cli", "evaluate", "--run-dir",
-                           str(tmp_path / "run")], capture_output=True, text=True)
-    assert done.returncode == 2 and f"records its task mirror-recorded as defined in " \
-        f"{task_file.resolve()}, which is not there now" in done.stderr and \
-        "NFST_TASKS=NEW/PATH.py" in done.stderr, done.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "nfst.cli", "evaluate", "--run-dir", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+    )
+    assert (
+        done.returncode == 2
+        and f"records its task mirror-recorded as defined in "
+        f"{task_file.resolve()}, which is not there now"
+        in done.stderr
+        and "NFST_TASKS=NEW/PATH.py" in done.stderr
+    ), done.stderr

@@ -22,8 +22,10 @@ def test_committed_results_pages_hold_the_tables_of_their_summaries():
     for path in PAGES:
         text = path.read_text(encoding="utf-8")
         shown |= {n for m in BLOCK.finditer(text) for n in names(m.group(2))}
-        assert text == page(text), (f"{path.name}'s tables are not what docs/results/*.json "
-                                    "make; regenerate with: python tools/summary.py page")
+        assert text == page(text), (
+            f"{path.name}'s tables are not what docs/results/*.json "
+            "make; regenerate with: python tools/summary.py page"
+        )
     assert shown == {p.stem for p in (DOCS / "results").glob("*.json")}  # each one shown
 
 
@@ -41,8 +43,10 @@ def test_a_seeded_summary_gives_gaps_to_the_validation_reference_and_the_orderin
     assert "| best |" not in table
     assert "| sws | 90.0 → 25.8 ± 6.4 | 24.2 | 21.8 | reference | 300 (200; patience) |" in table
     gap = results["samplers"]["swp"]["gap"]
-    assert f"| swp | 90.0 → 25.6 ± 6.2 | 25.5 | 38.1 | {gap['mean']:.1f} ± {gap['se']:.1f} |" \
-        in table and gap["mean"] < 0  # best on test, yet measured against the reference
+    assert (
+        f"| swp | 90.0 → 25.6 ± 6.2 | 25.5 | 38.1 | {gap['mean']:.1f} ± {gap['se']:.1f} |" in table
+        and gap["mean"] < 0
+    )  # best on test, yet measured against the reference
     assert "the mean over 2 training seeds and 4 test pairs ± its standard error" in table
     assert "reference sws (the lowest validation partial KL, 4 pairs)" in table
     assert "ordering swp ≈ sws < swa (`<` only where the paired gap exceeds 2" in table
@@ -68,8 +72,13 @@ def test_a_summary_keeps_the_per_pair_values_its_figures_come_from():
     a = [[10.0, 20.0, 30.0, 40.0], [11.0, 21.0, 31.0, 41.0]]
     b = [[x + d for x, d in zip(row, (-0.5, 0.5, 1.5, 2.5))] for row in a]
     c = [[x + d for x, d in zip(row, (0.0, 1.0, 2.0, 3.0))] for row in b]
-    results = constructed_results({"swp": (a, [20.0, 20.0], "p"), "sws": (b, [21.0, 21.0], "s"),
-                                   "swa": (c, [22.0, 22.0], "a")})
+    results = constructed_results(
+        {
+            "swp": (a, [20.0, 20.0], "p"),
+            "sws": (b, [21.0, 21.0], "s"),
+            "swa": (c, [22.0, 22.0], "a"),
+        }
+    )
     results["samplers"]["swa"]["gap"] = {"mean": 0.0, "se": 99.0}  # as an older run said
     summary = json.loads(json.dumps(summarize(results, "c", "abc1234", "m")))
     assert summary["ordering"] == "swp ≈ sws < swa"
@@ -89,8 +98,7 @@ def test_committed_summaries_with_per_pair_values_agree_with_them():
         for run in summary if isinstance(summary, list) else [summary]:
             if not isinstance(run, dict) or "samplers" not in run:
                 continue
-            per_pair = {s: m.get("per_pair_partial_kl_by_seed")
-                        for s, m in run["samplers"].items()}
+            per_pair = {s: m.get("per_pair_partial_kl_by_seed") for s, m in run["samplers"].items()}
             if None in per_pair.values():
                 continue
             assert ordering(per_pair) == run["ordering"], path.name
@@ -107,8 +115,12 @@ def test_every_table_says_which_standard_error_it_uses():
     (made before it) the older SE that counts the interaction twice; one seed the SE over
     pairs; a gaps table says each run's; a series says the one its ``se`` key names."""
     two = summarize(constructed_results(SAMPLERS), "c", "abc1234", "m")
-    one = summarize(constructed_results({s: ([v[0][0]], v[1][:1], v[2])
-                                         for s, v in SAMPLERS.items()}), "c", "abc1234", "m")
+    one = summarize(
+        constructed_results({s: ([v[0][0]], v[1][:1], v[2]) for s, v in SAMPLERS.items()}),
+        "c",
+        "abc1234",
+        "m",
+    )
     old = json.loads(json.dumps(two))
     for m in old["samplers"].values():
         del m["per_pair_partial_kl_by_seed"]  # as the summaries made before the two-way SE
@@ -147,15 +159,24 @@ def test_proposals_of_pair_0_side_by_side():
 
 
 def test_series_fold_standard_errors_and_plot(tmp_path):
-    rows = [{"d": d, "sampler": s, "partial_kl": 70.0 + d / 64, "partial_kl_se": 1.25,
-             "paper": 73.9 if s == "swp" else None}
-            for d in (64, 128) for s in ("swp", "sws")]
+    rows = [
+        {
+            "d": d,
+            "sampler": s,
+            "partial_kl": 70.0 + d / 64,
+            "partial_kl_se": 1.25,
+            "paper": 73.9 if s == "swp" else None,
+        }
+        for d in (64, 128)
+        for s in ("swp", "sws")
+    ]
     summary = series(rows, "c", "abc1234", "m")
     text = render(summary)
     assert text.splitlines()[0] == "| d | sampler | partial_kl | paper |"
     assert "| 128 | sws | 72.0 ± 1.2 | – |" in text
     with pytest.raises(ValueError, match="same columns"):
         series(rows + [{"d": 1}], "c", "abc1234", "m")
-    path = plot_series(summary, "d", "partial_kl", tmp_path / "s.png", group="sampler",
-                       paper="paper", logx=True)
+    path = plot_series(
+        summary, "d", "partial_kl", tmp_path / "s.png", group="sampler", paper="paper", logx=True
+    )
     assert path.read_bytes()[:4] == b"\x89PNG"

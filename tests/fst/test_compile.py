@@ -2,13 +2,24 @@ import pytest
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
-from nfst import (AmbiguousMFSTError, CompileOptions, CyclicLatticeError, InvalidMFSTError,
-                  LatticeTooLargeError, MarkedFST, NoPathError, UnknownSymbolError, compile_lattice)
+from nfst import (
+    AmbiguousMFSTError,
+    CompileOptions,
+    CyclicLatticeError,
+    InvalidMFSTError,
+    LatticeTooLargeError,
+    MarkedFST,
+    NoPathError,
+    UnknownSymbolError,
+    compile_lattice,
+)
 from nfst.fst.compile_to_openfst import CompileEncoding, marks_determine_paths
 from tests.helpers.brute import asap_positions, generating_paths, path_marks, walk_marks
 from tests.helpers.strategies import examples, small_mfsts
 
-pairs = st.tuples(st.lists(st.sampled_from("ab"), max_size=3), st.lists(st.sampled_from("cd"), max_size=3))
+pairs = st.tuples(
+    st.lists(st.sampled_from("ab"), max_size=3), st.lists(st.sampled_from("cd"), max_size=3)
+)
 
 
 @settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
@@ -52,7 +63,7 @@ def check_against_brute_force(T, pair):
     # properties (a)-(c): one mark per arc by construction; distinct marks; co-accessible
     offsets = lat.arc_offsets
     for s in range(lat.num_states):
-        out = lat.arc_mark[offsets[s]:offsets[s + 1]]
+        out = lat.arc_mark[offsets[s] : offsets[s + 1]]
         assert len(set(out.tolist())) == len(out)
         assert lat.final[s] or len(out) > 0
     assert (lat.arc_dst > lat.arc_src).all()
@@ -190,11 +201,15 @@ def test_compiling_leaves_no_file_open_at_exit():
     development mode reports an unclosed file as a ResourceWarning)."""
     import subprocess
     import sys
-    script = ("from nfst import MarkedFST, compile_lattice\n"
-              "T = MarkedFST(); q = T.add_state(final=True)\n"
-              "T.add_arc(0, q, input='a', output='b', marks=['sub', 'a', 'b'])\n"
-              "compile_lattice(T, x=['a'], y=['b'])\n")
-    done = subprocess.run([sys.executable, "-X", "dev", "-c", script], capture_output=True,
-                          text=True, timeout=120)
+
+    script = (
+        "from nfst import MarkedFST, compile_lattice\n"
+        "T = MarkedFST(); q = T.add_state(final=True)\n"
+        "T.add_arc(0, q, input='a', output='b', marks=['sub', 'a', 'b'])\n"
+        "compile_lattice(T, x=['a'], y=['b'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", script], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert "ResourceWarning" not in done.stderr, done.stderr

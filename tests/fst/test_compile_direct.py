@@ -5,8 +5,14 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from nfst import (CompileOptions, LatticeTooLargeError, MarkedFST, NoPathError,
-                  UnknownSymbolError, compile_lattice)
+from nfst import (
+    CompileOptions,
+    LatticeTooLargeError,
+    MarkedFST,
+    NoPathError,
+    UnknownSymbolError,
+    compile_lattice,
+)
 from nfst.fst.compile import compile_lattices, compile_path
 from nfst.fst.compile_direct import direct_refusal
 from nfst.fst.dataset import cache_key
@@ -45,12 +51,12 @@ def qualifying_mfsts(draw, grouped: bool = False):
     strings = [(a,) for a in "mno"] + [(a, b) for a in "mno" for b in "mno"] + [("m", "n", "o")]
     for q in range(n):
         chosen = draw(st.lists(st.sampled_from(strings), min_size=1, max_size=6, unique=True))
-        chosen = [s for s in chosen if not any(s[:len(t)] == t and s != t for t in chosen)]
+        chosen = [s for s in chosen if not any(s[: len(t)] == t and s != t for t in chosen)]
         for marks in chosen:
             inp = draw(st.sampled_from(["", "a", "b"] + (["ab"] if grouped else [])))
             out = draw(st.sampled_from(["", "c", "d"] + (["cd"] if grouped else [])))
             if not grouped:
-                inp, out = inp[:len(marks)], out[:max(0, len(marks) - len(inp))]
+                inp, out = inp[: len(marks)], out[: max(0, len(marks) - len(inp))]
             dst = draw(st.integers(0, n - 1) if inp or out else st.integers(q, n - 1))
             if not inp and not out and dst == q:
                 inp = "a"
@@ -73,11 +79,12 @@ def check_both_paths(T, pair, same_sizes: bool = False):
 
 
 def check_same_as_openfst(T, pair, same_sizes: bool = False):
-    direct, openfst = (compile_lattices(T, [pair], options)[0] for options in
-                       (CompileOptions(), OPENFST))
+    direct, openfst = (
+        compile_lattices(T, [pair], options)[0] for options in (CompileOptions(), OPENFST)
+    )
     assert type(direct) is type(openfst)
     if isinstance(direct, Exception):
-        assert str(direct) .split(":")[0] == str(openfst).split(":")[0]
+        assert str(direct).split(":")[0] == str(openfst).split(":")[0]
     else:
         assert_same_lattice(direct, openfst, same_sizes)
 
@@ -97,8 +104,10 @@ def test_marks_carrying_groups_of_symbols(T, data):
 def test_a_batch_equals_its_pairs_one_by_one():
     """Pairs compiled together (with failing ones among them) give each pair's own result."""
     T = get_task("cipher").mfst()
-    good = get_task("cipher").pairs("train")[:6] + [(tuple("ab"), tuple("ab")),
-                                                    (tuple("ba"), tuple("ba"))]
+    good = get_task("cipher").pairs("train")[:6] + [
+        (tuple("ab"), tuple("ab")),
+        (tuple("ba"), tuple("ba")),
+    ]
     batch = good[:3] + [(("a",), ("?",)), (("a", "b"), ())] + good[3:]
     together = compile_lattices(T, batch)
     assert isinstance(together[3], UnknownSymbolError)
@@ -138,9 +147,14 @@ def test_position_separates_states_with_equal_arcs():
     T.add_arc(q[4], q[5], marks="n o")
     check_same_as_openfst(T, ("a", "c"))
     lattice = compile_lattice(T, "a", "c")
-    after = {m: int(lattice.arc_dst[(lattice.arc_src == 0)
-                                    & (lattice.arc_mark == lattice.mark_vocab.index(m))][0])
-             for m in "kp"}
+    after = {
+        m: int(
+            lattice.arc_dst[
+                (lattice.arc_src == 0) & (lattice.arc_mark == lattice.mark_vocab.index(m))
+            ][0]
+        )
+        for m in "kp"
+    }
     assert after["k"] != after["p"]
     assert [tuple(lattice.positions[after[m]]) for m in "kp"] == [(0, 0), (1, 1)]
 
@@ -154,8 +168,9 @@ def test_tr_topology_qualifies():
     """tr's MFST is deletion_insertion over the training alphabets (built from data)."""
     T = deletion_insertion("abc", ["<ur>", "ب", "پ"], name="tr")
     assert direct_refusal(T) is None
-    assert_same_lattice(compile_lattice(T, "ab", ["<ur>", "ب"]),
-                        compile_lattice(T, "ab", ["<ur>", "ب"], OPENFST))
+    assert_same_lattice(
+        compile_lattice(T, "ab", ["<ur>", "ب"]), compile_lattice(T, "ab", ["<ur>", "ب"], OPENFST)
+    )
 
 
 def refused(kind: str) -> MarkedFST:
@@ -174,17 +189,23 @@ def refused(kind: str) -> MarkedFST:
     return T
 
 
-@pytest.mark.parametrize("kind, reason", [("unmarked", "carries no mark"),
-                                          ("equal", "(twice)"),
-                                          ("prefix", "one a prefix of the other"),
-                                          ("silent cycle", "form a cycle")])
+@pytest.mark.parametrize(
+    "kind, reason",
+    [
+        ("unmarked", "carries no mark"),
+        ("equal", "(twice)"),
+        ("prefix", "one a prefix of the other"),
+        ("silent cycle", "form a cycle"),
+    ],
+)
 def test_refusal_says_why_and_openfst_compiles_instead(kind, reason):
     T = refused(kind)
     assert reason in direct_refusal(T)
     assert compile_path(T) == "openfst"
     for pair in [("a", ""), ("b", "")]:
-        results = [compile_lattices(T, [pair], options)[0] for options in
-                   (CompileOptions(), OPENFST)]
+        results = [
+            compile_lattices(T, [pair], options)[0] for options in (CompileOptions(), OPENFST)
+        ]
         assert type(results[0]) is type(results[1])
         if not isinstance(results[0], Exception):
             assert_same_lattice(*results)

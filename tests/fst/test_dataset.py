@@ -11,8 +11,10 @@ PAIRS = [("ab", "c"), ("a", "dc"), ("az", "c"), ("", "d"), ("ba", "cd")]
 
 
 def same(a, b):
-    return all(np.array_equal(getattr(a, f), getattr(b, f))
-               for f in ("arc_src", "arc_dst", "arc_mark", "final", "positions", "height"))
+    return all(
+        np.array_equal(getattr(a, f), getattr(b, f))
+        for f in ("arc_src", "arc_dst", "arc_mark", "final", "positions", "height")
+    )
 
 
 @pytest.mark.parametrize("processes", [1, 2])
@@ -25,12 +27,17 @@ def test_skips_bad_pairs_and_names_the_symbols_the_mfst_lacks(caplog, processes)
         data = compile_dataset(T, pairs, progress=False, processes=processes)
     assert len(data.lattices) == 5 and len(data.skipped) == 3
     assert data.skipped[0][0] == (("a", "z"), ("c",))
-    reasons = ("2 with input symbols ['y', 'z'] not in the MFST's input alphabet; 1 with output "
-               "symbols ['e'] not in the MFST's output alphabet")
+    reasons = (
+        "2 with input symbols ['y', 'z'] not in the MFST's input alphabet; 1 with output "
+        "symbols ['e'] not in the MFST's output alphabet"
+    )
     assert f"del-ins: skipped 3 of 8 pairs: {reasons}" in caplog.text
     assert data.require_lattices("here") is data
-    with pytest.raises(NfstError, match=r"^here: no pair compiled, all 2 skipped: 2 with input "
-                                        r"symbols \['y', 'z'\]"):
+    with pytest.raises(
+        NfstError,
+        match=r"^here: no pair compiled, all 2 skipped: 2 with input "
+        r"symbols \['y', 'z'\]",
+    ):
         compile_dataset(T, [pairs[2], pairs[5]], progress=False).require_lattices("here")
 
 
@@ -51,6 +58,7 @@ def test_cache_hits_parallel_and_corrupt_entries_rebuilt(tmp_path, caplog):
 
 def test_cache_key_depends_on_the_mfst(tmp_path):
     compile_dataset(deletion_insertion("ab", "cd"), PAIRS, cache_dir=tmp_path, progress=False)
-    other = compile_dataset(deletion_insertion("ab", "cd", delete="<d>"), PAIRS,
-                            cache_dir=tmp_path, progress=False)
+    other = compile_dataset(
+        deletion_insertion("ab", "cd", delete="<d>"), PAIRS, cache_dir=tmp_path, progress=False
+    )
     assert other.cache_hits == 0

@@ -36,8 +36,9 @@ def check_expansion(lat, depth):
     offsets, old_offsets = new.arc_offsets, lat.arc_offsets
     for r in range(new.num_states):  # a split state has its state's out-arcs, in order
         s = split.state[r]
-        assert list(split.arc[offsets[r]:offsets[r + 1]]) == \
-            list(range(old_offsets[s], old_offsets[s + 1]))
+        assert list(split.arc[offsets[r] : offsets[r + 1]]) == list(
+            range(old_offsets[s], old_offsets[s + 1])
+        )
         assert new.height[r] == lat.height[s] and new.final[r] == lat.final[s]
 
 
@@ -47,10 +48,16 @@ def test_small_lattices_at_every_depth():
             check_expansion(lat, depth)
 
 
-@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow,
-                                                            HealthCheck.filter_too_much])
-@given(small_mfsts(), st.lists(st.sampled_from("ab"), max_size=3),
-       st.lists(st.sampled_from("cd"), max_size=3), st.integers(1, 3))
+@settings(
+    max_examples=examples(40),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(
+    small_mfsts(),
+    st.lists(st.sampled_from("ab"), max_size=3),
+    st.lists(st.sampled_from("cd"), max_size=3),
+    st.integers(1, 3),
+)
 def test_random_lattices(T, x, y, depth):
     try:
         lat = compile_lattice(T, x, y)
@@ -62,4 +69,6 @@ def test_random_lattices(T, x, y, depth):
 def test_depth_zero_is_the_lattice_itself():
     lat = small_lattices()[3]
     split = expand_history(lat, 0)
-    assert split.lattice.num_states == lat.num_states and list(split.arc) == list(range(lat.num_arcs))
+    assert split.lattice.num_states == lat.num_states and list(split.arc) == list(
+        range(lat.num_arcs)
+    )

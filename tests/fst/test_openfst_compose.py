@@ -42,6 +42,7 @@ def test_lone_moves_keep_pythons_order():
 
 def test_bench_compose_reports_both_timings():
     from nfst.bench.compose import bench_compose
+
     result = bench_compose(letters=30, ciphers=3)
     assert result["arcs"] == [93, 93] and result["openfst_arcs"] == 9 * 30 + 3 + 9
     assert result["python_ms"] > 0 and result["openfst_ms"] > 0 and result["speedup"] > 0

@@ -6,8 +6,15 @@ import pynini
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from nfst import (InvalidMFSTError, MarkedFST, NoPathError, OutputMarks, compile_lattice,
-                  from_pynini, to_pynini)
+from nfst import (
+    InvalidMFSTError,
+    MarkedFST,
+    NoPathError,
+    OutputMarks,
+    compile_lattice,
+    from_pynini,
+    to_pynini,
+)
 from tests.helpers.brute import path_triples, walk_marks
 from tests.helpers.strategies import examples, small_mfsts
 
@@ -28,9 +35,11 @@ def utf8(text):
 def test_default_marks_name_the_pair_and_epsilons_vanish():
     fst = (pynini.cross(utf8("س"), utf8("s")) + pynini.cross(utf8("ه"), utf8(""))).closure()
     T = from_pynini(fst.optimize())
-    assert path_triples(T, 4) == [((), (), ()), (("س", "ه"), ("s",), ("س:s", "ه:ε")),
-                                  (("س", "ه", "س", "ه"), ("s", "s"),
-                                   ("س:s", "ه:ε", "س:s", "ه:ε"))]
+    assert path_triples(T, 4) == [
+        ((), (), ()),
+        (("س", "ه"), ("s",), ("س:s", "ه:ε")),
+        (("س", "ه", "س", "ه"), ("s", "s"), ("س:s", "ه:ε", "س:s", "ه:ε")),
+    ]
     assert list(compile_lattice(T, "سه", "s").mark_strings()) == [("س:s", "ه:ε")]
 
 
@@ -69,21 +78,33 @@ def hand_written() -> MarkedFST:
     """The grammar of ``grammar()`` written arc by arc."""
     T = MarkedFST("hand")
     T.set_final(0)
-    for lat, urdu, mark in (("sh", "ش", "sh"), ("s", "س", "s"), ("s", "ص", "s2"), ("h", "ہ", "h"),
-                            ("a", "ا", "a")):
+    for lat, urdu, mark in (
+        ("sh", "ش", "sh"),
+        ("s", "س", "s"),
+        ("s", "ص", "s2"),
+        ("h", "ہ", "h"),
+        ("a", "ا", "a"),
+    ):
         T.add_arc(0, 0, input=lat, output=urdu, marks=[mark])
     T.add_arc(0, 0, input="a", marks=["a-short"])
     return T
 
 
 def grammar() -> pynini.Fst:
-    rules = [("sh", "ش[@sh]"), ("s", "س[@s]"), ("s", "ص[@s2]"), ("h", "ہ[@h]"), ("a", "ا[@a]"),
-             ("a", "[@a-short]")]
+    rules = [
+        ("sh", "ش[@sh]"),
+        ("s", "س[@s]"),
+        ("s", "ص[@s2]"),
+        ("h", "ہ[@h]"),
+        ("a", "ا[@a]"),
+        ("a", "[@a-short]"),
+    ]
     return pynini.string_map(rules, input_token_type="utf8", output_token_type="utf8").closure()
 
 
-@pytest.mark.parametrize("x, y", [("shah", "شاہ"), ("sahsa", "سہس"), ("shash", "شاش"),
-                                  ("sh", "سہ"), ("asa", "اصا")])
+@pytest.mark.parametrize(
+    "x, y", [("shah", "شاہ"), ("sahsa", "سہس"), ("shash", "شاش"), ("sh", "سہ"), ("asa", "اصا")]
+)
 def test_pynini_grammar_lattices_equal_hand_written(x, y):
     T = from_pynini(grammar().optimize(), marks=OutputMarks())
     built, hand = compile_lattice(T, x, y), compile_lattice(hand_written(), x, y)
@@ -113,8 +134,9 @@ def context_grammar() -> pynini.Fst:
     final = utf8("ہ[@final]")
     sigma_star = pynini.union(utf8("a"), utf8("b"), final).closure().optimize()
     rule = pynini.cdrewrite(pynini.cross(utf8("a"), final), "", "[EOS]", sigma_star, mode="opt")
-    moves = pynini.union(pynini.cross(utf8("a"), utf8("ا[@a]")),
-                         pynini.cross(utf8("b"), utf8("ب[@b]")), final)
+    moves = pynini.union(
+        pynini.cross(utf8("a"), utf8("ا[@a]")), pynini.cross(utf8("b"), utf8("ب[@b]")), final
+    )
     return (pynini.union(utf8("a"), utf8("b")).closure() @ rule @ moves.closure()).optimize()
 
 
@@ -128,8 +150,9 @@ def context_hand_written() -> MarkedFST:
     return T
 
 
-@pytest.mark.parametrize("x, y", [("aba", "ابہ"), ("aba", "ابا"), ("aa", "اا"), ("a", "ہ"),
-                                  ("ab", "اب"), ("ab", "ہب")])
+@pytest.mark.parametrize(
+    "x, y", [("aba", "ابہ"), ("aba", "ابا"), ("aa", "اا"), ("a", "ہ"), ("ab", "اب"), ("ab", "ہب")]
+)
 def test_cdrewrite_grammar_lattices_equal_hand_written(x, y):
     T = from_pynini(context_grammar(), marks=OutputMarks())
     built, hand = (summary(U, x, y) for U in (T, context_hand_written()))
@@ -148,11 +171,20 @@ def summary(T, x, y):
 def test_arc_order_does_not_depend_on_the_string_hash_seed():
     """Mark-less paths ride onto the next marks in a fixed order, so the MFST, its fingerprint
     and with it the lattice cache key are the same in every process."""
-    script = ("from nfst import OutputMarks, from_pynini, to_pynini;"
-              "from nfst.fsts import deletion_insertion;"
-              "T = to_pynini(deletion_insertion('abcdef', 'uvwxyz'));"
-              "print(from_pynini(T, marks=OutputMarks()).fingerprint())")
-    prints = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                             check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
-              for seed in ("1", "2", "3")}
+    script = (
+        "from nfst import OutputMarks, from_pynini, to_pynini;"
+        "from nfst.fsts import deletion_insertion;"
+        "T = to_pynini(deletion_insertion('abcdef', 'uvwxyz'));"
+        "print(from_pynini(T, marks=OutputMarks()).fingerprint())"
+    )
+    prints = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
     assert len(prints) == 1, prints

@@ -17,14 +17,23 @@ def generating_paths(T: MarkedFST, x: tuple, y: tuple, max_arcs: int = 40):
         if q in T.finals and i == len(x) and j == len(y):
             found.append((marks, stream))
         for a in out[q]:
-            if tuple(x[i:i + len(a.input)]) != a.input or tuple(y[j:j + len(a.output)]) != a.output:
+            if (
+                tuple(x[i : i + len(a.input)]) != a.input
+                or tuple(y[j : j + len(a.output)]) != a.output
+            ):
                 continue
             tagged = tuple("x:" + s for s in a.input) + tuple("y:" + s for s in a.output)
             k = len(a.marks)
             if len(tagged) > k:  # the last mark carries the rest as one unit
-                tagged = tagged[:k - 1] + (tagged[k - 1:],)
-            walk(a.dst, i + len(a.input), j + len(a.output), marks + a.marks, stream + tagged,
-                 depth + 1)
+                tagged = tagged[: k - 1] + (tagged[k - 1 :],)
+            walk(
+                a.dst,
+                i + len(a.input),
+                j + len(a.output),
+                marks + a.marks,
+                stream + tagged,
+                depth + 1,
+            )
 
     walk(T.start, 0, 0, (), (), 0)
     return found
@@ -56,7 +65,7 @@ def asap_positions(paths, prefix: tuple) -> tuple[int, int]:
     on mark arcs, so nothing is consumed before the first mark."""
     if not prefix:
         return 0, 0
-    streams = [s for m, s in paths if m[:len(prefix)] == prefix]
+    streams = [s for m, s in paths if m[: len(prefix)] == prefix]
     common = 0
     while all(len(s) > common for s in streams) and len({s[common] for s in streams}) == 1:
         common += 1
@@ -92,7 +101,7 @@ def lattice_paths(lattice) -> list[list[int]]:
 def chi_square_critical(dof: int, z: float = 3.09) -> float:
     """Upper quantile of χ²(dof) by the Wilson–Hilferty approximation (z=3.09: p ≈ 0.001)."""
     c = 2.0 / (9.0 * dof)
-    return dof * (1 - c + z * c ** 0.5) ** 3
+    return dof * (1 - c + z * c**0.5) ** 3
 
 
 def path_triples(T: MarkedFST, max_marks: int) -> list[tuple[tuple, tuple, tuple]]:

@@ -17,11 +17,19 @@ def evaluate_both() -> dict:
     vocab = len(lattices[0].mark_vocab)
     scorer = random_scorer(vocab, seed=0, scale=0.5, normalised=True)
     torch.manual_seed(0)
-    sampler = make_sampler("swp", Vocabulary(lattices[0].mark_vocab),
-                           SamplerConfig(d=8, dropout=0.0)).eval()
+    sampler = make_sampler(
+        "swp", Vocabulary(lattices[0].mark_vocab), SamplerConfig(d=8, dropout=0.0)
+    ).eval()
     samplers = evaluate({"swp": sampler}, scorer, lattices, k=4, batch_size=1, seed=3, quiet=True)
-    smc = evaluate_smc(sampler, scorer, lattices, particles=(2, 4), runs=2, seed=3,
-                       lookahead=BetaLookahead.exact(scorer))
+    smc = evaluate_smc(
+        sampler,
+        scorer,
+        lattices,
+        particles=(2, 4),
+        runs=2,
+        seed=3,
+        lookahead=BetaLookahead.exact(scorer),
+    )
     for res in smc["methods"].values():  # timings differ from run to run
         res.pop("seconds")
     smc["lookahead"].pop("abstract_fit_seconds")

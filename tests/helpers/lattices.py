@@ -16,8 +16,12 @@ CIPHER = cipher_mfst(substitution_ciphers(list("abc"), 2, seed=1))
 def small_lattices():
     """A few del/ins and cipher lattices of different shapes (tens of paths each)."""
     T = deletion_insertion("ab", "cd")
-    return [compile_lattice(T, "ab", "c"), compile_lattice(T, "a", "dc"),
-            compile_lattice(T, "", "d"), compile_lattice(CIPHER, "ab", "ba")]
+    return [
+        compile_lattice(T, "ab", "c"),
+        compile_lattice(T, "a", "dc"),
+        compile_lattice(T, "", "d"),
+        compile_lattice(CIPHER, "ab", "ba"),
+    ]
 
 
 def del_ins_lattices():
@@ -35,10 +39,17 @@ def stop_among_arcs_lattice():
     state 1, STOP competes with an out-arc."""
     vocab = del_ins_lattices()[0].mark_vocab
     a, b = vocab.index("a"), vocab.index("b")
-    return Lattice(mark_vocab=vocab, x=("a",), y=("b",), arc_src=np.array([0, 0, 1]),
-                   arc_dst=np.array([1, 2, 2]), arc_mark=np.array([a, b, b]),
-                   final=np.array([False, True, True]), positions=np.zeros((3, 2), dtype=np.int64),
-                   height=np.array([2, 1, 0]))
+    return Lattice(
+        mark_vocab=vocab,
+        x=("a",),
+        y=("b",),
+        arc_src=np.array([0, 0, 1]),
+        arc_dst=np.array([1, 2, 2]),
+        arc_mark=np.array([a, b, b]),
+        final=np.array([False, True, True]),
+        positions=np.zeros((3, 2), dtype=np.int64),
+        height=np.array([2, 1, 0]),
+    )
 
 
 def small_batch(device: torch.device | str = "cpu") -> LatticeBatch:

@@ -34,8 +34,13 @@ class FreeWeightSampler(Sampler):
 
     name = "free-weights"
 
-    def __init__(self, batch: LatticeBatch, arc_weights: Optional[torch.Tensor] = None,
-                 final_weights: Optional[torch.Tensor] = None, local: bool = False):
+    def __init__(
+        self,
+        batch: LatticeBatch,
+        arc_weights: Optional[torch.Tensor] = None,
+        final_weights: Optional[torch.Tensor] = None,
+        local: bool = False,
+    ):
         super().__init__(len(batch.mark_vocab))
         self.local = local
         if arc_weights is None:
@@ -45,8 +50,9 @@ class FreeWeightSampler(Sampler):
         self.log_w = nn.Parameter(arc_weights.detach().clone())
         self.register_buffer("final_w", final_weights.detach().clone())
         a, s = batch.arc_offsets.tolist(), batch.state_offsets.tolist()
-        self.ranges = {id(lat): ((a[i], a[i + 1]), (s[i], s[i + 1]))
-                       for i, lat in enumerate(batch.lattices)}
+        self.ranges = {
+            id(lat): ((a[i], a[i + 1]), (s[i], s[i + 1])) for i, lat in enumerate(batch.lattices)
+        }
 
     def prepare(self, batch):
         ranges = [self.ranges[id(lat)] for lat in batch.lattices]
@@ -93,8 +99,11 @@ def dropout_sampler(name, lattices, seed=0):
     """A small float64 sampler in training mode with dropout 0.5, its weights moved away from
     their initialisation (swp-prefix's prefix weights start at zero)."""
     torch.manual_seed(seed)
-    sampler = make_sampler(name, vocabulary_of(lattices), SamplerConfig(d=8, dropout=0.5)
-                           ).double().train()
+    sampler = (
+        make_sampler(name, vocabulary_of(lattices), SamplerConfig(d=8, dropout=0.5))
+        .double()
+        .train()
+    )
     with torch.no_grad():
         for p in sampler.parameters():
             p.add_(0.5 * torch.randn_like(p))
@@ -113,7 +122,7 @@ def all_paths(batch: LatticeBatch) -> tuple[torch.Tensor, torch.Tensor]:
         offset = int(batch.arc_offsets[b])
         for i in range(P):
             path = paths[i] if i < len(paths) else paths[0]
-            arcs[b, i, :len(path)] = torch.tensor(path, dtype=torch.long) + offset
+            arcs[b, i, : len(path)] = torch.tensor(path, dtype=torch.long) + offset
             mask[b, i] = i < len(paths)
     return arcs, mask
 
@@ -150,14 +159,14 @@ def fit_by_inclusive_kl(sampler, scorer, batch, steps, lr, k=128, seed=0):
         return before, exact_inclusive_kl(sampler, scorer, batch)
 
 
-def assert_same_parameter_gradients(module: nn.Module, got: torch.Tensor,
-                                    want: torch.Tensor) -> None:
+def assert_same_parameter_gradients(
+    module: nn.Module, got: torch.Tensor, want: torch.Tensor
+) -> None:
     """The gradients of a random linear readout of ``got`` and of ``want`` (same shape, float64)
     agree in every parameter of ``module``: a fast path and its plain reference."""
     readout = torch.randn(got.shape, dtype=torch.float64)
     params = list(module.parameters())
-    grads = torch.autograd.grad((readout * got).sum(), params, retain_graph=True,
-                                allow_unused=True)
+    grads = torch.autograd.grad((readout * got).sum(), params, retain_graph=True, allow_unused=True)
     expected = torch.autograd.grad((readout * want).sum(), params, allow_unused=True)
     for g, e in zip(grads, expected):
         assert (g is None) == (e is None)
@@ -172,11 +181,15 @@ def suffix_logits_at_every_state(name: str, train: bool):
     eval mode)), to check the logits against a formula state by state."""
     from nfst.models.samplers.record import WalkRecord
     from tests.helpers.lattices import cipher_lattice
+
     lat = cipher_lattice()
     batch = LatticeBatch([lat])
     torch.manual_seed(0)
-    sampler = make_sampler(name, vocabulary_of([lat]), SamplerConfig(d=8, dropout=0.5)
-                           ).double().train(train)
+    sampler = (
+        make_sampler(name, vocabulary_of([lat]), SamplerConfig(d=8, dropout=0.5))
+        .double()
+        .train(train)
+    )
     states = torch.arange(lat.num_states)
     record = WalkRecord(len(states))
     context = sampler.prepare(batch)
@@ -184,8 +197,10 @@ def suffix_logits_at_every_state(name: str, train: bool):
     walk.state = states
     logits = sampler.mark_logits(batch, walk)
     h = walk.hidden[0]
-    masks = tuple(record.masks[m] if train else torch.ones_like(h)
-                  for m in (sampler.drop_h, sampler.drop_x, sampler.drop_y))
+    masks = tuple(
+        record.masks[m] if train else torch.ones_like(h)
+        for m in (sampler.drop_h, sampler.drop_x, sampler.drop_y)
+    )
     return sampler, lat, context, logits, h, masks
 
 
@@ -205,9 +220,15 @@ def enumerated(sampler, scorer, lats):
         d = lq - lp
         q, p = lq.exp(), lp.exp()
         kl_qp, kl_pq = float((q * d).sum()), float((p * -d).sum())
-        out.append({"log_z": float(log_z[b]), "exclusive": kl_qp, "inclusive": kl_pq,
-                    "var_q": float((q * (d - kl_qp) ** 2).sum()),
-                    "var_p": float((p * (-d - kl_pq) ** 2).sum())})
+        out.append(
+            {
+                "log_z": float(log_z[b]),
+                "exclusive": kl_qp,
+                "inclusive": kl_pq,
+                "var_q": float((q * (d - kl_qp) ** 2).sum()),
+                "var_p": float((p * (-d - kl_pq) ** 2).sum()),
+            }
+        )
     return out
 
 
@@ -223,9 +244,17 @@ def exact_exclusive_kl(sampler, scorer, lattices):
 
 def small_config(**changes) -> SamplerTrainConfig:
     """Sampler training of a few steps on small minibatches, with ``changes``."""
-    config = SamplerTrainConfig(sampler=SamplerConfig(d=8, dropout=0.2), lr=0.01, steps=6,
-                                batch_size=2, k=4, eval_every=2, eval_k=4, patience=10,
-                                checkpoint_every=2)
+    config = SamplerTrainConfig(
+        sampler=SamplerConfig(d=8, dropout=0.2),
+        lr=0.01,
+        steps=6,
+        batch_size=2,
+        k=4,
+        eval_every=2,
+        eval_k=4,
+        patience=10,
+        checkpoint_every=2,
+    )
     return dataclasses.replace(config, **changes)
 
 

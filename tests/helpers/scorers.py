@@ -10,8 +10,9 @@ from nfst.models.scorer import ArcFactoredScorer
 from tests.helpers.brute import lattice_paths
 
 
-def random_scorer(vocab_size: int, seed: int, scale: float = 1.5,
-                  normalised: bool = False) -> ArcFactoredScorer:
+def random_scorer(
+    vocab_size: int, seed: int, scale: float = 1.5, normalised: bool = False
+) -> ArcFactoredScorer:
     """Random float64 weights θ over Ω ∪ {EOS}; with ``normalised``, θ = log_softmax(noise)
     (a locally normalised unigram model)."""
     g = torch.Generator().manual_seed(seed)
@@ -24,7 +25,7 @@ def padded(strings: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     L = max(1, max(len(s) for s in strings))
     marks = torch.full((len(strings), L), -1, dtype=torch.long)
     for i, s in enumerate(strings):
-        marks[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        marks[i, : len(s)] = torch.tensor(s, dtype=torch.long)
     return marks, torch.tensor([len(s) for s in strings])
 
 
@@ -37,8 +38,11 @@ def path_scores(batch: LatticeBatch, scorer: ArcFactoredScorer) -> list[dict[tup
         scores = {}
         for p in lattice_paths(lat):
             arcs = tuple(a + offset for a in p)
-            scores[arcs] = float(theta[batch.arc_mark[list(arcs)]].sum() + theta[-1]) if arcs \
+            scores[arcs] = (
+                float(theta[batch.arc_mark[list(arcs)]].sum() + theta[-1])
+                if arcs
                 else float(theta[-1])
+            )
         out.append(scores)
     return out
 

@@ -4,9 +4,15 @@ from nfst.experiment.config import training_seed
 from nfst.runtime.distributed import item_seed, stream_seed
 
 
-def run_streams(seed: int, seeds: int = 3, minibatches: int = 100, ranks: int = 4,
-                smc_methods: int = 12, particles=(1, 2, 3, 4, 8, 16, 32, 64, 128),
-                runs: int = 3) -> dict[int, str]:
+def run_streams(
+    seed: int,
+    seeds: int = 3,
+    minibatches: int = 100,
+    ranks: int = 4,
+    smc_methods: int = 12,
+    particles=(1, 2, 3, 4, 8, 16, 32, 64, 128),
+    runs: int = 3,
+) -> dict[int, str]:
     """Every seed a run of ``seed`` with ``seeds`` training runs gives a generator (the module
     docstring's list), each with what it seeds, up to ``minibatches`` per stream; an error if
     two coincide."""

@@ -31,6 +31,11 @@ def small_mfsts(draw, grouped: bool = False, wide: bool = False):
         marks = draw(st.lists(st.sampled_from(["m", "n", "o"]), min_size=k, max_size=k))
         if not inp and not out:  # a marks-only arc would be a cycle if it loops
             inp = "a"
-        T.add_arc(draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1)), input=inp,
-                  output=out, marks=marks)
+        T.add_arc(
+            draw(st.integers(0, n - 1)),
+            draw(st.integers(0, n - 1)),
+            input=inp,
+            output=out,
+            marks=marks,
+        )
     return T

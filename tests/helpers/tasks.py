@@ -3,9 +3,14 @@ deletion/insertion lattice, and a task file a user would write."""
 
 from pathlib import Path
 
-
-TRAIN = ["سلام\tsalaam\t3", "سلام\tsalam\t1", "سلام\tsalaam\t2",  # a duplicate pair
-         "کتاب\tkitab\t1", "پانی\tpani\t4", "دل\tdil\t1"]
+TRAIN = [
+    "سلام\tsalaam\t3",
+    "سلام\tsalam\t1",
+    "سلام\tsalaam\t2",  # a duplicate pair
+    "کتاب\tkitab\t1",
+    "پانی\tpani\t4",
+    "دل\tdil\t1",
+]
 DEV = ["دل\tdil\t1", "کام\tkaam\t2", "ژالہ\tzhala\t1"]  # ژ and z/h are unseen in TRAIN
 
 
@@ -24,7 +29,7 @@ def grid_size(n: int, m: int) -> tuple[int, int]:
     return (n + 1) * (m + 1) + arcs, 2 * arcs
 
 
-USER_TASK = '''
+USER_TASK = """
 from nfst.fsts import deletion_insertion
 from nfst.tasks import Task, register_task
 
@@ -38,4 +43,4 @@ class Mirror(Task):
 
     def load(self, split, data_dir):
         return [(("a", "b"), ("b", "a")), (("a", "b"), ("b", "a")), (("b",), ("b",))]
-'''
+"""

@@ -4,24 +4,45 @@ directory with a run recorded, nothing done."""
 from nfst.experiment.config import RunConfig
 from nfst.experiment.run import Run
 
-TINY = ["scorer.hidden=16", "scorer.bootstrap.d=16", "sampler.sampler.d=16", "scorer.steps=4",
-        "scorer.ngram.steps=10",
-        "sampler.steps=12", "sampler.eval_every=4", "sampler.eval_k=4",
-        "sampler.checkpoint_every=1", "train_pairs=16", "dev_pairs=4", "test_pairs=4",
-        "evaluate.k=4", "evaluate.smc_particles=[4, 8]", "evaluate.smc_pairs=2",
-        "evaluate.log_z_samples=8", "evaluate.smc_lookahead_steps=5"]
+TINY = [
+    "scorer.hidden=16",
+    "scorer.bootstrap.d=16",
+    "sampler.sampler.d=16",
+    "scorer.steps=4",
+    "scorer.ngram.steps=10",
+    "sampler.steps=12",
+    "sampler.eval_every=4",
+    "sampler.eval_k=4",
+    "sampler.checkpoint_every=1",
+    "train_pairs=16",
+    "dev_pairs=4",
+    "test_pairs=4",
+    "evaluate.k=4",
+    "evaluate.smc_particles=[4, 8]",
+    "evaluate.smc_pairs=2",
+    "evaluate.log_z_samples=8",
+    "evaluate.smc_lookahead_steps=5",
+]
 TASK = {"train_size": 16, "eval_size": 4}
 
 
 def tiny_options(*extra: str) -> list[str]:
     """The command line's ``--option``s and ``--set``s of TINY (then ``extra``) and TASK."""
-    return [a for o in (*TINY, *extra) for a in ("--option", o)] + \
-        [a for k, v in TASK.items() for a in ("--set", f"{k}={v}")]
+    return [a for o in (*TINY, *extra) for a in ("--option", o)] + [
+        a for k, v in TASK.items() for a in ("--set", f"{k}={v}")
+    ]
 
 
 def tiny_config(**kw):
-    return RunConfig(**{"task": "cipher", "samplers": ("swa", "swp"), "task_settings": TASK,
-                        "overrides": tuple(TINY)} | kw)
+    return RunConfig(
+        **{
+            "task": "cipher",
+            "samplers": ("swa", "swp"),
+            "task_settings": TASK,
+            "overrides": tuple(TINY),
+        }
+        | kw
+    )
 
 
 def recorded_run(path):

@@ -37,11 +37,15 @@ def test_saved_scorers_score_the_same(tmp_path):
     ngram = NgramScorer.for_lattices(LATTICES[1:], order=3)  # a row per observed history
     with torch.no_grad():
         ngram.logits.normal_()
-    scorers = {"lstm": LSTMScorer(V, hidden=8, layers=2, dropout=0.1).double(),
-               "ngram": ngram, "dense-ngram": random_bigram(LATTICES),
-               "arc-factored": random_scorer(V, seed=2)}
+    scorers = {
+        "lstm": LSTMScorer(V, hidden=8, layers=2, dropout=0.1).double(),
+        "ngram": ngram,
+        "dense-ngram": random_bigram(LATTICES),
+        "arc-factored": random_scorer(V, seed=2),
+    }
     paths = make_sampler("swp", vocabulary_of(LATTICES), SamplerConfig(d=4)).sample(
-        LatticeBatch(LATTICES), 5, torch.Generator().manual_seed(0))
+        LatticeBatch(LATTICES), 5, torch.Generator().manual_seed(0)
+    )
     for kind, scorer in scorers.items():
         nfst.save_scorer(scorer.freeze(), tmp_path / f"{kind}.pt")
         loaded = nfst.load_scorer(tmp_path / f"{kind}.pt")
@@ -81,6 +85,7 @@ def test_a_sampler_that_reads_x_and_y_needs_their_symbols():
 
 def test_the_vocabulary_of_an_mfst_lists_its_marks_then_input_and_output_symbols():
     from tests.helpers.lattices import CIPHER
+
     vocabulary = Vocabulary.of(CIPHER)
     assert vocabulary.marks == CIPHER.mark_alphabet
     assert vocabulary.symbols == CIPHER.input_alphabet + CIPHER.output_alphabet

@@ -22,7 +22,9 @@ def random_ngram(V, order, seed, scale=1.5):
     scorer = NgramScorer(V, order)
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        scorer.logits.copy_(torch.randn(scorer.logits.shape, generator=g, dtype=torch.float64) * scale)
+        scorer.logits.copy_(
+            torch.randn(scorer.logits.shape, generator=g, dtype=torch.float64) * scale
+        )
     return scorer
 
 
@@ -34,7 +36,7 @@ def brute_log_p(scorer, marks):
     total = 0.0
     for m in list(marks) + [V]:
         h = 0
-        for c in context[len(context) - (n - 1):] if n > 1 else []:
+        for c in context[len(context) - (n - 1) :] if n > 1 else []:
             h = h * (V + 1) + c
         total += float(table[h, m])
         context.append(m)
@@ -75,10 +77,17 @@ def test_log_partition_and_posteriors_match_enumeration(order, device):
     assert torch.allclose(post, expected, atol=1e-10)
 
 
-@settings(max_examples=examples(30), suppress_health_check=[HealthCheck.too_slow,
-                                                            HealthCheck.filter_too_much])
-@given(small_mfsts(), st.lists(st.sampled_from("ab"), max_size=3),
-       st.lists(st.sampled_from("cd"), max_size=3), st.integers(1, 3), st.integers(0, 2**31))
+@settings(
+    max_examples=examples(30),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(
+    small_mfsts(),
+    st.lists(st.sampled_from("ab"), max_size=3),
+    st.lists(st.sampled_from("cd"), max_size=3),
+    st.integers(1, 3),
+    st.integers(0, 2**31),
+)
 def test_log_partition_on_random_lattices(T, x, y, order, seed):
     try:
         lat = compile_lattice(T, x, y)
@@ -87,7 +96,9 @@ def test_log_partition_on_random_lattices(T, x, y, order, seed):
     scorer = random_ngram(len(lat.mark_vocab), order, seed)
     strings = [[lat.mark_vocab.index(m) for m in w] for w in lat.mark_strings()]
     brute = torch.logsumexp(scorer.log_prob(*padded(strings)).detach(), 0)
-    assert float(scorer.log_partition(LatticeBatch([lat])).detach()) == pytest.approx(float(brute), abs=1e-9)
+    assert float(scorer.log_partition(LatticeBatch([lat])).detach()) == pytest.approx(
+        float(brute), abs=1e-9
+    )
 
 
 def test_gradient_of_the_log_likelihood_is_exact():

@@ -44,14 +44,15 @@ def test_prefix_tree_scoring_matches_log_prob(device):
     strings = [[0, 1, 2], [0, 1, 3, 3], [], [0, 1, 2], [0, 1], [4], [4, 0, 0, 0, 0, 1]]
     marks, lengths = padded(strings)
     marks, lengths = marks.to(device), lengths.to(device)
-    torch.testing.assert_close(scorer.log_prob_tree(marks, lengths),
-                               scorer.log_prob(marks, lengths))
+    torch.testing.assert_close(
+        scorer.log_prob_tree(marks, lengths), scorer.log_prob(marks, lengths)
+    )
     groups = torch.tensor([1, 0, 1, 1, 0, 3, 3], device=device)
-    torch.testing.assert_close(scorer.log_prob_tree(marks, lengths, groups),
-                               scorer.log_prob(marks, lengths))
+    torch.testing.assert_close(
+        scorer.log_prob_tree(marks, lengths, groups), scorer.log_prob(marks, lengths)
+    )
     junk = marks.masked_fill(marks < 0, 3)  # what lies past a string's end is not read
-    torch.testing.assert_close(scorer.log_prob_tree(junk, lengths),
-                               scorer.log_prob(marks, lengths))
+    torch.testing.assert_close(scorer.log_prob_tree(junk, lengths), scorer.log_prob(marks, lengths))
     empty = [t.to(device) for t in padded([[], []])]
     torch.testing.assert_close(scorer.log_prob_tree(*empty), scorer.log_prob(*empty))
     assert scorer.log_prob_tree(marks[:0], lengths[:0]).shape == (0,)
@@ -74,8 +75,10 @@ def test_scoring_distinct_paths_once_matches_scoring_every_path():
     torch.testing.assert_close(scorer.score_paths(paths), every, **close)  # rows independent
     torch.testing.assert_close(scorer.score_arcs(batch, paths.arcs), every, **close)
     unigram, empty = random_scorer(5, seed=0), torch.full((2, 3, 0), -1, dtype=torch.long)
-    assert torch.equal(unigram.score_marks(empty),  # torch.unique refuses zero-width rows
-                       unigram.weights[-1].detach().expand(2, 3))
+    assert torch.equal(
+        unigram.score_marks(empty),  # torch.unique refuses zero-width rows
+        unigram.weights[-1].detach().expand(2, 3),
+    )
 
 
 def random_strings(n: int, vocab: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -83,7 +86,7 @@ def random_strings(n: int, vocab: int, seed: int) -> tuple[torch.Tensor, torch.T
     whole length bucket reads no mark), padded one column past the longest."""
     g = torch.Generator().manual_seed(seed)
     lengths = torch.randint(0, 41, (n,), generator=g)
-    lengths[torch.randperm(n, generator=g)[:n // 4]] = 0
+    lengths[torch.randperm(n, generator=g)[: n // 4]] = 0
     marks = torch.randint(0, vocab, (n, 42), generator=g)
     return marks.masked_fill(torch.arange(42) >= lengths[:, None], -1), lengths
 
@@ -112,8 +115,16 @@ def test_length_buckets_change_lstm_scores_by_float_rounding_only():
 def tiny_trained_scorer():
     """An LSTM scorer after a few real training steps on del/ins lattices (vocab 6)."""
     lats = del_ins_lattices()
-    config = ScorerConfig(hidden=8, layers=2, dropout=0.1, steps=6, batch_size=3, K=4,
-                          bootstrap=SamplerConfig(d=8, dropout=0.0), checkpoint_every=100)
+    config = ScorerConfig(
+        hidden=8,
+        layers=2,
+        dropout=0.1,
+        steps=6,
+        batch_size=3,
+        K=4,
+        bootstrap=SamplerConfig(d=8, dropout=0.0),
+        checkpoint_every=100,
+    )
     result = train_scorer(lats, config, vocabulary=vocabulary_of(lats), quiet=True)
     return result.scorer.double()
 
@@ -147,8 +158,9 @@ def test_trained_scorer_is_a_sub_probability_distribution():
         prefix_mass = (scorer.log_prob(m, ln) - eos).exp().sum()
     assert complete <= 1.0
     torch.testing.assert_close(complete + prefix_mass, torch.tensor(1.0, dtype=torch.float64))
-    torch.testing.assert_close(scorer.log_prob(marks[:50], lengths[:50]),
-                               step_by_step(scorer, strings[:50]))
+    torch.testing.assert_close(
+        scorer.log_prob(marks[:50], lengths[:50]), step_by_step(scorer, strings[:50])
+    )
 
 
 def test_arc_factored_scorer_is_a_wfst_on_the_lattice():

@@ -5,8 +5,7 @@ import torch
 from nfst.models.scorer_calls import CountingScorer
 from nfst.smc.engine import SMCConfig, smc
 from tests.helpers.lattices import small_batch
-from tests.helpers.samplers import noisy_sampler
-from tests.helpers.samplers import repeated_paths
+from tests.helpers.samplers import noisy_sampler, repeated_paths
 from tests.helpers.scorers import padded, random_scorer
 
 
@@ -15,8 +14,14 @@ def test_smc_costs_one_call_per_mark_and_one_for_eos_of_each_particle():
     run; scoring the same paths whole costs the same."""
     batch = small_batch()
     counter = CountingScorer(random_scorer(len(batch.mark_vocab), seed=0, normalised=True))
-    result = smc(batch, noisy_sampler(batch, seed=1), counter, None,
-                 SMCConfig(particles=8, resample_threshold=0.0), torch.Generator().manual_seed(0))
+    result = smc(
+        batch,
+        noisy_sampler(batch, seed=1),
+        counter,
+        None,
+        SMCConfig(particles=8, resample_threshold=0.0),
+        torch.Generator().manual_seed(0),
+    )
     expected = int((result.lengths + 1).sum())
     assert counter.calls == expected
     counter.calls = 0

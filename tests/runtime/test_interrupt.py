@@ -5,8 +5,12 @@ import signal
 import pytest
 
 from nfst.errors import Interrupted
-from nfst.runtime.interrupt import (checkpointed, exit_status, graceful_interrupts,
-                                    interrupt_requested)
+from nfst.runtime.interrupt import (
+    checkpointed,
+    exit_status,
+    graceful_interrupts,
+    interrupt_requested,
+)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

@@ -17,8 +17,12 @@ with file_lock(sys.argv[1]):
 def test_another_process_waits_until_the_lock_is_released(tmp_path):
     path = tmp_path / "locks" / "a.lock"  # its folder is made
     with file_lock(path):
-        other = subprocess.Popen([sys.executable, "-c", TAKE, str(path)], text=True,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        other = subprocess.Popen(
+            [sys.executable, "-c", TAKE, str(path)],
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         assert other.stdout.readline() == "waiting\n"
         time.sleep(0.5)
         assert other.poll() is None  # still waiting

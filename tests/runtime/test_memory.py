@@ -29,8 +29,9 @@ print(faults() - before)
 
 
 def faults(policy: str) -> int:
-    out = subprocess.run([sys.executable, "-c", ROUNDS, policy], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", ROUNDS, policy], capture_output=True, text=True, check=True
+    )
     return int(out.stdout.split()[-1])
 
 

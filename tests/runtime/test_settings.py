@@ -36,8 +36,9 @@ REFUSED = [  # (config class, field, value, what the error says is expected)
 
 
 @pytest.mark.parametrize("cls, name, value, expected", REFUSED)
-def test_a_value_outside_its_field_is_refused_saying_what_the_field_takes(cls, name, value,
-                                                                          expected):
+def test_a_value_outside_its_field_is_refused_saying_what_the_field_takes(
+    cls, name, value, expected
+):
     with pytest.raises(ValueError) as error:
         setting_value(cls, name, value)
     assert str(error.value) == f"expected {expected}, got {value!r}"
@@ -56,10 +57,12 @@ def test_a_value_the_field_takes_comes_back_as_the_field_holds_it():
 def test_a_whole_config_is_checked_and_the_first_bad_setting_named():
     for preset in PRESETS.values():
         check_settings(preset)
-    bad = dataclasses.replace(PRESETS["small"].sampler,
-                              sampler=SamplerConfig(dropout=1.5))
-    with pytest.raises(ValueError, match=r"^sampler\.dropout: expected a float in \[0, 1\), got "
-                                         r"1\.5$"):
+    bad = dataclasses.replace(PRESETS["small"].sampler, sampler=SamplerConfig(dropout=1.5))
+    with pytest.raises(
+        ValueError,
+        match=r"^sampler\.dropout: expected a float in \[0, 1\), got "
+        r"1\.5$",
+    ):
         check_settings(bad)
     with pytest.raises(ValueError, match=r"^lr: expected a positive float, got True$"):
         check_settings(SamplerTrainConfig(lr=True))
@@ -80,6 +83,10 @@ def test_every_float_setting_of_a_run_declares_its_range():
     """A float without a range takes NaN, infinities and negatives: each one here has a
     rate, a probability, a share or a threshold, so each must say which values make sense."""
     floats = dict(_floats(type(PRESETS["small"])))
-    assert {"sampler.lr", "sampler.sampler.dropout", "scorer.label_smoothing",
-            "scorer.ngram.grad_clip"} <= set(floats)
+    assert {
+        "sampler.lr",
+        "sampler.sampler.dropout",
+        "scorer.label_smoothing",
+        "scorer.ngram.grad_clip",
+    } <= set(floats)
     assert [key for key, field in floats.items() if "range" not in field.metadata] == []

@@ -30,7 +30,7 @@ def all_paths(lattice):
     keys = [tuple(p) for p in lattice_paths(lattice)]
     arcs = torch.full((1, len(keys), max(1, max(map(len, keys)))), -1)
     for i, key in enumerate(keys):
-        arcs[0, i, :len(key)] = torch.tensor(key, dtype=torch.long)
+        arcs[0, i, : len(key)] = torch.tensor(key, dtype=torch.long)
     return keys, arcs
 
 
@@ -38,8 +38,9 @@ def all_paths(lattice):
 def setup():
     batch = small_batch()
     scorer = lstm_scorer(len(batch.mark_vocab))
-    surrogate = MarkNgram.fit(scorer, noisy_sampler(batch, seed=1), batch.lattices, depth=2,
-                              paths=8)
+    surrogate = MarkNgram.fit(
+        scorer, noisy_sampler(batch, seed=1), batch.lattices, depth=2, paths=8
+    )
     # k = 1 region per state: most states need their catch-all
     proposal = AbstractProposal(surrogate, AbstractConfig(regions=1, depth=2))
     return batch, scorer, proposal
@@ -70,7 +71,7 @@ def test_a_region_is_its_state_and_the_last_d_marks(setup):
             for a in key:
                 h = built.history[r]
                 assert built.state[r] == lat.arc_src[a]
-                assert h is None or (len(h) <= 2 and seq[len(seq) - len(h):] == h)
+                assert h is None or (len(h) <= 2 and seq[len(seq) - len(h) :] == h)
                 column = a - lat.arc_offsets[lat.arc_src[a]]
                 r = int(built.lattice.arc_dst[out[r] + column])
                 seq += (int(lat.arc_mark[a]),)
@@ -85,8 +86,14 @@ def test_z_hat_is_unbiased(setup, how):
     repeated = LatticeBatch(batch.lattices * RUNS)
     generator = torch.Generator().manual_seed(0)
     if how == "with replacement":
-        z = smc(repeated, proposal, scorer, None, SMCConfig(particles=4, resample_threshold=0.0),
-                generator).log_z
+        z = smc(
+            repeated,
+            proposal,
+            scorer,
+            None,
+            SMCConfig(particles=4, resample_threshold=0.0),
+            generator,
+        ).log_z
     else:
         z = distinct_particles(proposal, scorer, repeated, 4, generator).log_z
     z = z.exp().view(RUNS, batch.batch_size)
@@ -107,8 +114,14 @@ def test_exact_for_an_arc_factored_scorer():
     surrogate = MarkNgram.fit(scorer, noisy_sampler(batch, seed=1), batch.lattices, depth=0)
     proposal = AbstractProposal(surrogate, AbstractConfig(regions=2, depth=0))
     log_z = log_partition(batch, scorer.arc_weights(batch), scorer.final_weights(batch))
-    result = smc(batch, proposal, scorer, None, SMCConfig(particles=8, resample_threshold=0.0),
-                 torch.Generator().manual_seed(0))
+    result = smc(
+        batch,
+        proposal,
+        scorer,
+        None,
+        SMCConfig(particles=8, resample_threshold=0.0),
+        torch.Generator().manual_seed(0),
+    )
     assert torch.allclose(result.log_weights, log_z[:, None].expand(-1, 8).double(), atol=1e-9)
 
 
@@ -129,7 +142,7 @@ def prefix_masses(lattice, built, V: int, d: int):
             column = a - offsets[lattice.arc_src[a]]
             log_w += float(built.arc_weights[out[r] + column])
             r = int(built.lattice.arc_dst[out[r] + column])
-        h = ((V,) + tuple(int(lattice.arc_mark[a]) for a in arcs))[len(arcs) + 1 - d:]
+        h = ((V,) + tuple(int(lattice.arc_mark[a]) for a in arcs))[len(arcs) + 1 - d :]
         table = by_state.setdefault(s, {})
         table[h] = float(np.logaddexp(table.get(h, -np.inf), log_w))
         prefixes.append((s, h, r, log_w))

@@ -25,15 +25,20 @@ def setup():
 
 def noisy_lookahead(scorer, seed):
     """An inexact lookahead: log β under the scorer's weights plus per-arc noise."""
+
     def weights(batch):
         g = torch.Generator().manual_seed(seed)
         noise = 0.3 * torch.randn(batch.num_arcs, generator=g, dtype=torch.float64).to(batch.device)
         return scorer.arc_weights(batch).detach() + noise, scorer.final_weights(batch).detach()
+
     return BetaLookahead(weights)
 
 
-UNBIASED_CASES = [("none", 0.0, "zero"), ("multinomial", 0.5, "zero"), ("stratified", 1.0, "zero")] + \
-    [(scheme, 0.5, "noisy") for scheme in sorted(RESAMPLERS)]
+UNBIASED_CASES = [
+    ("none", 0.0, "zero"),
+    ("multinomial", 0.5, "zero"),
+    ("stratified", 1.0, "zero"),
+] + [(scheme, 0.5, "noisy") for scheme in sorted(RESAMPLERS)]
 
 
 @pytest.mark.parametrize("scheme,tau,look", UNBIASED_CASES)
@@ -52,11 +57,20 @@ def test_z_hat_is_unbiased(scheme, tau, look, device):
     R, M = 300, 8
     big = LatticeBatch(batch.lattices * R, device)
     lookahead = ZeroLookahead() if look == "zero" else noisy_lookahead(scorer, seed=3)
-    config = SMCConfig(particles=M, resample_threshold=tau,
-                       resampling="multinomial" if scheme == "none" else scheme)
+    config = SMCConfig(
+        particles=M,
+        resample_threshold=tau,
+        resampling="multinomial" if scheme == "none" else scheme,
+    )
     with torch.no_grad():
-        r = smc(big, noisy_sampler(batch, seed=1), scorer, lookahead, config,
-                torch.Generator(device).manual_seed(7))
+        r = smc(
+            big,
+            noisy_sampler(batch, seed=1),
+            scorer,
+            lookahead,
+            config,
+            torch.Generator(device).manual_seed(7),
+        )
     assert r.log_z.device == batch.device
     if tau > 0:
         assert r.resampled.any()
@@ -77,9 +91,14 @@ def test_resampling_lowers_the_variance_of_log_z_with_exact_lookahead(setup):
     spread = {}
     for tau in (0.0, 0.5):
         with torch.no_grad():
-            r = smc(big, noisy_sampler(batch, seed=1), scorer, BetaLookahead.exact(scorer),
-                    SMCConfig(particles=M, resample_threshold=tau, resampling="systematic"),
-                    torch.Generator().manual_seed(0))
+            r = smc(
+                big,
+                noisy_sampler(batch, seed=1),
+                scorer,
+                BetaLookahead.exact(scorer),
+                SMCConfig(particles=M, resample_threshold=tau, resampling="systematic"),
+                torch.Generator().manual_seed(0),
+            )
         spread[tau] = r.log_z.view(R, -1).var(0).sum()
     assert spread[0.5] < 0.8 * spread[0.0], spread
 
@@ -91,10 +110,18 @@ def test_exact_lookahead_and_proposal_give_equal_weights(setup, proposal):
     batch, scorer, log_z = setup
     M = 16
     exact = BetaLookahead.exact(scorer)
-    sampler = exact_sampler(batch, scorer) if proposal == "wfst" else LookaheadProposal(scorer, exact)
+    sampler = (
+        exact_sampler(batch, scorer) if proposal == "wfst" else LookaheadProposal(scorer, exact)
+    )
     with torch.no_grad():
-        r = smc(batch, sampler, scorer, exact, SMCConfig(particles=M, resample_threshold=0.5),
-                torch.Generator().manual_seed(0))
+        r = smc(
+            batch,
+            sampler,
+            scorer,
+            exact,
+            SMCConfig(particles=M, resample_threshold=0.5),
+            torch.Generator().manual_seed(0),
+        )
     assert torch.allclose(r.log_weights, log_z[:, None].expand_as(r.log_weights), atol=1e-9)
     assert torch.allclose(r.ess, torch.full_like(r.ess, M), atol=1e-9)
     assert not r.resampled.any()
@@ -111,8 +138,14 @@ def test_ancestry_reconstructs_the_particles_paths(setup, tau):
     M = 8
     sampler = noisy_sampler(batch, seed=2)
     with torch.no_grad():
-        r = smc(batch, sampler, scorer, noisy_lookahead(scorer, 5),
-                SMCConfig(particles=M, resample_threshold=tau), torch.Generator().manual_seed(3))
+        r = smc(
+            batch,
+            sampler,
+            scorer,
+            noisy_lookahead(scorer, 5),
+            SMCConfig(particles=M, resample_threshold=tau),
+            torch.Generator().manual_seed(3),
+        )
         if tau > 0:
             assert r.resampled.sum() >= 4
         traced = trace(r.ancestors, r.step_arcs)
@@ -121,11 +154,14 @@ def test_ancestry_reconstructs_the_particles_paths(setup, tau):
         scores = path_scores(batch, scorer)
         for b in range(batch.batch_size):
             for m in range(M):
-                path = tuple(r.arcs[b, m, :r.lengths[b, m]].tolist())
+                path = tuple(r.arcs[b, m, : r.lengths[b, m]].tolist())
                 assert path in scores[b], "not a complete lattice path of this lattice"
                 assert r.log_p[b, m].item() == pytest.approx(scores[b][path], abs=1e-9)
-        assert torch.allclose(r.log_p, scorer.log_prob(r.marks.view(-1, L), r.lengths.view(-1))
-                              .view_as(r.log_p), atol=1e-9)
+        assert torch.allclose(
+            r.log_p,
+            scorer.log_prob(r.marks.view(-1, L), r.lengths.view(-1)).view_as(r.log_p),
+            atol=1e-9,
+        )
         assert torch.allclose(r.log_q, sampler.score(batch, r.arcs), atol=1e-9)
         assert torch.allclose(r.step_log_p.sum(-1), r.log_p, atol=1e-9)
         assert torch.allclose(r.step_log_q.sum(-1), r.log_q, atol=1e-9)
@@ -137,8 +173,14 @@ def test_ancestry_reconstructs_the_particles_paths(setup, tau):
 def test_step_log_q_keeps_the_samplers_gradient(setup):
     batch, scorer, _ = setup
     sampler = noisy_sampler(batch, seed=2)
-    r = smc(batch, sampler, scorer, None, SMCConfig(particles=4, resample_threshold=1.0),
-            torch.Generator().manual_seed(0))
+    r = smc(
+        batch,
+        sampler,
+        scorer,
+        None,
+        SMCConfig(particles=4, resample_threshold=1.0),
+        torch.Generator().manual_seed(0),
+    )
     (r.step_choice_log_q * r.filtering_log_weights.exp()).sum().backward()
     assert sampler.log_w.grad is not None and float(sampler.log_w.grad.abs().sum()) > 0
 
@@ -161,15 +203,17 @@ def test_beam_search_returns_the_true_top_paths(setup):
         beam = beam_search(batch, scorer, M)
         for b in range(batch.batch_size):
             finite = torch.isfinite(beam.log_weights[b])
-            got = [tuple(beam.arcs[b, m, :beam.lengths[b, m]].tolist())
-                   for m in range(M) if finite[m]]
+            got = [
+                tuple(beam.arcs[b, m, : beam.lengths[b, m]].tolist()) for m in range(M) if finite[m]
+            ]
             assert len(set(got)) == len(got) == min(M, len(scores[b]))
             for path, s in zip(got, beam.log_p[b][finite].tolist()):
                 assert s == pytest.approx(scores[b][path], abs=1e-9)
             assert (beam.log_p[b][finite].diff() <= 1e-12).all()  # best first
             if M >= len(scores[b]):
-                assert sorted(beam.log_p[b][finite].tolist(), reverse=True) == \
-                    pytest.approx(sorted(scores[b].values(), reverse=True), abs=1e-9)
+                assert sorted(beam.log_p[b][finite].tolist(), reverse=True) == pytest.approx(
+                    sorted(scores[b].values(), reverse=True), abs=1e-9
+                )
 
 
 @pytest.mark.parametrize("sampler_name", ["swa", "swp-prefix"])
@@ -180,13 +224,20 @@ def test_recurrent_scorer_and_sampler_states_follow_their_ancestors(setup, sampl
     missing reorder cannot show.)"""
     from nfst.models.scorer import LSTMScorer
     from tests.helpers.samplers import new_sampler
+
     batch = setup[0]
     torch.manual_seed(0)
     scorer = LSTMScorer(len(batch.mark_vocab), hidden=16, layers=2, dropout=0.0).double().freeze()
     sampler = new_sampler(sampler_name, batch.lattices).eval()
     with torch.no_grad():
-        r = smc(batch, sampler, scorer, None, SMCConfig(particles=8, resample_threshold=1.0),
-                torch.Generator().manual_seed(1))
+        r = smc(
+            batch,
+            sampler,
+            scorer,
+            None,
+            SMCConfig(particles=8, resample_threshold=1.0),
+            torch.Generator().manual_seed(1),
+        )
         assert r.resampled.sum() >= 8
         moved = r.ancestors != torch.arange(8).expand_as(r.ancestors)
         assert moved.any(), "resampling never changed a slot: the test could not fail"
@@ -203,9 +254,14 @@ def test_residual_resampling_in_smc_keeps_ancestors_in_their_lattice(setup, M):
     batch, scorer, _ = setup
     sampler = exact_sampler(batch, scorer)  # equal weights at every step
     with torch.no_grad():
-        r = smc(batch, sampler, scorer, BetaLookahead.exact(scorer),
-                SMCConfig(particles=M, resample_threshold=1.0, resampling="residual"),
-                torch.Generator().manual_seed(0))
+        r = smc(
+            batch,
+            sampler,
+            scorer,
+            BetaLookahead.exact(scorer),
+            SMCConfig(particles=M, resample_threshold=1.0, resampling="residual"),
+            torch.Generator().manual_seed(0),
+        )
     assert r.resampled.any()
     assert int(r.ancestors.max()) < M and int(r.ancestors.min()) >= 0
     assert torch.allclose(r.log_weights, r.log_weights[:, :1].expand_as(r.log_weights), atol=1e-9)

@@ -11,14 +11,18 @@ SCHEMES = sorted(RESAMPLERS)
 def weight_rows(seed: int, rows: int = 6, M: int = 16) -> torch.Tensor:
     """Log weights of varied shapes: flat, skewed, one dominant, some exactly zero."""
     g = torch.Generator().manual_seed(seed)
-    lw = torch.randn(rows, M, generator=g, dtype=torch.float64) * torch.linspace(0.1, 4, rows)[:, None]
-    lw[-1, M // 2:] = float("-inf")
+    lw = (
+        torch.randn(rows, M, generator=g, dtype=torch.float64)
+        * torch.linspace(0.1, 4, rows)[:, None]
+    )
+    lw[-1, M // 2 :] = float("-inf")
     return lw
 
 
 def offspring(ancestors: torch.Tensor, M: int) -> torch.Tensor:
     return torch.zeros(ancestors.shape[0], M, dtype=torch.float64).scatter_add_(
-        1, ancestors, torch.ones_like(ancestors, dtype=torch.float64))
+        1, ancestors, torch.ones_like(ancestors, dtype=torch.float64)
+    )
 
 
 def test_all_four_schemes_are_registered():
@@ -42,7 +46,7 @@ def test_expected_offspring_is_M_times_weight(scheme):
     se = torch.sqrt(M * w * (1 - w) / R)
     assert (mean - expected).abs().le(4.5 * se + 1e-12).all(), (mean - expected).abs().max()
     # impossible particles are never copied
-    assert mean[-1, M // 2:].eq(0).all()
+    assert mean[-1, M // 2 :].eq(0).all()
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
@@ -61,7 +65,9 @@ def test_low_variance_schemes_keep_floor_of_expected_counts():
     target = M * normalise(lw)
     g = torch.Generator().manual_seed(0)
     sys_counts = offspring(get_resampler("systematic")(lw, g), M)
-    assert (sys_counts >= target.floor() - 1e-9).all() and (sys_counts <= target.ceil() + 1e-9).all()
+    assert (sys_counts >= target.floor() - 1e-9).all() and (
+        sys_counts <= target.ceil() + 1e-9
+    ).all()
     res_counts = offspring(get_resampler("residual")(lw, g), M)
     assert (res_counts >= target.floor()).all()
 

@@ -8,8 +8,12 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.evaluate.metrics import expected_length, partial_kl
-from nfst.smc.without_replacement import (distinct_particles, log_z, priority_log_weights,
-                                          sample_without_replacement)
+from nfst.smc.without_replacement import (
+    distinct_particles,
+    log_z,
+    priority_log_weights,
+    sample_without_replacement,
+)
 from tests.helpers.brute import chi_square_critical, lattice_paths
 from tests.helpers.lattices import small_batch
 from tests.helpers.samplers import noisy_sampler
@@ -38,7 +42,7 @@ def enumerate_paths(lattice, sampler, scorer):
     keys = [tuple(p) for p in lattice_paths(lattice)]
     arcs = torch.full((1, len(keys), max(1, max(map(len, keys)))), -1)
     for i, key in enumerate(keys):
-        arcs[0, i, :len(key)] = torch.tensor(key, dtype=torch.long)
+        arcs[0, i, : len(key)] = torch.tensor(key, dtype=torch.long)
     one = LatticeBatch([lattice])
     log_q = sampler.score(one, arcs)[0].detach().double()
     marks = torch.where(arcs >= 0, one.arc_mark[arcs.clamp(min=0)], arcs)[0]
@@ -54,13 +58,23 @@ def setup():
     batch = LatticeBatch(base.lattices * RUNS)  # RUNS independent runs in one call
     paths = sample_without_replacement(sampler, batch, K, torch.Generator().manual_seed(0))
     local = torch.where(paths.arcs >= 0, paths.arcs - batch.arc_offsets[:-1, None, None], -1)
-    samples = [[tuple(a for a in row if a >= 0) for row, ok in zip(local[b].tolist(),
-                                                                   paths.valid[b].tolist()) if ok]
-               for b in range(batch.batch_size)]
+    samples = [
+        [
+            tuple(a for a in row if a >= 0)
+            for row, ok in zip(local[b].tolist(), paths.valid[b].tolist())
+            if ok
+        ]
+        for b in range(batch.batch_size)
+    ]
     exact = [enumerate_paths(lat, sampler, scorer) for lat in base.lattices]
-    log_p = torch.tensor([[exact[b % base.batch_size].get(key, (0, -math.inf))[1]
-                           for key in samples[b]] + [-math.inf] * (K - len(samples[b]))
-                          for b in range(batch.batch_size)], dtype=torch.float64)
+    log_p = torch.tensor(
+        [
+            [exact[b % base.batch_size].get(key, (0, -math.inf))[1] for key in samples[b]]
+            + [-math.inf] * (K - len(samples[b]))
+            for b in range(batch.batch_size)
+        ],
+        dtype=torch.float64,
+    )
     return base, paths, samples, log_p, exact
 
 
@@ -79,8 +93,11 @@ def test_samples_are_distinct_and_inclusion_matches_enumeration(setup):
             for key in sample:
                 counts[key] += 1
         incl = exact_inclusion(q, K)
-        z = [(counts[key] / RUNS - p) / math.sqrt(p * (1 - p) / RUNS)
-             for key, p in incl.items() if 1e-9 < p < 1 - 1e-9]
+        z = [
+            (counts[key] / RUNS - p) / math.sqrt(p * (1 - p) / RUNS)
+            for key, p in incl.items()
+            if 1e-9 < p < 1 - 1e-9
+        ]
         assert max(map(abs, z), default=0.0) < 4.0, (b0, max(map(abs, z)))
         assert sum(v * v for v in z) < chi_square_critical(len(z)), b0
 
@@ -112,18 +129,28 @@ def test_expected_length_is_exact_when_every_path_is_drawn():
     scorer = random_scorer(len(base.mark_vocab), seed=3, normalised=True)
     lat = base.lattices[3]  # 8 paths of different lengths
     exact = enumerate_paths(lat, sampler, scorer)
-    truth = sum(math.exp(lp) * n for _, lp, n in exact.values()) / \
-        sum(math.exp(lp) for _, lp, _ in exact.values())
+    truth = sum(math.exp(lp) * n for _, lp, n in exact.values()) / sum(
+        math.exp(lp) for _, lp, _ in exact.values()
+    )
     assert len({n for _, _, n in exact.values()}) > 1
     batch = LatticeBatch([lat] * 3)
     paths = sample_without_replacement(sampler, batch, 9, torch.Generator().manual_seed(0))
     local = torch.where(paths.arcs >= 0, paths.arcs - batch.arc_offsets[:-1, None, None], -1)
-    log_p = torch.tensor([[exact[tuple(a for a in row if a >= 0)][1] if ok else -math.inf
-                           for row, ok in zip(local[b].tolist(), paths.valid[b].tolist())]
-                          for b in range(3)], dtype=torch.float64)
-    assert torch.allclose(expected_length(priority_log_weights(paths, log_p), paths.lengths),
-                          torch.full((3,), truth, dtype=torch.float64),
-                          atol=1e-9)
+    log_p = torch.tensor(
+        [
+            [
+                exact[tuple(a for a in row if a >= 0)][1] if ok else -math.inf
+                for row, ok in zip(local[b].tolist(), paths.valid[b].tolist())
+            ]
+            for b in range(3)
+        ],
+        dtype=torch.float64,
+    )
+    assert torch.allclose(
+        expected_length(priority_log_weights(paths, log_p), paths.lengths),
+        torch.full((3,), truth, dtype=torch.float64),
+        atol=1e-9,
+    )
 
 
 def test_all_paths_and_exact_estimates_when_the_lattice_has_at_most_k():
@@ -137,9 +164,13 @@ def test_all_paths_and_exact_estimates_when_the_lattice_has_at_most_k():
         for b, lat in enumerate(batch.lattices):
             exact = enumerate_paths(lat, sampler, scorer)
             local = p.arcs[b] - batch.arc_offsets[b]
-            got = {tuple(a for a in row if a >= 0) for row, lw in
-                   zip(torch.where(p.arcs[b] >= 0, local, -1).tolist(), p.log_weights[b].tolist())
-                   if lw > -math.inf}
+            got = {
+                tuple(a for a in row if a >= 0)
+                for row, lw in zip(
+                    torch.where(p.arcs[b] >= 0, local, -1).tolist(), p.log_weights[b].tolist()
+                )
+                if lw > -math.inf
+            }
             assert got == set(exact)
             Z = math.log(sum(math.exp(v[1]) for v in exact.values()))
             assert float(p.log_z[b]) == pytest.approx(Z, abs=1e-9)
@@ -151,6 +182,7 @@ def test_distinct_summary_and_training_loss_are_exact_when_every_path_is_drawn()
     −Σ_ω p(ω) log q(ω) with the sampler's gradient."""
     from nfst.evaluate.samplers import summarize_distinct
     from nfst.smc.without_replacement import inclusive_kl_loss
+
     base = small_batch()
     sampler = noisy_sampler(base, seed=2)
     scorer = random_scorer(len(base.mark_vocab), seed=3, normalised=True)
@@ -159,7 +191,7 @@ def test_distinct_summary_and_training_loss_are_exact_when_every_path_is_drawn()
     p = torch.tensor([math.exp(v[1]) for v in exact.values()])
     q = torch.tensor([v[0] for v in exact.values()])
     summary = summarize_distinct(sampler, scorer, [lat], k=6)
-    assert summary["ess_wor"] == pytest.approx(float(p.sum() ** 2 / (p ** 2).sum()))
+    assert summary["ess_wor"] == pytest.approx(float(p.sum() ** 2 / (p**2).sum()))
     exact_kl = float((q * (q.log() - p.log())).sum())
     assert summary["partial_kl_wor"] == pytest.approx(exact_kl, rel=1e-6)
     loss = inclusive_kl_loss(sampler, scorer, LatticeBatch([lat]), 6)

@@ -23,8 +23,11 @@ def test_tr_reads_back_on_every_path(tmp_path):
     assert len(paths) == 20
     for marks in paths:
         text = task.abbreviate(marks)
-        back = [m for step in text.split(", ") for m in step.replace("delete ", "<del> ")
-                .replace("insert ", "<ins> ").split(" ")]
+        back = [
+            m
+            for step in text.split(", ")
+            for m in step.replace("delete ", "<del> ").replace("insert ", "<ins> ").split(" ")
+        ]
         assert tuple(back) == marks
     first = ("<ins>", "<ur>", "<del>", "c", "<ins>", "چ", "<del>", "h")
     assert task.abbreviate(first) == "insert <ur>, delete c, insert چ, delete h"  # as 003 Table 4
@@ -38,8 +41,10 @@ def test_scan_leaves_out_the_moves():
     for marks in paths:
         text = task.abbreviate(marks).split(" ")
         assert tuple(m for s in text for m in ("<del>" if s in WORDS else "<ins>", s)) == marks
-    assert task.abbreviate(("<del>", "look", "<ins>", "I_TURN_LEFT", "<del>", "around")) == \
-        "look I_TURN_LEFT around"  # as 003 Table 5 begins
+    assert (
+        task.abbreviate(("<del>", "look", "<ins>", "I_TURN_LEFT", "<del>", "around"))
+        == "look I_TURN_LEFT around"
+    )  # as 003 Table 5 begins
 
 
 def test_cipher_as_003_table_6():
@@ -52,8 +57,23 @@ def test_cipher_as_003_table_6():
         assert f"cipher{cipher.removeprefix('cipher_')}:" in text
         moves = text.replace(":", ",").split(", ")
         assert len(moves) == marks.count("replace") + marks.count("insert") + 1
-    marks = ("insert", "q", "cipher_2", "replace", "d", "f", "copy", "f",
-             "insert", "j", "replace", "d", "f", "delete", "f")
+    marks = (
+        "insert",
+        "q",
+        "cipher_2",
+        "replace",
+        "d",
+        "f",
+        "copy",
+        "f",
+        "insert",
+        "j",
+        "replace",
+        "d",
+        "f",
+        "delete",
+        "f",
+    )
     assert task.abbreviate(marks) == "insert q, cipher2: d→f, insert j, d→f→ε"
 
 

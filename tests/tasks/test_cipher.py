@@ -12,8 +12,11 @@ def walk(lattice, marks) -> bool:
     """Whether the lattice accepts the mark string (reads it from the start, then STOP)."""
     offsets, s = lattice.arc_offsets, 0
     for mark in marks:
-        arcs = [a for a in range(offsets[s], offsets[s + 1])
-                if lattice.mark_vocab[lattice.arc_mark[a]] == mark]
+        arcs = [
+            a
+            for a in range(offsets[s], offsets[s + 1])
+            if lattice.mark_vocab[lattice.arc_mark[a]] == mark
+        ]
         if not arcs:
             return False
         s = int(lattice.arc_dst[arcs[0]])
@@ -43,7 +46,7 @@ def test_generation_is_deterministic_under_a_seed():
     assert a.ciphers == b.ciphers
     c = get_task("cipher", train_size=50, seed=1)
     assert c.pairs("train") != a.pairs("train") and c.ciphers != a.ciphers
-    assert a.pairs("dev") != a.pairs("train")[:len(a.pairs("dev"))]  # splits have own streams
+    assert a.pairs("dev") != a.pairs("train")[: len(a.pairs("dev"))]  # splits have own streams
 
 
 def test_true_paths_are_in_the_lattices():
@@ -62,8 +65,9 @@ def test_true_paths_are_in_the_lattices():
 
 def test_leading_insertions_precede_the_cipher_mark():
     task = get_task("cipher", train_size=200)
-    (pair, true) = next((p, m) for p, m in zip(task.pairs("train"), task.true_marks("train"))
-                        if m[0] == "insert")
+    (pair, true) = next(
+        (p, m) for p, m in zip(task.pairs("train"), task.true_marks("train")) if m[0] == "insert"
+    )
     lattice = compile_dataset(task.mfst(), [pair], progress=False).lattices[0]
     assert walk(lattice, true)
     swapped = true[2:3] + true[:2] + true[3:]  # cipher_i insert c ...: not a path of T

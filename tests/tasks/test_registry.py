@@ -7,9 +7,20 @@ from pathlib import Path
 import pytest
 
 from nfst.fst.dataset import compile_dataset
-from nfst.tasks import (DataError, MalformedLine, Task, TaskError, data_file, file_of_task,
-                        get_task, load_task_file, read_records, register_task, resolve_data_dir,
-                        task_names)
+from nfst.tasks import (
+    DataError,
+    MalformedLine,
+    Task,
+    TaskError,
+    data_file,
+    file_of_task,
+    get_task,
+    load_task_file,
+    read_records,
+    register_task,
+    resolve_data_dir,
+    task_names,
+)
 from tests.helpers.tasks import USER_TASK
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tasks.md"
@@ -32,14 +43,16 @@ def test_unknown_task_split_and_setting_are_clear_errors():
 def test_settings_are_checked_against_their_fields():
     """Each setting has its field's type; int settings are sizes (at least 1) unless the field
     says otherwise (seed, min_len: at least 0); an int is a fine float."""
-    for bad, expected in [({"train_size": "abc"}, "None or a positive int, got 'abc'"),
-                          ({"eval_size": 0}, "None or a positive int, got 0"),
-                          ({"num_ciphers": True}, "a positive int, got True"),
-                          ({"seed": -1}, "an int of at least 0, got -1"),
-                          ({"p_delete": "x"}, "a float in [0, 1], got 'x'"),
-                          ({"p_insert": 1.5}, "a float in [0, 1], got 1.5"),
-                          ({"mean_len": float("nan")}, "a float of at least 0, got nan"),
-                          ({"strict": 1}, "a bool, got 1")]:
+    for bad, expected in [
+        ({"train_size": "abc"}, "None or a positive int, got 'abc'"),
+        ({"eval_size": 0}, "None or a positive int, got 0"),
+        ({"num_ciphers": True}, "a positive int, got True"),
+        ({"seed": -1}, "an int of at least 0, got -1"),
+        ({"p_delete": "x"}, "a float in [0, 1], got 'x'"),
+        ({"p_insert": 1.5}, "a float in [0, 1], got 1.5"),
+        ({"mean_len": float("nan")}, "a float of at least 0, got nan"),
+        ({"strict": 1}, "a bool, got 1"),
+    ]:
         with pytest.raises(TaskError, match=re.escape(f"{next(iter(bad))}: expected {expected}")):
             get_task("cipher", **bad)
     with pytest.raises(TaskError, match=r"num_ciphers must be 1\.\.1000, got 1001"):
@@ -132,8 +145,12 @@ def test_read_records_skips_malformed_lines_with_a_count_or_fails_when_strict(tm
     with caplog.at_level("WARNING"):
         assert read_records(path, parse_number) == [1, 2, 3, 4]
     (warning,) = [r.getMessage() for r in caplog.records]
-    assert "numbers.txt: skipped 6 of 10 lines as malformed (lines 2, 4, 7, 8, 9, ...; " \
-           "the first: not a number: 'x')" in warning and "strict" in warning
+    assert (
+        "numbers.txt: skipped 6 of 10 lines as malformed (lines 2, 4, 7, 8, 9, ...; "
+        "the first: not a number: 'x')"
+        in warning
+        and "strict" in warning
+    )
     with pytest.raises(DataError, match=r"numbers.txt:2: not a number: 'x'") as err:
         read_records(path, parse_number, strict=True)
     assert "strict" in err.value.hint and "data_dir" not in err.value.hint
@@ -155,8 +172,11 @@ def test_read_records_rejects_empty_and_all_malformed_files(tmp_path):
     assert "data_dir" not in err.value.hint
     words = tmp_path / "words.txt"
     words.write_text("a\nb\n")
-    with pytest.raises(DataError, match=r"words.txt: every line is malformed \(line 1: not a "
-                                        r"number") as err:
+    with pytest.raises(
+        DataError,
+        match=r"words.txt: every line is malformed \(line 1: not a "
+        r"number",
+    ) as err:
         read_records(words, parse_number)
     assert "format" in err.value.hint
 

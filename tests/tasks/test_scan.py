@@ -11,13 +11,12 @@ from nfst.tasks.scan import length_split, read_scan_file, scan_commands
 from tests.helpers.tasks import grid_size
 
 EXAMPLES = {  # 003 Tables 1 and 5, and Lake & Baroni's examples
-    "look right twice after jump left":
-        "I_TURN_LEFT I_JUMP I_TURN_RIGHT I_LOOK I_TURN_RIGHT I_LOOK",
+    "look right twice after jump left": "I_TURN_LEFT I_JUMP I_TURN_RIGHT I_LOOK I_TURN_RIGHT I_LOOK",
     "look around left twice and jump around right": " ".join(
-        ["I_TURN_LEFT I_LOOK"] * 8 + ["I_TURN_RIGHT I_JUMP"] * 4),
+        ["I_TURN_LEFT I_LOOK"] * 8 + ["I_TURN_RIGHT I_JUMP"] * 4
+    ),
     "turn opposite left thrice": " ".join(["I_TURN_LEFT"] * 6),
-    "walk opposite right and turn around left":
-        "I_TURN_RIGHT I_TURN_RIGHT I_WALK I_TURN_LEFT I_TURN_LEFT I_TURN_LEFT I_TURN_LEFT",
+    "walk opposite right and turn around left": "I_TURN_RIGHT I_TURN_RIGHT I_WALK I_TURN_LEFT I_TURN_LEFT I_TURN_LEFT I_TURN_LEFT",
     "run": "I_RUN",
 }
 
@@ -64,8 +63,10 @@ def test_reader_on_fixture_files(tmp_path):
     lines = [f"IN: {c} OUT: {a}" for c, a in EXAMPLES.items()]
     path = write_scan_file(tmp_path / "scan" / "tasks.txt", lines)
     pairs = read_scan_file(path)
-    assert pairs[0] == (tuple("look right twice after jump left".split()),
-                        tuple(EXAMPLES["look right twice after jump left"].split()))
+    assert pairs[0] == (
+        tuple("look right twice after jump left".split()),
+        tuple(EXAMPLES["look right twice after jump left"].split()),
+    )
     assert set(pairs) <= set(scan_commands())
 
 
@@ -78,8 +79,10 @@ def test_reader_names_file_and_line_of_a_malformed_line(tmp_path):
         read_scan_file(write_scan_file(tmp_path / "empty.txt", []))
 
 
-@pytest.mark.skipif(not os.environ.get("NFST_DATA_DIR"),
-                    reason="published SCAN files: set NFST_DATA_DIR to the shared data folder")
+@pytest.mark.skipif(
+    not os.environ.get("NFST_DATA_DIR"),
+    reason="published SCAN files: set NFST_DATA_DIR to the shared data folder",
+)
 def test_generator_reproduces_the_published_files():
     root = Path(os.environ["NFST_DATA_DIR"]) / "scan"
     published = read_scan_file(root / "tasks.txt")

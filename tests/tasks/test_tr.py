@@ -56,14 +56,18 @@ def test_missing_data_is_a_clear_error(tmp_path, monkeypatch):
     assert len(get_task("tr").pairs("dev")) == 3
 
 
-@pytest.mark.parametrize("line, problem", [
-    ("کتاب\tkitab", "expected 3 tab-separated fields"),
-    ("کتاب\tkitab\tmany", "count 'many' is not a whole number"),
-    ("کتاب\tki tab\t1", "no whitespace"),
-    ("\tkitab\t1", "non-empty"),
-])
-def test_malformed_lines_are_skipped_or_name_file_and_line_when_strict(tmp_path, line, problem,
-                                                                      caplog):
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ("کتاب\tkitab", "expected 3 tab-separated fields"),
+        ("کتاب\tkitab\tmany", "count 'many' is not a whole number"),
+        ("کتاب\tki tab\t1", "no whitespace"),
+        ("\tkitab\t1", "non-empty"),
+    ],
+)
+def test_malformed_lines_are_skipped_or_name_file_and_line_when_strict(
+    tmp_path, line, problem, caplog
+):
     root = write_fixture(tmp_path, train=TRAIN[:2] + [line])
     with caplog.at_level("WARNING"):
         assert len(get_task("tr").pairs("train", root)) == 2
@@ -81,8 +85,10 @@ def test_empty_file(tmp_path):
         get_task("tr").pairs("dev", root)
 
 
-@pytest.mark.skipif(not os.environ.get("NFST_DATA_DIR"),
-                    reason="real Dakshina data: set NFST_DATA_DIR to the shared data folder")
+@pytest.mark.skipif(
+    not os.environ.get("NFST_DATA_DIR"),
+    reason="real Dakshina data: set NFST_DATA_DIR to the shared data folder",
+)
 def test_real_data():
     task = get_task("tr")
     train = task.pairs("train")

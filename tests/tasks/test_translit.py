@@ -39,6 +39,7 @@ def test_lattice_matches_path_enumeration(T, x, y):
 
 def test_tutorial_task_file(tmp_path):
     from tests.helpers.tasks import write_fixture
+
     root = write_fixture(tmp_path)
     assert load_task_file(Path(__file__).parents[2] / "examples" / "tr_rules.py") == ["tr-rules"]
     task = get_task("tr-rules")

@@ -28,15 +28,24 @@ T = deletion_insertion("ab", "cd")
 lats = [compile_lattice(T, x, y) for x, y in [("ab", "c"), ("ba", "dc"), ("a", "cd"), ("b", "d")]]
 torch.manual_seed(0)
 scorer = ArcFactoredScorer(torch.randn(len(lats[0].mark_vocab) + 1))
-cfg = SamplerTrainConfig(sampler=SamplerConfig(d=8, dropout=0.1), lr=1e-2, steps=6, batch_size=4,
-                         k=4, eval_every=3)
+cfg = SamplerTrainConfig(
+    sampler=SamplerConfig(d=8, dropout=0.1), lr=1e-2, steps=6, batch_size=4, k=4, eval_every=3
+)
 
 
 def train(steps, checkpoint=None, callback=None):
     torch.manual_seed(1)
     s = make_sampler("swa", Vocabulary(lats[0].mark_vocab, "abcd"), cfg.sampler)
-    r = train_sampler(s, scorer, lats, lats, dataclasses.replace(cfg, steps=steps), quiet=True,
-                      checkpoint=checkpoint, callback=callback)
+    r = train_sampler(
+        s,
+        scorer,
+        lats,
+        lats,
+        dataclasses.replace(cfg, steps=steps),
+        quiet=True,
+        checkpoint=checkpoint,
+        callback=callback,
+    )
     return r, torch.cat([p.detach().flatten() for p in r.sampler.parameters()])
 
 
@@ -71,14 +80,26 @@ resumed, flat_resumed = train(6, checkpoint)
 assert len(resumed.history) == 7  # step 0 (untrained) and six steps
 assert torch.equal(flat_resumed, flat), "a run resumed after a signal differs"
 # The scorer loop too: ranks share every minibatch, stay identical and resume exactly.
-scorer_cfg = ScorerConfig(hidden=8, layers=1, steps=4, batch_size=4, K=4,
-                          bootstrap=SamplerConfig(d=8, dropout=0.1), checkpoint_every=2)
+scorer_cfg = ScorerConfig(
+    hidden=8,
+    layers=1,
+    steps=4,
+    batch_size=4,
+    K=4,
+    bootstrap=SamplerConfig(d=8, dropout=0.1),
+    checkpoint_every=2,
+)
 
 
 def train_p(steps, checkpoint=None):
-    r = train_scorer(lats, dataclasses.replace(scorer_cfg, steps=steps),
-                     vocabulary=Vocabulary(lats[0].mark_vocab, "abcd"),
-                     seed=1, checkpoint=checkpoint, quiet=True)
+    r = train_scorer(
+        lats,
+        dataclasses.replace(scorer_cfg, steps=steps),
+        vocabulary=Vocabulary(lats[0].mark_vocab, "abcd"),
+        seed=1,
+        checkpoint=checkpoint,
+        quiet=True,
+    )
     return torch.cat([p.detach().flatten() for p in r.scorer.parameters()])
 
 
@@ -91,10 +112,17 @@ train_p(2, checkpoint)
 assert torch.equal(train_p(4, checkpoint), flat_p), "a resumed scorer run differs"
 # Training from particles: each rank runs SMC on its share of the minibatch, DDP averages.
 torch.manual_seed(2)
-particles = make_sampler("swa", Vocabulary(lats[0].mark_vocab, "abcd"),
-                         SamplerConfig(d=8, dropout=0.0))
-adapt(particles, scorer, lats, AdaptConfig(steps=3, batch_size=4, smc=SMCConfig(particles=4)),
-      BetaLookahead.exact(scorer), seed=1)
+particles = make_sampler(
+    "swa", Vocabulary(lats[0].mark_vocab, "abcd"), SamplerConfig(d=8, dropout=0.0)
+)
+adapt(
+    particles,
+    scorer,
+    lats,
+    AdaptConfig(steps=3, batch_size=4, smc=SMCConfig(particles=4)),
+    BetaLookahead.exact(scorer),
+    seed=1,
+)
 flat_a = torch.cat([p.detach().flatten() for p in particles.parameters()])
 out = [torch.zeros_like(flat_a) for _ in range(dist.get_world_size())]
 dist.all_gather(out, flat_a)

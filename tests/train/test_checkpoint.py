@@ -10,17 +10,23 @@ import pytest
 import torch
 
 from nfst.errors import CorruptCacheError, Interrupted, NfstError
+from nfst.models.samplers import SamplerConfig, make_sampler
 from nfst.runtime import storage
 from nfst.runtime.interrupt import graceful_interrupts
 from nfst.smc.engine import SMCConfig
 from nfst.smc.lookahead import BetaLookahead
 from nfst.train import AdaptConfig, NgramConfig, adapt, fit_ngram
-from nfst.models.samplers import SamplerConfig, make_sampler
 from tests.helpers.lattices import del_ins_lattices, vocabulary_of
 from tests.helpers.scorers import random_scorer
 
-CONFIG = AdaptConfig(objective="nasmc", steps=6, batch_size=2, lr=0.01, checkpoint_every=2,
-                     smc=SMCConfig(particles=4))
+CONFIG = AdaptConfig(
+    objective="nasmc",
+    steps=6,
+    batch_size=2,
+    lr=0.01,
+    checkpoint_every=2,
+    smc=SMCConfig(particles=4),
+)
 
 
 def adapt_run(lats, scorer, checkpoint=None, callback=None, d=8):
@@ -28,8 +34,16 @@ def adapt_run(lats, scorer, checkpoint=None, callback=None, d=8):
     well as its generator's): (losses, final parameters)."""
     torch.manual_seed(0)
     sampler = make_sampler("swa", vocabulary_of(lats), SamplerConfig(d=d, dropout=0.2)).train()
-    losses = adapt(sampler, scorer, lats, CONFIG, BetaLookahead.exact(scorer), seed=2,
-                   checkpoint=checkpoint, callback=callback)
+    losses = adapt(
+        sampler,
+        scorer,
+        lats,
+        CONFIG,
+        BetaLookahead.exact(scorer),
+        seed=2,
+        checkpoint=checkpoint,
+        callback=callback,
+    )
     return losses, sampler.state_dict()
 
 
@@ -37,6 +51,7 @@ def sigterm_after(stop):
     def callback(step, record):
         if step == stop:
             os.kill(os.getpid(), signal.SIGTERM)
+
     return callback
 
 
@@ -66,8 +81,9 @@ def test_fit_ngram_resumes_as_if_uninterrupted(tmp_path):
     config = NgramConfig(order=2, steps=6, batch_size=2, checkpoint_every=2)
     full = fit_ngram(lats, config, quiet=True)
     with graceful_interrupts(), pytest.raises(Interrupted, match="after step 3"):
-        fit_ngram(lats, config, quiet=True, checkpoint=tmp_path / "ngram.ckpt",
-                  callback=sigterm_after(3))
+        fit_ngram(
+            lats, config, quiet=True, checkpoint=tmp_path / "ngram.ckpt", callback=sigterm_after(3)
+        )
     resumed = fit_ngram(lats, config, quiet=True, checkpoint=tmp_path / "ngram.ckpt")
     assert resumed.history == full.history
     assert torch.equal(resumed.scorer.logits, full.scorer.logits)
@@ -98,5 +114,6 @@ def test_bad_checkpoints_are_refused_with_a_hint(setup, tmp_path):
     assert "older nfst, without the settings grad_clip" in refused(with_state(older))
     storage.save(path, good)
     assert "another configuration" in refused(  # an adapt checkpoint is no n-gram's
-        lambda: fit_ngram(lats, NgramConfig(), quiet=True, checkpoint=path))
+        lambda: fit_ngram(lats, NgramConfig(), quiet=True, checkpoint=path)
+    )
     assert "does not fit this model" in refused(lambda: adapt_run(lats, scorer, path, d=12))

@@ -52,8 +52,9 @@ def test_batches_are_epochs_of_seeded_shuffles():
 def test_resume_after_interrupt_gives_the_uninterrupted_result(tmp_path):
     lats, scorer, sampler = setup()
     config = small_config()
-    full = train_sampler(sampler, scorer, lats, lats, config, seed=3,
-                         checkpoint=tmp_path / "full.ckpt", quiet=True)
+    full = train_sampler(
+        sampler, scorer, lats, lats, config, seed=3, checkpoint=tmp_path / "full.ckpt", quiet=True
+    )
 
     def stop_at_5(step, record):
         if step == 5:
@@ -61,11 +62,21 @@ def test_resume_after_interrupt_gives_the_uninterrupted_result(tmp_path):
 
     _, _, again = setup()
     with pytest.raises(Interrupt):  # dies after step 5; the last checkpoint is step 4
-        train_sampler(again, scorer, lats, lats, config, seed=3, checkpoint=tmp_path / "cut.ckpt",
-                      quiet=True, callback=stop_at_5)
+        train_sampler(
+            again,
+            scorer,
+            lats,
+            lats,
+            config,
+            seed=3,
+            checkpoint=tmp_path / "cut.ckpt",
+            quiet=True,
+            callback=stop_at_5,
+        )
     _, _, fresh = setup()
-    resumed = train_sampler(fresh, scorer, lats, lats, config, seed=3,
-                            checkpoint=tmp_path / "cut.ckpt", quiet=True)
+    resumed = train_sampler(
+        fresh, scorer, lats, lats, config, seed=3, checkpoint=tmp_path / "cut.ckpt", quiet=True
+    )
     assert resumed.history == full.history
     for key, value in full.sampler.state_dict().items():
         assert torch.equal(value, resumed.sampler.state_dict()[key]), key
@@ -74,13 +85,16 @@ def test_resume_after_interrupt_gives_the_uninterrupted_result(tmp_path):
 
 def test_checkpoint_of_another_configuration_is_refused(tmp_path):
     lats, scorer, sampler = setup()
-    train_sampler(sampler, scorer, lats, lats, small_config(steps=2), checkpoint=tmp_path / "c",
-                  quiet=True)
+    train_sampler(
+        sampler, scorer, lats, lats, small_config(steps=2), checkpoint=tmp_path / "c", quiet=True
+    )
     with pytest.raises(NfstError, match="another configuration"):
-        train_sampler(sampler, scorer, lats, lats, small_config(lr=0.5), checkpoint=tmp_path / "c",
-                      quiet=True)
-    more = train_sampler(sampler, scorer, lats, lats, small_config(steps=4),
-                         checkpoint=tmp_path / "c", quiet=True)  # more steps: resumes
+        train_sampler(
+            sampler, scorer, lats, lats, small_config(lr=0.5), checkpoint=tmp_path / "c", quiet=True
+        )
+    more = train_sampler(
+        sampler, scorer, lats, lats, small_config(steps=4), checkpoint=tmp_path / "c", quiet=True
+    )  # more steps: resumes
     assert [r["step"] for r in more.history] == [0, 1, 2, 3, 4]
 
 
@@ -117,17 +131,38 @@ def test_nan_loss_is_reported_with_its_step(tmp_path):
     with torch.no_grad():
         scorer.weights[2] = float("nan")
     with pytest.raises(TrainingDivergedError, match="step 0") as err:
-        train_sampler(sampler, scorer, lats, lats, small_config(), quiet=True,
-                      checkpoint=tmp_path / "nan.ckpt")
+        train_sampler(
+            sampler,
+            scorer,
+            lats,
+            lats,
+            small_config(),
+            quiet=True,
+            checkpoint=tmp_path / "nan.ckpt",
+        )
     assert "learning rate" in str(err.value)
 
 
 def test_train_scorer_returns_a_frozen_scorer_and_resumes(tmp_path):
     lats = del_ins_lattices()
-    config = ScorerConfig(hidden=8, layers=2, dropout=0.1, steps=4, batch_size=2, K=4,
-                          bootstrap=SamplerConfig(d=8, dropout=0.1), checkpoint_every=2)
-    full = train_scorer(lats, config, vocabulary=vocabulary_of(lats), seed=1, quiet=True,
-                        checkpoint=tmp_path / "full")
+    config = ScorerConfig(
+        hidden=8,
+        layers=2,
+        dropout=0.1,
+        steps=4,
+        batch_size=2,
+        K=4,
+        bootstrap=SamplerConfig(d=8, dropout=0.1),
+        checkpoint_every=2,
+    )
+    full = train_scorer(
+        lats,
+        config,
+        vocabulary=vocabulary_of(lats),
+        seed=1,
+        quiet=True,
+        checkpoint=tmp_path / "full",
+    )
     scorer = full.scorer
     assert not scorer.training and not any(p.requires_grad for p in scorer.parameters())
     assert len(full.history) == 4 and all(r["iwae"] < 0 for r in full.history)
@@ -137,10 +172,23 @@ def test_train_scorer_returns_a_frozen_scorer_and_resumes(tmp_path):
             raise Interrupt
 
     with pytest.raises(Interrupt):
-        train_scorer(lats, config, vocabulary=vocabulary_of(lats), seed=1, quiet=True,
-                     checkpoint=tmp_path / "cut", callback=stop_at_3)
-    resumed = train_scorer(lats, config, vocabulary=vocabulary_of(lats), seed=1, quiet=True,
-                           checkpoint=tmp_path / "cut")
+        train_scorer(
+            lats,
+            config,
+            vocabulary=vocabulary_of(lats),
+            seed=1,
+            quiet=True,
+            checkpoint=tmp_path / "cut",
+            callback=stop_at_3,
+        )
+    resumed = train_scorer(
+        lats,
+        config,
+        vocabulary=vocabulary_of(lats),
+        seed=1,
+        quiet=True,
+        checkpoint=tmp_path / "cut",
+    )
     assert resumed.history == full.history
     for key, value in scorer.state_dict().items():
         assert torch.equal(value, resumed.scorer.state_dict()[key]), key
@@ -148,20 +196,34 @@ def test_train_scorer_returns_a_frozen_scorer_and_resumes(tmp_path):
 
 def test_the_scorer_is_trained_on_the_proposal_it_names(monkeypatch):
     import nfst.train.scorer as scorer_loop
+
     made = []
     make = scorer_loop.make_sampler
-    monkeypatch.setattr(scorer_loop, "make_sampler",
-                        lambda name, *a, **kw: made.append(name) or make(name, *a, **kw))
+    monkeypatch.setattr(
+        scorer_loop,
+        "make_sampler",
+        lambda name, *a, **kw: made.append(name) or make(name, *a, **kw),
+    )
     lats = del_ins_lattices()
     for proposal in ("bootstrap", "mixture", "ngram"):  # 003's recipe, and with the n-gram
-        config = ScorerConfig(hidden=8, steps=2, batch_size=2, K=4, bootstrap=SamplerConfig(d=8),
-                              bootstrap_sampler="swp", proposal=proposal)
+        config = ScorerConfig(
+            hidden=8,
+            steps=2,
+            batch_size=2,
+            K=4,
+            bootstrap=SamplerConfig(d=8),
+            bootstrap_sampler="swp",
+            proposal=proposal,
+        )
         result = train_scorer(lats, config, vocabulary=vocabulary_of(lats), quiet=True)
         assert all(math.isfinite(r["iwae"]) for r in result.history)
         assert all((r["sampler_loss"] is None) == (proposal == "ngram") for r in result.history)
     assert made == ["swp", "swp"]
-    with pytest.raises(NfstError, match=r"^ScorerConfig\.proposal: expected one of 'ngram', "
-                                        r"'bootstrap', 'mixture', got 'gold'"):
+    with pytest.raises(
+        NfstError,
+        match=r"^ScorerConfig\.proposal: expected one of 'ngram', "
+        r"'bootstrap', 'mixture', got 'gold'",
+    ):
         train_scorer(lats, ScorerConfig(proposal="gold"), quiet=True)
 
 
@@ -175,8 +237,9 @@ def particle_training_setup(sampler_name):
     lats = [compile_lattice(T, x, y) for x, y in [("ab", "c"), ("ba", "dc"), ("a", "cd")]]
     torch.manual_seed(0)
     scorer = ArcFactoredScorer(torch.randn(len(lats[0].mark_vocab) + 1) * 2)
-    sampler = make_sampler(sampler_name, Vocabulary(lats[0].mark_vocab, "abcd"),
-                           SamplerConfig(d=16, dropout=0.0))
+    sampler = make_sampler(
+        sampler_name, Vocabulary(lats[0].mark_vocab, "abcd"), SamplerConfig(d=16, dropout=0.0)
+    )
     return lats, scorer, sampler
 
 
@@ -201,9 +264,17 @@ def test_training_from_particles_runs_and_improves(objective, monkeypatch):
 
     monkeypatch.setattr(particles, "smc", spy)
     before = validate(sampler, scorer, lats, 16, 4, 0, torch.device("cpu"))
-    cfg = SamplerTrainConfig(sampler=SamplerConfig(d=16, dropout=0.0), lr=3e-3, steps=60,
-                             batch_size=3, k=16, eval_every=20, patience=10, objective=objective,
-                             lam=0.3)
+    cfg = SamplerTrainConfig(
+        sampler=SamplerConfig(d=16, dropout=0.0),
+        lr=3e-3,
+        steps=60,
+        batch_size=3,
+        k=16,
+        eval_every=20,
+        patience=10,
+        objective=objective,
+        lam=0.3,
+    )
     result = train_sampler(sampler, scorer, lats, lats, cfg, quiet=True, lookahead=look)
     assert len(seen) == 60 and all(s is look for s in seen)
     steps = result.history[1:]  # after the untrained sampler's validation (step 0)
@@ -221,8 +292,15 @@ def test_nasmc_without_a_lookahead_is_refused_before_training():
     lats, scorer, sampler = particle_training_setup("swa")
     for look in (None, ZeroLookahead()):
         with pytest.raises(NfstError, match="nasmc objective needs a lookahead") as err:
-            train_sampler(sampler, scorer, lats, lats, SamplerTrainConfig(objective="nasmc"),
-                          quiet=True, lookahead=look)
+            train_sampler(
+                sampler,
+                scorer,
+                lats,
+                lats,
+                SamplerTrainConfig(objective="nasmc"),
+                quiet=True,
+                lookahead=look,
+            )
         assert "LearnedLookahead" in err.value.hint
         with pytest.raises(NfstError, match="nasmc objective needs a lookahead"):
             adapt(sampler, scorer, lats, AdaptConfig(objective="nasmc"), lookahead=look)
@@ -247,18 +325,34 @@ def test_maximum_likelihood_on_exact_posterior_samples_lowers_the_inclusive_kl()
         after = float(exact_inclusive_kl(result.sampler, scorer, batch).mean())
     assert after < before / 2, (before, after)
     with pytest.raises(NfstError, match="needs a scorer with an exact posterior"):
-        train_sampler(new_sampler("swa", lats), random_scorer(len(lats[0].mark_vocab), 0),
-                      lats, lats, config, quiet=True)
+        train_sampler(
+            new_sampler("swa", lats),
+            random_scorer(len(lats[0].mark_vocab), 0),
+            lats,
+            lats,
+            config,
+            quiet=True,
+        )
 
 
 def test_a_setting_outside_its_range_is_refused_before_training():
     """A negative clip would reverse the gradients: train_sampler refuses it before step 1."""
     lats, scorer, sampler = setup()
     steps = []
-    with pytest.raises(NfstError, match=r"^SamplerTrainConfig\.grad_clip: expected None or a "
-                                        r"positive float, got -5\.0"):
-        train_sampler(sampler, scorer, lats, lats, small_config(grad_clip=-5.0), quiet=True,
-                      callback=lambda step, record: steps.append(step))
+    with pytest.raises(
+        NfstError,
+        match=r"^SamplerTrainConfig\.grad_clip: expected None or a "
+        r"positive float, got -5\.0",
+    ):
+        train_sampler(
+            sampler,
+            scorer,
+            lats,
+            lats,
+            small_config(grad_clip=-5.0),
+            quiet=True,
+            callback=lambda step, record: steps.append(step),
+        )
     assert steps == []
 
 
@@ -267,6 +361,7 @@ def test_train_sampler_stops_on_min_delta(monkeypatch):
     step cap without a threshold; with min_delta 0.1 no check counts as an improvement, so
     patience (3) stops training after the third check and the step-0 parameters are kept."""
     import nfst.train.sampler
+
     lats, scorer, _ = setup()
     monkeypatch.setattr(nfst.train.sampler, "validate", lambda *args: next(curve))
     for min_delta, steps, stopped_by in ((0.0, 12, "steps"), (0.1, 6, "patience")):
@@ -289,8 +384,9 @@ def test_more_patience_trains_on_from_the_checkpoint(tmp_path):
         for patience in patiences:
             sampler = new_sampler("swa", lats).float()
             config = small_config(steps=12, patience=patience, min_delta=1e9)
-            result = train_sampler(sampler, scorer, lats, lats, config, quiet=True,
-                                   checkpoint=checkpoint)
+            result = train_sampler(
+                sampler, scorer, lats, lats, config, quiet=True, checkpoint=checkpoint
+            )
             assert (result.steps, result.stopped_by) == (2 * patience, "patience")
         results.append(result)
     resumed, fresh = results
@@ -320,5 +416,6 @@ def test_improvements_smaller_than_min_delta_do_not_count():
 def test_train_sampler_has_no_default_config():
     """Without a config it would train 003's 20,000 steps at lr 1e-5: the caller must say."""
     import inspect
+
     config = inspect.signature(train_sampler).parameters["config"]
     assert config.default is inspect.Parameter.empty

@@ -20,11 +20,21 @@ from tests.helpers.lattices import del_ins_lattices
 def tiny_cipher():
     """2 ciphers over 4 letters, 48 training and 24 test pairs (x of 6–8 letters, so that the
     two ciphers can be told apart), and the test structure."""
-    task = get_task("cipher", alphabet_size=4, num_ciphers=2, train_size=48, eval_size=24,
-                    mean_len=5.0, test_min_len=6, test_mean_len=8.0)
+    task = get_task(
+        "cipher",
+        alphabet_size=4,
+        num_ciphers=2,
+        train_size=48,
+        eval_size=24,
+        mean_len=5.0,
+        test_min_len=6,
+        test_mean_len=8.0,
+    )
     T = task.mfst()
-    lattices = {split: [compile_lattice(T, x, y) for x, y in task.pairs(split)]
-                for split in ("train", "test")}
+    lattices = {
+        split: [compile_lattice(T, x, y) for x, y in task.pairs(split)]
+        for split in ("train", "test")
+    }
     return lattices["train"], lattices["test"], task.structure("test")
 
 
@@ -59,12 +69,22 @@ def test_the_ngram_posterior_finds_the_generating_cipher(tiny_cipher):
 def test_the_lstm_trained_on_ngram_paths_learns_the_ciphers(tiny_cipher):
     train, test, structure = tiny_cipher
     ngram = fit_ngram(train, NgramConfig(order=3, steps=40), quiet=True).scorer
-    config = ScorerConfig(hidden=32, layers=1, dropout=0.0, steps=150, batch_size=16, K=8,
-                          lr=1e-2, label_smoothing=0.0, proposal="ngram")
+    config = ScorerConfig(
+        hidden=32,
+        layers=1,
+        dropout=0.0,
+        steps=150,
+        batch_size=16,
+        K=8,
+        lr=1e-2,
+        label_smoothing=0.0,
+        proposal="ngram",
+    )
     result = train_scorer(train, config, ngram=ngram, quiet=True)
     assert result.history[-1]["iwae"] > result.history[0]["iwae"] + 5
-    log_z = estimate_log_z({"n-gram": ngram.posterior()}, result.scorer, test, 64,
-                           structure=structure)
+    log_z = estimate_log_z(
+        {"n-gram": ngram.posterior()}, result.scorer, test, 64, structure=structure
+    )
     # 0.92 with the n-gram's paths; the trigram's own posterior has 0.85
     assert log_z["generating_cipher"] > 0.75, log_z["generating_cipher"]
 
@@ -87,8 +107,9 @@ def test_the_fitted_ngram_stores_observed_histories_and_scores_as_the_dense_one(
     seen = set(sparse.histories.tolist())
     unseen = {int(h) for lat in test for h in expand_history(lat, order - 1).history} - seen
     assert unseen, "the test pairs should reach histories the training pairs do not"
-    assert torch.allclose(sparse.log_partition(batch), dense.log_partition(batch),
-                          rtol=0, atol=1e-12)
+    assert torch.allclose(
+        sparse.log_partition(batch), dense.log_partition(batch), rtol=0, atol=1e-12
+    )
     paths = dense.posterior().sample(batch, 8, torch.Generator().manual_seed(0))
     assert torch.allclose(sparse.score_paths(paths), dense.score_paths(paths), rtol=0, atol=1e-12)
 

@@ -7,8 +7,15 @@ import torch
 
 from nfst.dp.batch import LatticeBatch
 from nfst.dp.passes import log_partition
-from nfst.train.objectives import (EMABaseline, exclusive_kl_loss, inclusive_kl_loss, iwae_bound,
-                                   iwae_loss, normalized_weights, sampler_loss)
+from nfst.train.objectives import (
+    EMABaseline,
+    exclusive_kl_loss,
+    inclusive_kl_loss,
+    iwae_bound,
+    iwae_loss,
+    normalized_weights,
+    sampler_loss,
+)
 from tests.helpers.lattices import cipher_lattice
 from tests.helpers.samplers import FreeWeightSampler, all_paths, exact_log_p
 from tests.helpers.scorers import random_scorer
@@ -20,7 +27,9 @@ def setting(seed=0):
     batch = LatticeBatch([lat])
     scorer = random_scorer(len(lat.mark_vocab), seed=seed, scale=0.7)
     g = torch.Generator().manual_seed(seed + 100)
-    q = FreeWeightSampler(batch, torch.randn(batch.num_arcs, generator=g, dtype=torch.float64) * 0.7)
+    q = FreeWeightSampler(
+        batch, torch.randn(batch.num_arcs, generator=g, dtype=torch.float64) * 0.7
+    )
     return batch, scorer, q
 
 
@@ -71,8 +80,9 @@ def test_exclusive_gradient_is_unbiased():
     baseline = EMABaseline()
     for _ in range(20):
         paths = q.sample(batch, 1000, g)
-        estimates.append(flat_grad(exclusive_kl_loss(scorer.score_paths(paths), paths.log_q,
-                                                     baseline), q))
+        estimates.append(
+            flat_grad(exclusive_kl_loss(scorer.score_paths(paths), paths.log_q, baseline), q)
+        )
     est = torch.stack(estimates)
     se = est.std(0) / math.sqrt(len(est))
     assert ((est.mean(0) - expected).abs() <= 5 * se + 1e-3).all(), (est.mean(0), expected)
@@ -111,8 +121,9 @@ def test_iwae_bound_is_exact_for_the_exact_posterior_and_a_bound_otherwise():
     exact_q = FreeWeightSampler(batch, w.clone())
     paths = exact_q.sample(batch, 8, torch.Generator().manual_seed(0))
     # the free-weight sampler has final weight 0; the scorer's EOS weight is a constant per path
-    torch.testing.assert_close(iwae_bound(scorer.score_paths(paths), paths.log_q),
-                               log_z, rtol=0, atol=1e-10)
+    torch.testing.assert_close(
+        iwae_bound(scorer.score_paths(paths), paths.log_q), log_z, rtol=0, atol=1e-10
+    )
     # any other q: E[bound] ≤ log Z, and the bound grows with K (003:14)
     means = []
     for K in (1, 4, 32):
@@ -143,6 +154,7 @@ def _exclusive_gradients(baseline_of, k=4, R=4000, seed=0):
     from tests.helpers.brute import lattice_paths
     from tests.helpers.lattices import cipher_lattice
     from tests.helpers.scorers import random_scorer
+
     lattice = cipher_lattice()
     scorer = random_scorer(len(lattice.mark_vocab), seed=2, scale=1.0)
     paths = lattice_paths(lattice)
@@ -156,11 +168,11 @@ def _exclusive_gradients(baseline_of, k=4, R=4000, seed=0):
     log_q, lp = log_q_all.gather(1, idx), log_p[idx]
     d = (log_q - lp).detach()
     loss = ((d - baseline_of(d)) * log_q).mean()
-    estimates, = torch.autograd.grad(loss * R, rows)
+    (estimates,) = torch.autograd.grad(loss * R, rows)
     exact_theta = theta.clone().requires_grad_()
     q = torch.softmax(exact_theta, 0)
     kl = (q * (torch.log_softmax(exact_theta, 0) - torch.log_softmax(log_p, 0))).sum()
-    exact, = torch.autograd.grad(kl, exact_theta)
+    (exact,) = torch.autograd.grad(kl, exact_theta)
     return estimates, exact
 
 
@@ -169,6 +181,7 @@ def test_leave_one_out_reinforce_is_unbiased_and_a_baseline_with_the_sample_is_n
     4.5 SE over 4,000 draws of k = 4), through exclusive_kl_loss; the mean over all k samples,
     the sample itself included, is (k − 1)/k of it and fails the same check."""
     from nfst.train.objectives import exclusive_kl_loss, leave_one_out
+
     est, exact = _exclusive_gradients(leave_one_out)
     mean, se = est.mean(0), est.std(0) / math.sqrt(len(est))
     assert exact.abs().max() > 0.05  # a gradient worth estimating
@@ -176,8 +189,9 @@ def test_leave_one_out_reinforce_is_unbiased_and_a_baseline_with_the_sample_is_n
     # the loss function itself, with no baseline object, is the leave-one-out surrogate
     d = torch.randn(3, 4, dtype=torch.float64)
     log_q = torch.randn(3, 4, dtype=torch.float64)
-    assert torch.allclose(exclusive_kl_loss(log_q - d, log_q, None),
-                          ((d - leave_one_out(d)) * log_q).mean())
+    assert torch.allclose(
+        exclusive_kl_loss(log_q - d, log_q, None), ((d - leave_one_out(d)) * log_q).mean()
+    )
     est, exact = _exclusive_gradients(lambda d: d.mean(1, keepdim=True))
     mean, se = est.mean(0), est.std(0) / math.sqrt(len(est))
     assert ((mean - exact).abs() > 4.5 * se).any()
@@ -187,9 +201,11 @@ def test_leave_one_out_takes_the_mean_of_the_other_samples():
     """b_k = (1/(k − 1)) Σ_{j≠k} d_j, each pair's own (003 §6): where a pair's d are all equal,
     each b_k is that d and the surrogate's gradient vanishes."""
     from nfst.train.objectives import leave_one_out
+
     d = torch.tensor([[1.0, 2.0, 3.0, 6.0], [4.0, 4.0, 4.0, 4.0]])
-    torch.testing.assert_close(leave_one_out(d), torch.tensor([[11 / 3, 10 / 3, 3.0, 2.0],
-                                                               [4.0, 4.0, 4.0, 4.0]]))
+    torch.testing.assert_close(
+        leave_one_out(d), torch.tensor([[11 / 3, 10 / 3, 3.0, 2.0], [4.0, 4.0, 4.0, 4.0]])
+    )
     log_q = torch.tensor([[-1.0, -2.0, -0.5]], requires_grad=True)
     exclusive_kl_loss(log_q.detach() - 2.5, log_q).backward()  # d = 2.5 for every sample
     torch.testing.assert_close(log_q.grad, torch.zeros(1, 3))

@@ -24,16 +24,34 @@ def sleep_setup(seed=0):
 
 
 def config(**changes) -> SamplerTrainConfig:
-    settings = dict(sampler=SamplerConfig(d=8, dropout=0.0), lr=0.01, steps=3, batch_size=4,
-                    k=4, eval_every=2, eval_k=4, patience=10, sleep_cap=40)
+    settings = dict(
+        sampler=SamplerConfig(d=8, dropout=0.0),
+        lr=0.01,
+        steps=3,
+        batch_size=4,
+        k=4,
+        eval_every=2,
+        eval_k=4,
+        patience=10,
+        sleep_cap=40,
+    )
     return SamplerTrainConfig(**{**settings, **changes})
 
 
 def run(cfg, checkpoint=None, callback=None, seed=0):
     T, lats, scorer, sampler = sleep_setup(seed)
     feed = TripleFeed(T, draw_triples(scorer, T, cfg.triples_needed(), seed=0).triples, chunk=8)
-    return train_sampler(sampler, scorer, lats, lats, cfg, quiet=True, triples=feed,
-                         checkpoint=checkpoint, callback=callback)
+    return train_sampler(
+        sampler,
+        scorer,
+        lats,
+        lats,
+        cfg,
+        quiet=True,
+        triples=feed,
+        checkpoint=checkpoint,
+        callback=callback,
+    )
 
 
 def validated(result) -> list[int]:
@@ -54,8 +72,7 @@ def test_patience_counts_in_the_usual_training_only():
     """No validation improves (lr tiny, min_delta above its changes): patience 1 would stop at
     the first one; the fixed sleep phase still runs its 4 steps, then the first usual
     validation ends training."""
-    result = run(config(sleep_steps=4, steps=6, lr=1e-9, min_delta=0.1, patience=1,
-                        eval_every=1))
+    result = run(config(sleep_steps=4, steps=6, lr=1e-9, min_delta=0.1, patience=1, eval_every=1))
     assert result.steps == 5 and result.stopped_by == "patience"
     assert result.sleep_steps == 4
 
@@ -69,8 +86,10 @@ def test_auto_ends_the_sleep_phase_on_patience_and_logs_why(caplog):
     assert result.steps == 4 + 3
     assert [h.get("phase") for h in result.history[1:]] == ["sleep"] * 4 + [None] * 3
     assert result.history[4]["sleep_stopped_by"] == "patience"
-    assert "the sleep phase ends after step 4 (2 validations without improvement; best " \
-           "validation partial KL" in caplog.text
+    assert (
+        "the sleep phase ends after step 4 (2 validations without improvement; best "
+        "validation partial KL" in caplog.text
+    )
 
 
 def test_auto_ends_the_sleep_phase_at_the_cap():
@@ -89,8 +108,7 @@ def test_resume_across_the_switch_gives_the_uninterrupted_result(tmp_path, cut):
     """``auto`` with the switch at step 4 (patience): a run cut after step ``cut`` (before or
     after the switch) and resumed from its checkpoint ends as the uninterrupted run, and
     Adam's state runs through both phases (its step count is every step's)."""
-    cfg = config(sleep_steps="auto", sleep_patience=2, min_delta=10.0, steps=4,
-                 checkpoint_every=1)
+    cfg = config(sleep_steps="auto", sleep_patience=2, min_delta=10.0, steps=4, checkpoint_every=1)
     full = run(cfg, tmp_path / "full.ckpt")
     assert (full.sleep_steps, full.sleep_stopped_by, full.steps) == (4, "patience", 8)
     opt = storage.load(tmp_path / "full.ckpt")["opt"]

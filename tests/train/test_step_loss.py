@@ -7,8 +7,8 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers import SamplerConfig
 from nfst.train.sampler import SamplerTrainConfig
-from nfst.train.step_loss import StepLoss
 from nfst.train.sleep import TripleFeed, sleep_batch
+from nfst.train.step_loss import StepLoss
 from nfst.train.triples import draw_triples
 from tests.helpers.samplers import new_sampler
 from tests.train.test_triples import toy_pairs, unigram

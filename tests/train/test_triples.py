@@ -18,9 +18,8 @@ from nfst.train.sleep import TripleFeed
 from nfst.train.triples import MarkReader, draw_triples
 from tests.helpers.brute import chi_square_critical
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
-from tests.helpers.samplers import new_sampler
+from tests.helpers.samplers import exact_exclusive_kl, new_sampler
 from tests.helpers.scorers import random_scorer
-from tests.helpers.samplers import exact_exclusive_kl
 
 
 def pairs_topology() -> MarkedFST:
@@ -45,8 +44,10 @@ def exact_posterior(T, scorer, x, y) -> dict:
     lattice = compile_lattice(T, x, y)
     index = {m: i for i, m in enumerate(T.mark_alphabet)}
     strings = list(lattice.mark_strings())
-    scores = [float(scorer.weights.detach()[[index[m] for m in s]].sum() + scorer.weights[-1].detach())
-              for s in strings]
+    scores = [
+        float(scorer.weights.detach()[[index[m] for m in s]].sum() + scorer.weights[-1].detach())
+        for s in strings
+    ]
     z = math.log(sum(math.exp(v) for v in scores))
     return {s: math.exp(v - z) for s, v in zip(strings, scores)}
 
@@ -67,7 +68,7 @@ def renormalised_walk(T, scorer, n, seed):
             if c == len(legal):
                 break
             prefix += (marks[legal[c]],)
-        (x, y), = reader.readings(prefix)
+        ((x, y),) = reader.readings(prefix)
         out.append((x, y, prefix))
     return out
 
@@ -120,8 +121,9 @@ def test_a_tilt_changes_which_pairs_are_drawn_not_their_posteriors():
     strings still follow p(ω | x, y)."""
     T = pairs_topology()
     scorer = unigram(T, {"d": 0.15, "i": 0.15, "s": 0.5, "EOS": 0.2})
-    triples = draw_triples(scorer, T, 4000, seed=1, batch_size=1024,
-                           keep=lambda x, y: float(len(x) >= 2)).triples
+    triples = draw_triples(
+        scorer, T, 4000, seed=1, batch_size=1024, keep=lambda x, y: float(len(x) >= 2)
+    ).triples
     assert all(len(x) >= 2 for x, _, _ in triples)
     stat, dof = chi_square(triples, T, scorer)
     assert dof >= 4 and stat < chi_square_critical(dof), (stat, dof)
@@ -201,8 +203,16 @@ def test_sleep_training_alone_reaches_a_small_exclusive_kl():
     torch.manual_seed(0)
     sampler = new_sampler("swp", lats).double()
     before = [exact_exclusive_kl(sampler, scorer, [lat]) for lat in lats]
-    config = SamplerTrainConfig(sampler=SamplerConfig(d=8, dropout=0.0), lr=0.03, steps=0,
-                                sleep_steps=150, batch_size=16, k=4, eval_every=50, eval_k=4)
+    config = SamplerTrainConfig(
+        sampler=SamplerConfig(d=8, dropout=0.0),
+        lr=0.03,
+        steps=0,
+        sleep_steps=150,
+        batch_size=16,
+        k=4,
+        eval_every=50,
+        eval_k=4,
+    )
     feed = TripleFeed(T, draw_triples(scorer, T, 150 * 16, seed=0).triples)
     result = train_sampler(sampler, scorer, lats, lats, config, quiet=True, triples=feed)
     after = [exact_exclusive_kl(result.sampler, scorer, [lat]) for lat in lats]
@@ -218,9 +228,17 @@ def test_wake_sleep_mixes_triples_into_the_usual_minibatches():
     T, lats = toy_pairs()
     scorer = unigram(T, {"d": 0.25, "i": 0.15, "s": 0.35, "EOS": 0.25})
     sampler = new_sampler("sws", lats).double()
-    config = SamplerTrainConfig(sampler=SamplerConfig(d=8, dropout=0.0), lr=0.01, steps=3,
-                                sleep_steps=2, sleep_share=0.5, batch_size=4, k=4,
-                                eval_every=2, eval_k=4)
+    config = SamplerTrainConfig(
+        sampler=SamplerConfig(d=8, dropout=0.0),
+        lr=0.01,
+        steps=3,
+        sleep_steps=2,
+        sleep_share=0.5,
+        batch_size=4,
+        k=4,
+        eval_every=2,
+        eval_k=4,
+    )
     with pytest.raises(NfstError, match="needs triples"):
         train_sampler(sampler, scorer, lats, lats, config, quiet=True)
     triples = draw_triples(scorer, T, 20, seed=0).triples
@@ -231,6 +249,7 @@ def test_wake_sleep_mixes_triples_into_the_usual_minibatches():
     def spy(self, start, count):
         seen.append((start, count))
         return original(self, start, count)
+
     TripleFeed.take = spy
     try:
         result = train_sampler(sampler, scorer, lats, lats, config, quiet=True, triples=feed)
@@ -244,14 +263,26 @@ def test_wake_sleep_mixes_triples_into_the_usual_minibatches():
 # train_sampler's history on these settings from the code before sleep training (its seed
 # streams as today's, 50dc180): with sleep_steps and sleep_share at 0 the same minibatches,
 # draws and figures
-TODAY = [[(0, None, 1.3154565433376753), (1, 0.5492801578974555, None),
-          (2, 1.1027894214279315, 1.3155731062771316), (3, 0.5501918646790281, None),
-          (4, 1.0981911476374373, 1.31519020860394), (5, 0.5492071933580713, None),
-          (6, 1.0957580296578953, 1.3147572648741457)],
-         [(0, None, 1.4910751147926877), (1, 0.9352167004593234, None),
-          (2, -1.0634560704570664, 1.4783005695034228), (3, 0.21940182263525926, None),
-          (4, 3.3517720470188834, 1.4870484476538437), (5, -1.0280665662223138, None),
-          (6, 2.822544276583855, 1.4754066950731488)]]
+TODAY = [
+    [
+        (0, None, 1.3154565433376753),
+        (1, 0.5492801578974555, None),
+        (2, 1.1027894214279315, 1.3155731062771316),
+        (3, 0.5501918646790281, None),
+        (4, 1.0981911476374373, 1.31519020860394),
+        (5, 0.5492071933580713, None),
+        (6, 1.0957580296578953, 1.3147572648741457),
+    ],
+    [
+        (0, None, 1.4910751147926877),
+        (1, 0.9352167004593234, None),
+        (2, -1.0634560704570664, 1.4783005695034228),
+        (3, 0.21940182263525926, None),
+        (4, 3.3517720470188834, 1.4870484476538437),
+        (5, -1.0280665662223138, None),
+        (6, 2.822544276583855, 1.4754066950731488),
+    ],
+]
 
 
 def test_no_sleep_steps_train_as_before():
@@ -259,16 +290,27 @@ def test_no_sleep_steps_train_as_before():
     for (name, lam), today in zip((("swp", 0.0), ("sws", 0.5)), TODAY):
         scorer = random_scorer(len(lats[0].mark_vocab), seed=0)
         sampler = new_sampler(name, lats).double()
-        config = SamplerTrainConfig(sampler=SamplerConfig(d=8, dropout=0.2), lr=0.01, steps=6,
-                                    batch_size=2, k=4, eval_every=2, eval_k=4, patience=10,
-                                    lam=lam, sleep_steps=0, sleep_share=0.0)
+        config = SamplerTrainConfig(
+            sampler=SamplerConfig(d=8, dropout=0.2),
+            lr=0.01,
+            steps=6,
+            batch_size=2,
+            k=4,
+            eval_every=2,
+            eval_k=4,
+            patience=10,
+            lam=lam,
+            sleep_steps=0,
+            sleep_share=0.0,
+        )
         result = train_sampler(sampler, scorer, lats[:3], lats[:3], config, quiet=True, seed=3)
         got = [(h["step"], h.get("loss"), h.get("dev_partial_kl")) for h in result.history]
         assert [g[0] for g in got] == [t[0] for t in today]
         for g, t in zip(got, today):
             for a, b in zip(g[1:], t[1:]):
-                assert (a is None) == (b is None) and (a is None or math.isclose(a, b,
-                                                                                  rel_tol=1e-9))
+                assert (a is None) == (b is None) and (
+                    a is None or math.isclose(a, b, rel_tol=1e-9)
+                )
 
 
 def test_strings_over_max_length_are_rejected_not_cut():

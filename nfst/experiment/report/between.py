@@ -50,8 +50,17 @@ def _test_pairs(run: dict) -> str:
     pairs), the pairs evaluated and test pair 0 itself."""
     preset, first = run["config"]["preset"], next(iter(run["samplers"].values()))
     shown = first["most_probable"] or {}
-    return json.dumps([run["task"], run["config"]["task_settings"], preset["test_pairs"],
-                       preset["dev_pairs"], run["pairs"], shown.get("x"), shown.get("y")])
+    return json.dumps(
+        [
+            run["task"],
+            run["config"]["task_settings"],
+            preset["test_pairs"],
+            preset["dev_pairs"],
+            run["pairs"],
+            shown.get("x"),
+            shown.get("y"),
+        ]
+    )
 
 
 def _group(runs: list[dict], digest: str) -> dict:
@@ -62,8 +71,11 @@ def _group(runs: list[dict], digest: str) -> dict:
     seeds = min(len(r["seeds"]) for r in runs)
     samplers = {}
     for name in ordered({s for r in runs for s in r["samplers"]}, SAMPLER_ORDER):
-        values = {r["short"]: r["samplers"][name]["per_pair_partial_kl_by_seed"][:seeds]
-                  for r in runs if name in r["samplers"]}
+        values = {
+            r["short"]: r["samplers"][name]["per_pair_partial_kl_by_seed"][:seeds]
+            for r in runs
+            if name in r["samplers"]
+        }
         if len(values) < 2:
             continue
         base = next(iter(values))
@@ -71,10 +83,16 @@ def _group(runs: list[dict], digest: str) -> dict:
             "baseline": base,
             "partial_kl": {run: mean_over_seeds_and_pairs(v) for run, v in values.items()},
             "gap": {run: gap(v, values[base]) for run, v in values.items() if run != base},
-            "ordering": ordering(values, z=Z)}
-    return {"runs": [r["short"] for r in runs], "scorer": str(scorer_file(runs[0])),
-            "scorer_sha256": digest, "seeds": seeds, "pairs": runs[0]["pairs"],
-            "samplers": samplers} | _configurations(runs, seeds)
+            "ordering": ordering(values, z=Z),
+        }
+    return {
+        "runs": [r["short"] for r in runs],
+        "scorer": str(scorer_file(runs[0])),
+        "scorer_sha256": digest,
+        "seeds": seeds,
+        "pairs": runs[0]["pairs"],
+        "samplers": samplers,
+    } | _configurations(runs, seeds)
 
 
 def _configurations(runs: list[dict], seeds: int) -> dict:
@@ -82,29 +100,38 @@ def _configurations(runs: list[dict], seeds: int) -> dict:
     the one with the lowest validation partial KL of them all (ties: the first run's, in
     sampler order), so that which setting and sampler is best is chosen as a run chooses
     its reference. ``configurations``: each one's gap to it (:func:`gap`), best first."""
-    values = {f"{r['short']}:{name}": r["samplers"][name]
-              for r in runs for name in ordered(r["samplers"], SAMPLER_ORDER)}
+    values = {
+        f"{r['short']}:{name}": r["samplers"][name]
+        for r in runs
+        for name in ordered(r["samplers"], SAMPLER_ORDER)
+    }
     reference = min(values, key=lambda c: values[c]["validation_partial_kl"])
     best = values[reference]["per_pair_partial_kl_by_seed"][:seeds]
     gaps = {c: gap(v["per_pair_partial_kl_by_seed"][:seeds], best) for c, v in values.items()}
-    return {"reference": reference,
-            "configurations": dict(sorted(gaps.items(), key=lambda item: item[1]["mean"]))}
+    return {
+        "reference": reference,
+        "configurations": dict(sorted(gaps.items(), key=lambda item: item[1]["mean"])),
+    }
 
 
 def _apart(runs: list[dict], digests: list, groups: list[list[dict]]) -> list[str]:
     """Why the runs are not one group (``groups``: the runs by scorer and test pairs): runs
     without a scorer file, scorers that differ, test pairs that differ on one scorer."""
     missing = [r["short"] for r, d in zip(runs, digests) if d is None]
-    scorers = {d: [r["short"] for r, e in zip(runs, digests) if e == d]
-               for d in dict.fromkeys(digests) if d}
+    scorers = {
+        d: [r["short"] for r, e in zip(runs, digests) if e == d]
+        for d in dict.fromkeys(digests)
+        if d
+    }
     scored = [g for g in groups if digests[runs.index(g[0])]]
     apart = [f"no scorer file in {', '.join(missing)}"] if missing else []
     if len(scorers) > 1:
-        apart.append("scorers: " + "; ".join(f"{', '.join(shorts)} {d[:12]}"
-                                              for d, shorts in scorers.items()))
+        apart.append(
+            "scorers: "
+            + "; ".join(f"{', '.join(shorts)} {d[:12]}" for d, shorts in scorers.items())
+        )
     if len(scored) > len(scorers):  # one scorer, several sets of test pairs
-        apart.append("test pairs: " + " | ".join(", ".join(r["short"] for r in g)
-                                                  for g in scored))
+        apart.append("test pairs: " + " | ".join(", ".join(r["short"] for r in g) for g in scored))
     return apart
 
 
@@ -120,16 +147,33 @@ def compare(runs: list[dict]) -> dict:
     digests = [scorer_digest(r) for r in runs]
     keys = [(d, _test_pairs(r)) if d else (None, r["run_dir"]) for r, d in zip(runs, digests)]
     groups = [[r for r, k in zip(runs, keys) if k == key] for key in dict.fromkeys(keys)]
-    result = {"runs": [{"run_dir": r["run_dir"], "short": r["short"], "differs": r["differs"],
-                        "task": r["task"], "scorer_sha256": d, "seeds": len(r["seeds"]),
-                        "pairs": r["pairs"], "reference": r["reference"]}
-                       for r, d in zip(runs, digests)],
-              "z": Z, "groups": [_group(g, digests[runs.index(g[0])]) for g in groups
-                                 if len(g) > 1]}
+    result = {
+        "runs": [
+            {
+                "run_dir": r["run_dir"],
+                "short": r["short"],
+                "differs": r["differs"],
+                "task": r["task"],
+                "scorer_sha256": d,
+                "seeds": len(r["seeds"]),
+                "pairs": r["pairs"],
+                "reference": r["reference"],
+            }
+            for r, d in zip(runs, digests)
+        ],
+        "z": Z,
+        "groups": [_group(g, digests[runs.index(g[0])]) for g in groups if len(g) > 1],
+    }
     if len(groups) > 1:
-        result |= {"apart": _apart(runs, digests, groups), "within_run": {
-            r["short"]: {s: None if s == r["reference"] else m["gap"]
-                         for s, m in r["samplers"].items()} for r in runs}}
+        result |= {
+            "apart": _apart(runs, digests, groups),
+            "within_run": {
+                r["short"]: {
+                    s: None if s == r["reference"] else m["gap"] for s, m in r["samplers"].items()
+                }
+                for r in runs
+            },
+        }
     return result
 
 
@@ -137,46 +181,88 @@ def format_text(result: dict) -> str:
     """:func:`compare`'s result as text: per group, a table per sampler of each run's partial
     KL and its paired gap to the baseline, and the ordering; then the within-run gaps of runs
     that are not compared, with the reason."""
-    lines = ["Runs:"] + [f"  {r['short']}: {r['run_dir']}, {r['task']}"
-                         + (f", {settings_words(r['differs'])}" if r["differs"] else "")
-                         + f"; reference sampler {r['reference']}" for r in result["runs"]]
+    lines = ["Runs:"] + [
+        f"  {r['short']}: {r['run_dir']}, {r['task']}"
+        + (f", {settings_words(r['differs'])}" if r["differs"] else "")
+        + f"; reference sampler {r['reference']}"
+        for r in result["runs"]
+    ]
     for group in result["groups"]:
         seeds = group["seeds"]
         more = any(r["seeds"] > seeds for r in result["runs"] if r["short"] in group["runs"])
-        lines += ["", wrap(f"{', '.join(group['runs'])}: one scorer ({group['scorer']}, sha256 "
-                  f"{group['scorer_sha256'][:12]}) and {group['pairs']} test pairs. Per "
-                  f"sampler, each run's test partial KL and its gap to the baseline run, "
-                  f"paired over {seeds} training seed{'s' if seeds > 1 else ''}"
-                  f"{' (the first of each run)' if more else ''} and the test pairs, mean ± "
-                  f"SE; in the order, `<` where the gap between neighbours exceeds "
-                  f"{result['z']:g} SE, `≈` where not.", WIDTH)]
+        lines += [
+            "",
+            wrap(
+                f"{', '.join(group['runs'])}: one scorer ({group['scorer']}, sha256 "
+                f"{group['scorer_sha256'][:12]}) and {group['pairs']} test pairs. Per "
+                f"sampler, each run's test partial KL and its gap to the baseline run, "
+                f"paired over {seeds} training seed{'s' if seeds > 1 else ''}"
+                f"{' (the first of each run)' if more else ''} and the test pairs, mean ± "
+                f"SE; in the order, `<` where the gap between neighbours exceeds "
+                f"{result['z']:g} SE, `≈` where not.",
+                WIDTH,
+            ),
+        ]
         for name, s in group["samplers"].items():
             rows = [("run", "partial KL", f"gap to {s['baseline']}")]
-            rows += [(label, fmt(kl["mean"], kl["se"], 2),
-                      "baseline" if label == s["baseline"] else
-                      fmt(s["gap"][label]["mean"], s["gap"][label]["se"], 2))
-                     for label, kl in s["partial_kl"].items()]
+            rows += [
+                (
+                    label,
+                    fmt(kl["mean"], kl["se"], 2),
+                    "baseline"
+                    if label == s["baseline"]
+                    else fmt(s["gap"][label]["mean"], s["gap"][label]["se"], 2),
+                )
+                for label, kl in s["partial_kl"].items()
+            ]
             lines += ["", name, text_table(rows), f"order: {s['ordering']}"]
-        lines += ["", wrap(f"Every run's samplers against {group['reference']}, the lowest "
-                           f"validation partial KL of them all: the test partial KL's gap, "
-                           f"paired as above; level where within {result['z']:g} SE.",
-                           WIDTH), ""]
+        lines += [
+            "",
+            wrap(
+                f"Every run's samplers against {group['reference']}, the lowest "
+                f"validation partial KL of them all: the test partial KL's gap, "
+                f"paired as above; level where within {result['z']:g} SE.",
+                WIDTH,
+            ),
+            "",
+        ]
         rows = [("run:sampler", f"gap to {group['reference']}", "")]
-        rows += [(c, "reference", "") if c == group["reference"] else
-                 (c, fmt(g["mean"], g["se"], 2), _side(g, result["z"]))
-                 for c, g in group["configurations"].items()]
+        rows += [
+            (c, "reference", "")
+            if c == group["reference"]
+            else (c, fmt(g["mean"], g["se"], 2), _side(g, result["z"]))
+            for c, g in group["configurations"].items()
+        ]
         lines.append(text_table(rows))
     if "within_run" in result:
-        lines += ["", wrap("Runs without one scorer and one set of test pairs are not "
-                           "compared (" + "; ".join(result["apart"]) + "): a partial KL is offset "
-                           "by −log Z of its run's scorer. Each run's own gaps, every sampler's "
-                           "test partial KL minus its run's reference's, mean ± SE:", WIDTH), ""]
+        lines += [
+            "",
+            wrap(
+                "Runs without one scorer and one set of test pairs are not "
+                "compared (" + "; ".join(result["apart"]) + "): a partial KL is offset "
+                "by −log Z of its run's scorer. Each run's own gaps, every sampler's "
+                "test partial KL minus its run's reference's, mean ± SE:",
+                WIDTH,
+            ),
+            "",
+        ]
         within = result["within_run"]
         samplers = ordered({s for gaps in within.values() for s in gaps}, SAMPLER_ORDER)
         rows = [("sampler", *within)]
-        rows += [(s, *("–" if s not in gaps else "reference" if gaps[s] is None else
-                       fmt(gaps[s]["mean"], gaps[s]["se"], 2) for gaps in within.values()))
-                 for s in samplers]
+        rows += [
+            (
+                s,
+                *(
+                    "–"
+                    if s not in gaps
+                    else "reference"
+                    if gaps[s] is None
+                    else fmt(gaps[s]["mean"], gaps[s]["se"], 2)
+                    for gaps in within.values()
+                ),
+            )
+            for s in samplers
+        ]
         lines.append(text_table(rows))
     return "\n".join(lines)
 
@@ -197,21 +283,28 @@ def between_section(runs: list[dict]) -> list[str]:
     for group in groups:
         first, others = group["runs"][0], group["runs"][1:]
 
-        def cell(s: dict, run: str) -> str:  # to the first run, or to the sampler's baseline
+        def cell(s: dict, run: str, first: str = first) -> str:  # to the first run, or the baseline
             if run not in s["gap"]:
                 return "–"
             to = f" (− {s['baseline']})" if s["baseline"] != first else ""
             return fmt(s["gap"][run]["mean"], s["gap"][run]["se"]) + to
+
         rows = [("sampler", *(f"{r} − {first}" for r in others), "order")]
-        rows += [(name, *(cell(s, r) for r in others), s["ordering"])
-                 for name, s in group["samplers"].items()]
+        rows += [
+            (name, *(cell(s, r) for r in others), s["ordering"])
+            for name, s in group["samplers"].items()
+        ]
         seeds = group["seeds"]
-        lines += [text_table(rows, markdown=True), "",
-                  f"{', '.join(group['runs'])} share one scorer (`{group['scorer']}`, SHA-256 "
-                  f"{group['scorer_sha256'][:12]}) and their {group['pairs']} test pairs: each "
-                  f"sampler's partial KL in one run minus in the other, the mean over "
-                  f"{seeds} training seed{'s' if seeds > 1 else ''} and the test pairs ± its "
-                  f"standard error, paired as the gaps above (`nfst compare` prints the same). "
-                  f"Orders: `<` only where the gap between neighbours exceeds {Z:g} standard "
-                  f"errors.", ""]
+        lines += [
+            text_table(rows, markdown=True),
+            "",
+            f"{', '.join(group['runs'])} share one scorer (`{group['scorer']}`, SHA-256 "
+            f"{group['scorer_sha256'][:12]}) and their {group['pairs']} test pairs: each "
+            f"sampler's partial KL in one run minus in the other, the mean over "
+            f"{seeds} training seed{'s' if seeds > 1 else ''} and the test pairs ± its "
+            f"standard error, paired as the gaps above (`nfst compare` prints the same). "
+            f"Orders: `<` only where the gap between neighbours exceeds {Z:g} standard "
+            f"errors.",
+            "",
+        ]
     return lines

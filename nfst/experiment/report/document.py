@@ -26,8 +26,10 @@ def load_results(run_dir: str | Path) -> dict:
     (``nfst evaluate``), the same built from its stage files."""
     path = Path(run_dir)
     if not path.is_dir():
-        raise ReportError(f"{path}: no such directory",
-                          "give run directories that `nfst run` or `nfst evaluate` wrote")
+        raise ReportError(
+            f"{path}: no such directory",
+            "give run directories that `nfst run` or `nfst evaluate` wrote",
+        )
     try:
         if (path / "results.json").exists():
             raw = json.loads((path / "results.json").read_text())
@@ -38,17 +40,21 @@ def load_results(run_dir: str | Path) -> dict:
     except SchemaError as exc:
         raise SchemaError(f"{path}: {exc.args[0]}", exc.hint.replace("RUN", str(path))) from None
     except json.JSONDecodeError as exc:
-        raise ReportError(f"{path}: a file is not valid JSON ({exc})",
-                          "the run was written by another program, or damaged")
+        raise ReportError(
+            f"{path}: a file is not valid JSON ({exc})",
+            "the run was written by another program, or damaged",
+        ) from None
     except KeyError as exc:
-        raise ReportError(f"{path}: evaluated by an older nfst (no {exc} in its results)",
-                          f"delete {path / 'stages' / 'evaluate.json'} and "
-                          f"{path / 'stages' / 'smc.json'} and finish the run again with `nfst "
-                          f"run TASK --run-dir {path}`: its trained models are reused") from None
-    raise ReportError(f"{path}: no finished evaluate stage to report "
-                      f"(no {path / 'stages' / 'evaluate.json'})",
-                      f"finish it with `nfst evaluate TASK --run-dir {path}` or `nfst run TASK "
-                      f"--run-dir {path}`")
+        raise ReportError(
+            f"{path}: evaluated by an older nfst (no {exc} in its results)",
+            f"delete {path / 'stages' / 'evaluate.json'} and "
+            f"{path / 'stages' / 'smc.json'} and finish the run again with `nfst "
+            f"run TASK --run-dir {path}`: its trained models are reused",
+        ) from None
+    raise ReportError(
+        f"{path}: no finished evaluate stage to report (no {path / 'stages' / 'evaluate.json'})",
+        f"finish it with `nfst evaluate TASK --run-dir {path}` or `nfst run TASK --run-dir {path}`",
+    )
 
 
 def load_runs(run_dirs: Sequence[str | Path]) -> list[dict]:
@@ -78,8 +84,10 @@ def skipped(run: dict) -> list[str]:
         if isinstance(compiled, dict) and compiled.get("skipped"):
             n, of = compiled["skipped"], compiled["skipped"] + compiled["pairs"]
             why = f": {compiled['skipped_why']}" if compiled.get("skipped_why") else ""
-            lines.append(f"  - **{n} of {of} {split} pairs skipped**, not compiled{why}; "
-                         f"the {split} figures are over the other {compiled['pairs']}")
+            lines.append(
+                f"  - **{n} of {of} {split} pairs skipped**, not compiled{why}; "
+                f"the {split} figures are over the other {compiled['pairs']}"
+            )
     return lines
 
 
@@ -96,8 +104,11 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
     for r, mine in zip(runs, parts):  # each the settings it does not share, once
         label = f"**{r['label']}**: " if r["label"] != r["task"] else ""
         own = ", ".join(p for p in mine if p not in shared)
-        lines += [f"- {label}`{r['run_dir']}`: {own + '; ' if own else ''}reference sampler "
-                  f"{r['reference']} (the lowest validation partial KL)", *skipped(r)]
+        lines += [
+            f"- {label}`{r['run_dir']}`: {own + '; ' if own else ''}reference sampler "
+            f"{r['reference']} (the lowest validation partial KL)",
+            *skipped(r),
+        ]
     lines.append("")
     lines += scorer_section(runs, out)
     lines += sampler_sections(runs, out)

@@ -38,17 +38,21 @@ def reliability(name: str, pareto: Optional[dict]) -> list[str]:
     share = pareto["over_threshold"]
     where = f"{round(share * pairs)} of {pairs} pairs ({share:.0%})"
     top = f"; max {pareto['max']:.2f}" if pareto["max"] is not None else ""
-    return [f"**Warning: {name} is unreliable on {where}** "
-            f"(Pareto k̂ {threshold_text(pareto)}{top}{'; ' + apart if apart else ''}): "
-            f"the importance weights are so heavy-tailed that the estimate can be far off "
-            f"whatever its standard error says. More samples or a better proposal are needed.", ""]
+    return [
+        f"**Warning: {name} is unreliable on {where}** "
+        f"(Pareto k̂ {threshold_text(pareto)}{top}{'; ' + apart if apart else ''}): "
+        f"the importance weights are so heavy-tailed that the estimate can be far off "
+        f"whatever its standard error says. More samples or a better proposal are needed.",
+        "",
+    ]
 
 
 def threshold_text(pareto: dict) -> str:
-    """"above its threshold, 0.585 at 256 paths" (one per number of paths among the pairs:
+    """ "above its threshold, 0.585 at 256 paths" (one per number of paths among the pairs:
     min(1 − 1/log₁₀ S, 0.7))."""
-    return "above its threshold, " + ", ".join(f"{t:.3g} at {s} paths"
-                                                for s, t in pareto["thresholds"])
+    return "above its threshold, " + ", ".join(
+        f"{t:.3g} at {s} paths" for s, t in pareto["thresholds"]
+    )
 
 
 def _without_k(pareto: dict) -> str:
@@ -56,18 +60,28 @@ def _without_k(pareto: dict) -> str:
     pairs, fitted, too_few = pareto["pairs"], pareto["fitted"], pareto["too_few"]
     if not pairs or fitted == pairs:
         return ""
-    parts = [f"k̂ is not fitted on {too_few} of the {pairs} pairs, which have fewer than 21 "
-             f"nonzero importance weights"] if too_few else []
+    parts = (
+        [
+            f"k̂ is not fitted on {too_few} of the {pairs} pairs, which have fewer than 21 "
+            f"nonzero importance weights"
+        ]
+        if too_few
+        else []
+    )
     if pareto["not_diagnosable"]:
-        parts.append(f"k̂ is not diagnosable on {pareto['not_diagnosable']} of the {pairs} "
-                     f"pairs, whose tail is fewer than 5 distinct paths, repeated")
+        parts.append(
+            f"k̂ is not diagnosable on {pareto['not_diagnosable']} of the {pairs} "
+            f"pairs, whose tail is fewer than 5 distinct paths, repeated"
+        )
     return "; ".join(parts)
 
 
 def pyplot():
     import matplotlib
+
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
+
     return plt
 
 

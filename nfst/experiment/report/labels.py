@@ -33,8 +33,11 @@ def settings_of(run: dict) -> dict:
     setting as ``task.NAME`` and each preset value by its ``--option`` key (``sampler.lr``),
     from its ``config``."""
     config = run["config"]
-    return ({"preset": run["preset"], "seed": run["seed"]}
-            | _dotted(config["task_settings"], "task.") | _dotted(config["preset"]))
+    return (
+        {"preset": run["preset"], "seed": run["seed"]}
+        | _dotted(config["task_settings"], "task.")
+        | _dotted(config["preset"])
+    )
 
 
 def differing(runs: list[dict]) -> list[dict]:
@@ -65,8 +68,7 @@ def named(runs: list[dict]) -> list[dict]:
     for task in tasks:
         mine = [r for r in runs if r["task"] == task]
         folders = [Path(r["run_dir"]).name or str(r["run_dir"]) for r in mine]
-        folders = [f if folders.count(f) == 1 else str(r["run_dir"])
-                   for f, r in zip(folders, mine)]
+        folders = [f if folders.count(f) == 1 else str(r["run_dir"]) for f, r in zip(folders, mine)]
         for run, folder, diff in zip(mine, folders, differing(mine)):
             if len(mine) == 1:
                 short = stem = task
@@ -78,7 +80,13 @@ def named(runs: list[dict]) -> list[dict]:
             while name in stems:  # two paths that clean to one name
                 name, n = f"{stem}-{n}", n + 1
             stems.add(name)
-            out.append(run | {"label": short + (f" ({settings_words(differs)})" if differs
-                                                else ""),
-                              "short": short, "differs": differs, "name": name})
+            out.append(
+                run
+                | {
+                    "label": short + (f" ({settings_words(differs)})" if differs else ""),
+                    "short": short,
+                    "differs": differs,
+                    "name": name,
+                }
+            )
     return out

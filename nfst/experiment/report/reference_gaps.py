@@ -21,8 +21,7 @@ def seeds_words(run: dict) -> str:
 def run_ordering(run: dict) -> str:
     """The run's samplers from lowest to highest test partial KL, ``<`` between neighbours
     whose paired gap over seeds and pairs exceeds Z standard errors, else ``≈``."""
-    return ordering({s: m["per_pair_partial_kl_by_seed"] for s, m in run["samplers"].items()},
-                    z=Z)
+    return ordering({s: m["per_pair_partial_kl_by_seed"] for s, m in run["samplers"].items()}, z=Z)
 
 
 def _gap_cell(run: dict, sampler: str) -> str:
@@ -41,17 +40,25 @@ def gap_section(runs: list[dict]) -> list[str]:
     rows = [("sampler", *(f"{r['short']} (reference {r['reference']})" for r in runs))]
     rows += [(s, *(_gap_cell(r, s) for r in runs)) for s in samplers]
     seeds = {len(r["seeds"]) for r in runs}
-    over = ("training seeds and test pairs" if seeds != {1} else "test pairs")
-    lines = ["### Gap to the reference sampler (test partial KL, paired)", "",
-             text_table(rows, markdown=True), "",
-             f"Each sampler's partial KL minus its run's reference sampler's, the mean over "
-             f"{over} ± its standard error (over seeds and pairs, "
-             f"`nfst.evaluate.paired_gaps`; with one seed, over pairs). The reference is the "
-             f"sampler with the lowest validation partial KL, chosen without looking at the "
-             f"test pairs. On one scorer log Z cancels: a gap is a difference of exclusive "
-             f"KLs, and unlike the partial KLs, gaps compare across presets and scorers.", ""]
-    lines += ["Orderings by test partial KL, lowest first: `<` only where the paired gap "
-              f"between neighbours exceeds {Z:g} standard errors, `≈` where it does not (no "
-              "order claimed):", ""]
+    over = "training seeds and test pairs" if seeds != {1} else "test pairs"
+    lines = [
+        "### Gap to the reference sampler (test partial KL, paired)",
+        "",
+        text_table(rows, markdown=True),
+        "",
+        f"Each sampler's partial KL minus its run's reference sampler's, the mean over "
+        f"{over} ± its standard error (over seeds and pairs, "
+        f"`nfst.evaluate.paired_gaps`; with one seed, over pairs). The reference is the "
+        f"sampler with the lowest validation partial KL, chosen without looking at the "
+        f"test pairs. On one scorer log Z cancels: a gap is a difference of exclusive "
+        f"KLs, and unlike the partial KLs, gaps compare across presets and scorers.",
+        "",
+    ]
+    lines += [
+        "Orderings by test partial KL, lowest first: `<` only where the paired gap "
+        f"between neighbours exceeds {Z:g} standard errors, `≈` where it does not (no "
+        "order claimed):",
+        "",
+    ]
     lines += [f"- {r['label']} ({seeds_words(r)}): {run_ordering(r)}" for r in runs]
     return lines + [""]

@@ -39,29 +39,45 @@ def cited(paper: dict | None, tasks: list[str]) -> list[str]:
 def _columns(runs: list[dict], papers: list[str]) -> list[tuple[dict, bool]]:
     """Each run (in task order), with whether the paper's column of its task follows it:
     after the task's last run, where the paper has the task."""
-    return [(r, r["task"] in papers and (i + 1 == len(runs) or runs[i + 1]["task"] != r["task"]))
-            for i, r in enumerate(runs)]
+    return [
+        (r, r["task"] in papers and (i + 1 == len(runs) or runs[i + 1]["task"] != r["task"]))
+        for i, r in enumerate(runs)
+    ]
 
 
-def _table(runs: list[dict], key: str, se_key: str | None, paper: dict | None, title: str,
-           digits: int = 1, figure: str = "", caption: str = "") -> list[str]:
+def _table(
+    runs: list[dict],
+    key: str,
+    se_key: str | None,
+    paper: dict | None,
+    title: str,
+    digits: int = 1,
+    figure: str = "",
+    caption: str = "",
+) -> list[str]:
     """One metric, a row per sampler and a column per run, beside a column of the paper's
     ``figure`` for each task it has (``paper``: sampler -> task -> value); ``caption`` below."""
     samplers = ordered({s for r in runs for s in r["samplers"]}, SAMPLER_ORDER)
     papers = cited(paper, ordered({r["task"] for r in runs}, TASK_ORDER))
     columns = _columns(runs, papers)
-    rows = [("sampler", *(c for r, cite in columns
-                          for c in [r["short"]] + [f"{r['task']}: 003"] * cite))]
+    rows = [
+        (
+            "sampler",
+            *(c for r, cite in columns for c in [r["short"]] + [f"{r['task']}: 003"] * cite),
+        )
+    ]
     for s in samplers:
         cells = []
         for r, cite in columns:
             res = r["samplers"].get(s)
-            cells.append(fmt(res[key], res[se_key] if se_key else None, digits)
-                         if res else "–")
+            cells.append(fmt(res[key], res[se_key] if se_key else None, digits) if res else "–")
             cells += [fmt(paper.get(s, {}).get(r["task"]))] if cite else []
         rows.append((s, *cells))
-    lines = [f"### {title}" + (f" ({figure})" if papers else ""), "",
-             text_table(rows, markdown=True)]
+    lines = [
+        f"### {title}" + (f" ({figure})" if papers else ""),
+        "",
+        text_table(rows, markdown=True),
+    ]
     said = caption + (f" The `TASK: 003` columns: {figure}." if papers else "")
     return lines + (["", said.strip()] if said else []) + [""]
 
@@ -71,32 +87,51 @@ def _partial_kl(runs: list[dict]) -> list[str]:
     and run, beside 003 Fig. 4a where it has the task."""
     papers = cited(PAPER_PARTIAL_KL, ordered({r["task"] for r in runs}, TASK_ORDER))
     columns = _columns(runs, papers)
-    rows = [("sampler", *(c for r, cite in columns for c in
-                          [f"{r['short']}: test ({seeds_words(r)})",
-                           f"{r['short']}: validation (k = {_k(r)})"]
-                          + [f"{r['task']}: 003"] * cite))]
+    rows = [
+        (
+            "sampler",
+            *(
+                c
+                for r, cite in columns
+                for c in [
+                    f"{r['short']}: test ({seeds_words(r)})",
+                    f"{r['short']}: validation (k = {_k(r)})",
+                ]
+                + [f"{r['task']}: 003"] * cite
+            ),
+        )
+    ]
     for s in ordered({s for r in runs for s in r["samplers"]}, SAMPLER_ORDER):
         cells = []
         for r, cite in columns:
             m = r["samplers"].get(s)
-            cells += ([fmt(m["partial_kl"], m["partial_kl_se"]), fmt(m["validation_partial_kl"])]
-                      if m else ["–", "–"])
+            cells += (
+                [fmt(m["partial_kl"], m["partial_kl_se"]), fmt(m["validation_partial_kl"])]
+                if m
+                else ["–", "–"]
+            )
             cells += [fmt(PAPER_PARTIAL_KL.get(s, {}).get(r["task"]))] if cite else []
         rows.append((s, *cells))
-    pairs = "; ".join(f"{r['short']}: {r['pairs']} test pairs, {r['validation_pairs']} "
-                      f"validation pairs" for r in runs)
-    return ["### Partial KL, lower is better" + (" (003 Fig. 4a)" if papers else ""), "",
-            text_table(rows, markdown=True), "",
-            "Test: the mean over the training seeds and the test pairs ± its standard error "
-            "(over seeds and pairs; with one seed, over pairs). Validation: the mean over "
-            "training seeds of the partial KL on the validation pairs, which chooses the "
-            f"reference sampler ({pairs}), measured after training from the header's k "
-            "samples per pair (`evaluate.k`, as on test). Training measured it with "
-            "`sampler.eval_k` samples per pair, on other draws (the training curves below): "
-            "the two agree up to sampling noise. A partial KL is offset by −log Z of the "
-            "run's scorer, so only differences between the samplers of one run mean anything: "
-            "their gaps, next."
-            + (" The `TASK: 003` columns: 003 Fig. 4a." if papers else ""), ""]
+    pairs = "; ".join(
+        f"{r['short']}: {r['pairs']} test pairs, {r['validation_pairs']} validation pairs"
+        for r in runs
+    )
+    return [
+        "### Partial KL, lower is better" + (" (003 Fig. 4a)" if papers else ""),
+        "",
+        text_table(rows, markdown=True),
+        "",
+        "Test: the mean over the training seeds and the test pairs ± its standard error "
+        "(over seeds and pairs; with one seed, over pairs). Validation: the mean over "
+        "training seeds of the partial KL on the validation pairs, which chooses the "
+        f"reference sampler ({pairs}), measured after training from the header's k "
+        "samples per pair (`evaluate.k`, as on test). Training measured it with "
+        "`sampler.eval_k` samples per pair, on other draws (the training curves below): "
+        "the two agree up to sampling noise. A partial KL is offset by −log Z of the "
+        "run's scorer, so only differences between the samplers of one run mean anything: "
+        "their gaps, next." + (" The `TASK: 003` columns: 003 Fig. 4a." if papers else ""),
+        "",
+    ]
 
 
 def _k(run: dict, setting: str = "evaluate") -> int:
@@ -115,35 +150,44 @@ def _learning(runs: list[dict]) -> list[str]:
         samplers, log_z = run["samplers"], run["log_z"]
         exact = any(r["exclusive_kl"] is not None for r in samplers.values())
         seed = ", training seed 0" if len(run["seeds"]) > 1 else ""
-        lines += [f"### {run['label']}: what training changed (test pairs{seed})", "",
-                  "| sampler | partial KL untrained → trained | drop | exclusive KL lower bound "
-                  "untrained → trained |" + (" exclusive KL untrained → trained | inclusive KL |"
-                                              if exact else "") + " training ESS | steps "
-                  "(best; stopped by) |",
-                  "|---|---|---|---|---|---|" + ("---|---|" if exact else "")]
+        lines += [
+            f"### {run['label']}: what training changed (test pairs{seed})",
+            "",
+            "| sampler | partial KL untrained → trained | drop | exclusive KL lower bound "
+            "untrained → trained |"
+            + (" exclusive KL untrained → trained | inclusive KL |" if exact else "")
+            + " training ESS | steps "
+            "(best; stopped by) |",
+            "|---|---|---|---|---|---|" + ("---|---|" if exact else ""),
+        ]
         for s in ordered(samplers, SAMPLER_ORDER):
             r = samplers[s]
             cells = [_change(r, "exclusive_kl_lower_bound")]
             if exact:
-                cells += [_change(r, "exclusive_kl"),
-                          fmt(r["inclusive_kl"], r["inclusive_kl_se"])]
+                cells += [_change(r, "exclusive_kl"), fmt(r["inclusive_kl"], r["inclusive_kl_se"])]
             training = r["training"]
             trained = r["partial_kl_by_seed"][0]
             lines.append(
                 f"| {s} | {fmt(r['untrained_partial_kl'])} → {fmt(trained)} | "
                 f"{fmt(r['untrained_partial_kl'] - trained)} | {' | '.join(cells)} | "
-                f"{fmt(training['mean_ess'], digits=2)} | {_stopping(r)} |")
+                f"{fmt(training['mean_ess'], digits=2)} | {_stopping(r)} |"
+            )
         lines.append("")
         if log_z:
-            caption = (f"Exclusive KL lower bound: partial KL + log Ẑ per pair, log Ẑ by "
-                       f"{log_z['method']}. The column is therefore low by the same "
-                       f"log Z − E[log Ẑ] for every sampler: compare differences between "
-                       f"samplers, not ratios."
-                       + (" Exclusive KL: partial KL + the exact log Z of the WFST scorer "
-                          "(unbiased); inclusive KL: from exact posterior samples (unbiased)."
-                          if exact else "")
-                       + " ± is the standard error over pairs. Training ESS: mean over steps "
-                         "of 1/Σ w̄² of the k training weights.")
+            caption = (
+                f"Exclusive KL lower bound: partial KL + log Ẑ per pair, log Ẑ by "
+                f"{log_z['method']}. The column is therefore low by the same "
+                f"log Z − E[log Ẑ] for every sampler: compare differences between "
+                f"samplers, not ratios."
+                + (
+                    " Exclusive KL: partial KL + the exact log Z of the WFST scorer "
+                    "(unbiased); inclusive KL: from exact posterior samples (unbiased)."
+                    if exact
+                    else ""
+                )
+                + " ± is the standard error over pairs. Training ESS: mean over steps "
+                "of 1/Σ w̄² of the k training weights."
+            )
             lines += [caption, ""] if caption not in lines else []  # said once, for all
     return lines
 
@@ -158,22 +202,31 @@ def _sleep(runs: list[dict]) -> list[str]:
         if not slept:
             continue
         seed = ", training seed 0" if len(run["seeds"]) > 1 else ""
-        lines += [f"### {run['label']}: the sleep phase{seed}", "",
-                  "| sampler | sleep steps (setting; ended by) | best validation partial KL "
-                  "| seconds | triples | acceptance (of strings drawn) |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            f"### {run['label']}: the sleep phase{seed}",
+            "",
+            "| sampler | sleep steps (setting; ended by) | best validation partial KL "
+            "| seconds | triples | acceptance (of strings drawn) |",
+            "|---|---|---|---|---|---|",
+        ]
         for s in ordered(slept, SAMPLER_ORDER):
             r = slept[s]
-            lines.append(f"| {s} | {r['steps']} ({r.get('setting', r['steps'])}; "
-                         f"{r.get('stopped_by') or '–'}) | {fmt(r.get('best_dev_partial_kl'))} "
-                         f"| {fmt(r.get('sleep_seconds'), digits=0)} | {r['triples']:,} "
-                         f"| {r['acceptance']:.3f} (of {r['drawn']:,}) |")
-        lines += ["", "Ended by: `steps` (a fixed `sampler.sleep_steps`), `patience` "
-                  "(`sampler.sleep_steps=auto`: `sampler.sleep_patience` validations without "
-                  "improvement) or `cap` (`sampler.sleep_cap`). Triples: those drawn for the "
-                  "training seed, shared by its samplers; acceptance: the share of strings "
-                  "drawn from the scorer kept as triples (`nfst.train.triples`). The dotted "
-                  "lines of the training curves mark where each sleep phase ended.", ""]
+            lines.append(
+                f"| {s} | {r['steps']} ({r.get('setting', r['steps'])}; "
+                f"{r.get('stopped_by') or '–'}) | {fmt(r.get('best_dev_partial_kl'))} "
+                f"| {fmt(r.get('sleep_seconds'), digits=0)} | {r['triples']:,} "
+                f"| {r['acceptance']:.3f} (of {r['drawn']:,}) |"
+            )
+        lines += [
+            "",
+            "Ended by: `steps` (a fixed `sampler.sleep_steps`), `patience` "
+            "(`sampler.sleep_steps=auto`: `sampler.sleep_patience` validations without "
+            "improvement) or `cap` (`sampler.sleep_cap`). Triples: those drawn for the "
+            "training seed, shared by its samplers; acceptance: the share of strings "
+            "drawn from the scorer kept as triples (`nfst.train.triples`). The dotted "
+            "lines of the training curves mark where each sleep phase ended.",
+            "",
+        ]
     return lines
 
 
@@ -215,8 +268,11 @@ def _plot_curves(runs: list[dict], out: Path) -> list[str]:
             switch = (run["samplers"][s].get("sleep") or {}).get("steps")
             for ax in (whole, trained) if switch else ():
                 ax.axvline(switch, color=f"C{i}", linestyle=":")
-        whole.set(xlabel="training step", title="from step 0 (untrained)",
-                  ylabel=f"validation partial KL (nats; k = {_k(run, 'sampler')})")
+        whole.set(
+            xlabel="training step",
+            title="from step 0 (untrained)",
+            ylabel=f"validation partial KL (nats; k = {_k(run, 'sampler')})",
+        )
         trained.set(xlabel="training step", title="after step 0, on its own scale")
         fig.suptitle(f"{run['label']}: sampler training")
         names.append(save_figure(fig, trained, out, f"curves-{run['name']}.png"))
@@ -226,36 +282,62 @@ def _plot_curves(runs: list[dict], out: Path) -> list[str]:
 def sampler_sections(runs: list[dict], out: Path) -> list[str]:
     """The samplers' tables, what training changed and the training curves (written to
     ``out``)."""
-    of = (" Training seed 0's samplers." if any(len(r["seeds"]) > 1 for r in runs) else "")
+    of = " Training seed 0's samplers." if any(len(r["seeds"]) > 1 for r in runs) else ""
     lines = _partial_kl(runs) + gap_section(runs) + between_section(runs) + _learning(runs)
     lines += _sleep(runs)
-    lines += _table(runs, "expected_length", "expected_length_se", PAPER_LENGTH,
-                    "Expected mark-string length under p, by self-normalised IS",
-                    figure="003 Fig. 4b",
-                    caption="The mean over test pairs ± its standard error over pairs." + of)
-    lines += _table(runs, "ess", None, PAPER_ESS, "Deduplicated ESS", figure="003 Table 7",
-                    caption="The mean over test pairs." + of + " 1 is not a failure on its "
-                    "own: a sampler whose samples' weight sits on one path scores 1, and so "
-                    "does a perfect one where the posterior is (nearly) one path, one "
-                    "alignment, which it draws k times. Read it beside the gap above.")
+    lines += _table(
+        runs,
+        "expected_length",
+        "expected_length_se",
+        PAPER_LENGTH,
+        "Expected mark-string length under p, by self-normalised IS",
+        figure="003 Fig. 4b",
+        caption="The mean over test pairs ± its standard error over pairs." + of,
+    )
+    lines += _table(
+        runs,
+        "ess",
+        None,
+        PAPER_ESS,
+        "Deduplicated ESS",
+        figure="003 Table 7",
+        caption="The mean over test pairs." + of + " 1 is not a failure on its "
+        "own: a sampler whose samples' weight sits on one path scores 1, and so "
+        "does a perfect one where the posterior is (nearly) one path, one "
+        "alignment, which it draws k times. Read it beside the gap above.",
+    )
     if any(res["pareto_k"] is not None for r in runs for res in r["samplers"].values()):
-        lines += _table(runs, "pareto_k", None, None,
-                        "Pareto k̂ of the importance weights behind the two tables above (mean "
-                        "over the pairs with a k̂; above its threshold min(1 − 1/log₁₀ k, 0.7) "
-                        "unreliable, for k samples per pair; – where the evaluation's k samples "
-                        "per pair are too few to fit a tail, k < 21)", digits=2)
+        lines += _table(
+            runs,
+            "pareto_k",
+            None,
+            None,
+            "Pareto k̂ of the importance weights behind the two tables above (mean "
+            "over the pairs with a k̂; above its threshold min(1 − 1/log₁₀ k, 0.7) "
+            "unreliable, for k samples per pair; – where the evaluation's k samples "
+            "per pair are too few to fit a tail, k < 21)",
+            digits=2,
+        )
         for run in runs:
             for s, res in run["samplers"].items():
-                lines += reliability(f"{run['label']} / {s}'s expected length and ESS",
-                                     res["pareto_k_summary"])
+                lines += reliability(
+                    f"{run['label']} / {s}'s expected length and ESS", res["pareto_k_summary"]
+                )
     else:
-        lines += ["The Pareto k̂ of the importance weights behind the two tables above is not "
-                  "fitted: the evaluation draws fewer than 21 samples per pair, too few to fit "
-                  "a tail.", ""]
-    lines += _table(runs, "ess_wor", "ess_wor_se", None,
-                    "Deduplicated ESS of k distinct samples (without replacement, priority "
-                    "weights)",
-                    caption="The mean over test pairs ± its standard error over pairs." + of)
+        lines += [
+            "The Pareto k̂ of the importance weights behind the two tables above is not "
+            "fitted: the evaluation draws fewer than 21 samples per pair, too few to fit "
+            "a tail.",
+            "",
+        ]
+    lines += _table(
+        runs,
+        "ess_wor",
+        "ess_wor_se",
+        None,
+        "Deduplicated ESS of k distinct samples (without replacement, priority weights)",
+        caption="The mean over test pairs ± its standard error over pairs." + of,
+    )
     for name in _plot_curves(runs, out):
         lines += [f"![training curves]({name})", ""]
     return lines

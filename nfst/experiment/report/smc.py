@@ -14,8 +14,11 @@ from .format import fmt, pyplot
 def _smc_table(smc: dict, key: str, digits: int) -> list[str]:
     """One metric of an SMC evaluation as a markdown table: methods × M."""
     rows = [("method", *(f"M={m}" for m in smc["M"]))]
-    rows += [(method, *(fmt(v, digits=digits) for v in res[key]))
-             for method, res in smc["methods"].items() if key in res]
+    rows += [
+        (method, *(fmt(v, digits=digits) for v in res[key]))
+        for method, res in smc["methods"].items()
+        if key in res
+    ]
     return text_table(rows, markdown=True).split("\n")
 
 
@@ -26,17 +29,25 @@ def plot_offset_kl(result: dict, path: str | Path, title: str = "") -> Path:
     plt = pyplot()
     methods = result["methods"]
     by_calls = all("scorer_calls" in res for res in methods.values())
-    fig, axes = plt.subplots(1, 2 if by_calls else 1, figsize=(12 if by_calls else 7.5, 4),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, 2 if by_calls else 1, figsize=(12 if by_calls else 7.5, 4), squeeze=False
+    )
     plain = plt.FuncFormatter(lambda v, _: f"{v:g}")  # 10, not 10¹
     # label the minor ticks at 2, 3 and 5 times a power of ten: readable over a few decades
     sparse = plt.FuncFormatter(
-        lambda v, _: f"{v:g}" if round(v / 10 ** math.floor(math.log10(v))) in (2, 3, 5) else "")
+        lambda v, _: f"{v:g}" if round(v / 10 ** math.floor(math.log10(v))) in (2, 3, 5) else ""
+    )
     for i, ax in enumerate(axes[0]):
         for name, res in methods.items():
-            ax.errorbar(res["scorer_calls"] if i else result["M"], res["offset_kl"],
-                        yerr=res["offset_kl_se"], label=name, marker="o", capsize=2,
-                        linestyle="--" if name.startswith(("IS", "PS:R[")) else "-")
+            ax.errorbar(
+                res["scorer_calls"] if i else result["M"],
+                res["offset_kl"],
+                yerr=res["offset_kl_se"],
+                label=name,
+                marker="o",
+                capsize=2,
+                linestyle="--" if name.startswith(("IS", "PS:R[")) else "-",
+            )
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")  # the methods differ by orders of magnitude
         ax.yaxis.set_major_formatter(plain)
@@ -59,8 +70,7 @@ def _plot_smc(runs: list[dict], out: Path) -> list[str]:
         smc = run["smc"]
         if smc:
             name = f"smc-{run['name']}.png"
-            plot_offset_kl(smc, out / name,
-                           f"{run['label']}: SMC with {smc['sampler']} proposals")
+            plot_offset_kl(smc, out / name, f"{run['label']}: SMC with {smc['sampler']} proposals")
             names.append(name)
     return names
 
@@ -70,17 +80,28 @@ def _run_tables(smc: dict) -> list[str]:
     above the threshold)."""
     lines = _smc_table(smc, "offset_kl", 2)
     lines += ["", "Scorer calls per pair:", ""] + _smc_table(smc, "scorer_calls", 0)
-    lines += ["", "Pareto k̂ of the final weights (mean over runs and pairs; – where "
-              "it cannot be fitted: the beam, fewer than 21 particles, or a tail of one "
-              "repeated particle, as after resampling):", ""]
+    lines += [
+        "",
+        "Pareto k̂ of the final weights (mean over runs and pairs; – where "
+        "it cannot be fitted: the beam, fewer than 21 particles, or a tail of one "
+        "repeated particle, as after resampling):",
+        "",
+    ]
     lines += _smc_table(smc, "pareto_k", 2)
-    high = [f"{method} at M={m}" for method, res in smc["methods"].items()
-            for m, k in zip(smc["M"], res["pareto_k"])
-            if k is not None and k > pareto_threshold(m)]
+    high = [
+        f"{method} at M={m}"
+        for method, res in smc["methods"].items()
+        for m, k in zip(smc["M"], res["pareto_k"])
+        if k is not None and k > pareto_threshold(m)
+    ]
     if high:
-        lines += ["", "**Warning: Pareto k̂ above its threshold min(1 − 1/log₁₀ M, 0.7) for "
-                  + ", ".join(high) + "**: the weights are so heavy-tailed that "
-                  "these offset KLs can be far off whatever their standard errors say."]
+        lines += [
+            "",
+            "**Warning: Pareto k̂ above its threshold min(1 − 1/log₁₀ M, 0.7) for "
+            + ", ".join(high)
+            + "**: the weights are so heavy-tailed that "
+            "these offset KLs can be far off whatever their standard errors say.",
+        ]
     return lines + [""]
 
 

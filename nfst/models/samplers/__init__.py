@@ -23,7 +23,7 @@ from typing import Optional
 from .base import Sampler, SamplerConfig
 from .choices import choosing, forced_log_probs, legal_log_softmax, with_forced
 from .dropout import WalkDropout
-from .hybrids import SWPPrefix, SWPSWS
+from .hybrids import SWPSWS, SWPPrefix
 from .nolookahead import NoLookahead
 from .prefix import PrefixGRU
 from .record import WalkRecord
@@ -46,23 +46,49 @@ def register_sampler(cls: type[Sampler]) -> type[Sampler]:
     return cls
 
 
-def make_sampler(name: str, vocabulary: Vocabulary, config: Optional[SamplerConfig] = None
-                 ) -> Sampler:
+def make_sampler(
+    name: str, vocabulary: Vocabulary, config: Optional[SamplerConfig] = None
+) -> Sampler:
     """A new sampler ``name`` over ``vocabulary`` (``Vocabulary.of(T)``: T's marks, and the
     symbols of x and y that ``swa``, ``sws`` and ``swp-sws`` read; building one of those from
     a vocabulary without symbols raises ValueError)."""
     if name not in SAMPLERS:
         raise KeyError(f"no sampler named {name!r}; known samplers: {', '.join(SAMPLERS)}")
     if not isinstance(vocabulary, Vocabulary):
-        raise TypeError(f"make_sampler takes a Vocabulary (Vocabulary.of(T) for the MFST T), "
-                        f"not {type(vocabulary).__name__}")
+        raise TypeError(
+            f"make_sampler takes a Vocabulary (Vocabulary.of(T) for the MFST T), "
+            f"not {type(vocabulary).__name__}"
+        )
     return SAMPLERS[name](vocabulary, config)
 
 
 for _cls in (NoLookahead, SWA, SWS, SWSMLP, SWP, SWPPrefix, SWPSWS):
     register_sampler(_cls)
 
-__all__ = ["NoLookahead", "Paths", "PrefixGRU", "Route", "Rows", "SAMPLERS", "SWA", "SWP",
-           "SWPPrefix", "SWPSWS", "SWS", "SWSMLP", "Sampler", "SamplerConfig", "Vocabulary",
-           "Walk", "WalkDropout", "WalkRecord", "choosing", "forced_log_probs",
-           "legal_log_softmax", "make_sampler", "register_sampler", "route_of_arcs", "with_forced"]
+__all__ = [
+    "NoLookahead",
+    "Paths",
+    "PrefixGRU",
+    "Route",
+    "Rows",
+    "SAMPLERS",
+    "SWA",
+    "SWP",
+    "SWPPrefix",
+    "SWPSWS",
+    "SWS",
+    "SWSMLP",
+    "Sampler",
+    "SamplerConfig",
+    "Vocabulary",
+    "Walk",
+    "WalkDropout",
+    "WalkRecord",
+    "choosing",
+    "forced_log_probs",
+    "legal_log_softmax",
+    "make_sampler",
+    "register_sampler",
+    "route_of_arcs",
+    "with_forced",
+]

@@ -99,8 +99,10 @@ class Sampler(torch.nn.Module):
         self.config = config if config is not None else SamplerConfig()
         if self.reads_symbols and not (self.vocabulary and self.vocabulary.symbols):
             # Without them every x and y symbol would read as unknown: a sampler blind to x, y.
-            raise ValueError(f"the {self.name} sampler reads x and y, but its vocabulary lists "
-                             f"no symbols: build it with Vocabulary.of(T) for the task's MFST T")
+            raise ValueError(
+                f"the {self.name} sampler reads x and y, but its vocabulary lists "
+                f"no symbols: build it with Vocabulary.of(T) for the task's MFST T"
+            )
 
     @property
     def bos(self) -> int:
@@ -115,8 +117,13 @@ class Sampler(torch.nn.Module):
         """Per-batch context shared by every walker (computed once, with gradients)."""
         return None
 
-    def start(self, batch: LatticeBatch, context: Any, lattice: Tensor,
-              record: Optional[WalkRecord] = None) -> Walk:
+    def start(
+        self,
+        batch: LatticeBatch,
+        context: Any,
+        lattice: Tensor,
+        record: Optional[WalkRecord] = None,
+    ) -> Walk:
         """N fresh walkers; the walk carries ``record`` (only samplers that score in one pass
         are given one: see :meth:`path_log_probs`)."""
         raise NotImplementedError
@@ -127,8 +134,9 @@ class Sampler(torch.nn.Module):
     def advance(self, batch: LatticeBatch, context: Any, walk: Walk, choice: Tensor) -> Walk:
         raise NotImplementedError
 
-    def path_log_probs(self, batch: LatticeBatch, context: Any, route: Route,
-                       record: Optional[WalkRecord] = None) -> Tensor:
+    def path_log_probs(
+        self, batch: LatticeBatch, context: Any, route: Route, record: Optional[WalkRecord] = None
+    ) -> Tensor:
         """(N, T, D + 1): log q of every column at every position of known paths up to their
         STOP (teacher forcing; ``route`` from :func:`~.route.route_of_arcs`). This default
         steps through the positions; samplers override it with one batched pass, which reads
@@ -141,14 +149,19 @@ class Sampler(torch.nn.Module):
         return torch.stack(out, dim=1)
 
     # -- helpers for subclasses ---------------------------------------------------------
-    def initial_walk(self, batch: LatticeBatch, lattice: Tensor, hidden: Any,
-                     record: Optional[WalkRecord] = None) -> Walk:
+    def initial_walk(
+        self, batch: LatticeBatch, lattice: Tensor, hidden: Any, record: Optional[WalkRecord] = None
+    ) -> Walk:
         n = len(lattice)
-        return Walk(lattice=lattice, state=batch.start[lattice],
-                    alive=torch.ones(n, dtype=torch.bool, device=lattice.device),
-                    length=torch.zeros(n, dtype=torch.long, device=lattice.device),
-                    last_mark=torch.full((n,), self.bos, dtype=torch.long, device=lattice.device),
-                    hidden=hidden, record=record)
+        return Walk(
+            lattice=lattice,
+            state=batch.start[lattice],
+            alive=torch.ones(n, dtype=torch.bool, device=lattice.device),
+            length=torch.zeros(n, dtype=torch.long, device=lattice.device),
+            last_mark=torch.full((n,), self.bos, dtype=torch.long, device=lattice.device),
+            hidden=hidden,
+            record=record,
+        )
 
     @staticmethod
     def moved(batch: LatticeBatch, walk: Walk, choice: Tensor, hidden: Any = None) -> Walk:
@@ -160,12 +173,15 @@ class Sampler(torch.nn.Module):
         if not walk.static and bool((moving & (arc < 0)).any()):  # a check syncs a GPU
             raise ValueError("a walker chose a padding column (not an out-arc of its state)")
         safe = arc.clamp(min=0)
-        return Walk(lattice=walk.lattice,
-                    state=torch.where(moving, batch.arc_dst[safe], walk.state),
-                    alive=walk.alive & ~stop,
-                    length=walk.length + moving.long(),
-                    last_mark=torch.where(moving, batch.arc_mark[safe], walk.last_mark),
-                    hidden=hidden, record=walk.record)
+        return Walk(
+            lattice=walk.lattice,
+            state=torch.where(moving, batch.arc_dst[safe], walk.state),
+            alive=walk.alive & ~stop,
+            length=walk.length + moving.long(),
+            last_mark=torch.where(moving, batch.arc_mark[safe], walk.last_mark),
+            hidden=hidden,
+            record=walk.record,
+        )
 
     @property
     def one_pass(self) -> bool:
@@ -180,10 +196,13 @@ class Sampler(torch.nn.Module):
             for lattice in batch.lattices:
                 lattice.require_acyclic(f"the {self.name} sampler")
         known = self.vocabulary.marks if self.vocabulary else batch.mark_vocab
-        if (len(batch.mark_vocab) != self.vocab_size and self.vocab_size) or \
-                (known is not batch.mark_vocab and known != batch.mark_vocab):
-            raise ValueError(f"the {self.name} sampler's {self.vocab_size} marks are not the "
-                             f"batch's {len(batch.mark_vocab)}: it belongs to another task")
+        if (len(batch.mark_vocab) != self.vocab_size and self.vocab_size) or (
+            known is not batch.mark_vocab and known != batch.mark_vocab
+        ):
+            raise ValueError(
+                f"the {self.name} sampler's {self.vocab_size} marks are not the "
+                f"batch's {len(batch.mark_vocab)}: it belongs to another task"
+            )
 
     # -- generic sampling and scoring ---------------------------------------------------
     def _cap(self, batch: LatticeBatch, max_length: Optional[int]) -> int:
@@ -191,8 +210,13 @@ class Sampler(torch.nn.Module):
             max_length = self.config.max_length
         return batch.max_height if max_length is None else max_length
 
-    def sample(self, batch: LatticeBatch, k: int, generator: Optional[torch.Generator] = None,
-               max_length: Optional[int] = None) -> Paths:
+    def sample(
+        self,
+        batch: LatticeBatch,
+        k: int,
+        generator: Optional[torch.Generator] = None,
+        max_length: Optional[int] = None,
+    ) -> Paths:
         """Draw k paths per lattice (ancestral sampling); log q keeps its gradient.
 
         ``generator`` must live on the batch's device. Raises PathTooLongError if a path
@@ -201,8 +225,13 @@ class Sampler(torch.nn.Module):
         with cpu_threads(batch.device):  # a step is many small ops: threads only add overhead
             return self._sample(batch, k, generator, max_length)
 
-    def _sample(self, batch: LatticeBatch, k: int, generator: Optional[torch.Generator],
-                max_length: Optional[int]) -> Paths:
+    def _sample(
+        self,
+        batch: LatticeBatch,
+        k: int,
+        generator: Optional[torch.Generator],
+        max_length: Optional[int],
+    ) -> Paths:
         context = self.prepare(batch)
         B = batch.batch_size
         lattice = torch.arange(B, device=batch.device).repeat_interleave(k)
@@ -210,22 +239,35 @@ class Sampler(torch.nn.Module):
         # paths with them; the record carries the walk's dropout masks and states to the pass.
         record = WalkRecord(len(lattice), self.walks_statically(batch)) if self.one_pass else None
         with torch.no_grad() if record else nullcontext():
-            route, arcs, step_log_q = self._walk(batch, context, lattice, k, generator,
-                                                 self._cap(batch, max_length), record)
+            route, arcs, step_log_q = self._walk(
+                batch, context, lattice, k, generator, self._cap(batch, max_length), record
+            )
         if record is not None:
             step_log_q = self._route_log_q(batch, context, route, record)
-        return Paths(arcs=arcs.view(B, k, -1), marks=route.marks.view(B, k, -1),
-                     lengths=route.lengths.view(B, k), log_q=step_log_q.sum(1).view(B, k),
-                     step_log_q=step_log_q.view(B, k, -1), context=context)
+        return Paths(
+            arcs=arcs.view(B, k, -1),
+            marks=route.marks.view(B, k, -1),
+            lengths=route.lengths.view(B, k),
+            log_q=step_log_q.sum(1).view(B, k),
+            step_log_q=step_log_q.view(B, k, -1),
+            context=context,
+        )
 
     def walks_statically(self, batch: LatticeBatch) -> bool:
         """Whether :meth:`sample` walks ``batch`` with static shapes (``config.static_walk``)."""
         static = self.config.static_walk
         return self.one_pass and (batch.device.type == "cuda" if static is None else static)
 
-    def _walk(self, batch: LatticeBatch, context: Any, lattice: Tensor, k: int,
-              generator: Optional[torch.Generator], cap: int, record: Optional[WalkRecord]
-              ) -> tuple[Route, Tensor, Optional[Tensor]]:
+    def _walk(
+        self,
+        batch: LatticeBatch,
+        context: Any,
+        lattice: Tensor,
+        k: int,
+        generator: Optional[torch.Generator],
+        cap: int,
+        record: Optional[WalkRecord],
+    ) -> tuple[Route, Tensor, Optional[Tensor]]:
         """Walk ``lattice`` (N,) (k walkers per lattice) to the end: the paths' route, their
         arcs (N, L) and log q of each choice (N, L + 1) as the walk computed it (None from an
         eager walk without gradients that has a record: the one pass gives it). With a static
@@ -253,13 +295,19 @@ class Sampler(torch.nn.Module):
             raise PathTooLongError(f"{self.name}: a sampled path exceeded max_length={cap} marks")
         L = int(walk.length.max())
         arcs_t = torch.stack(arcs, 1)[:, :L]
-        route = Route(lattice, torch.stack(states, 1)[:, :L + 1],
-                      torch.stack(choices, 1)[:, :L + 1], batch.marks_of(arcs_t), walk.length,
-                      per_lattice=k)
-        return route, arcs_t, torch.stack(steps, dim=1)[:, :L + 1] if gather else None
+        route = Route(
+            lattice,
+            torch.stack(states, 1)[:, : L + 1],
+            torch.stack(choices, 1)[:, : L + 1],
+            batch.marks_of(arcs_t),
+            walk.length,
+            per_lattice=k,
+        )
+        return route, arcs_t, torch.stack(steps, dim=1)[:, : L + 1] if gather else None
 
-    def _route_log_q(self, batch: LatticeBatch, context: Any, route: Route,
-                     record: Optional[WalkRecord] = None) -> Tensor:
+    def _route_log_q(
+        self, batch: LatticeBatch, context: Any, route: Route, record: Optional[WalkRecord] = None
+    ) -> Tensor:
         """(N, T) log q of each choice of ``route``, 0 after STOP."""
         lp = self.path_log_probs(batch, context, route, record)
         step = lp.gather(2, route.choice[..., None]).squeeze(2)

@@ -36,7 +36,8 @@ def forced_log_probs(batch: LatticeBatch, states: Tensor, dtype: torch.dtype) ->
     elsewhere (at most states of most lattices: one out-arc, not final)."""
     legal = batch.legal[states]
     return torch.zeros(legal.shape, dtype=dtype, device=states.device).masked_fill(
-        ~legal, float("-inf"))
+        ~legal, float("-inf")
+    )
 
 
 def choosing(batch: LatticeBatch, walk: Walk) -> Optional[Tensor]:
@@ -56,9 +57,13 @@ def with_forced(batch: LatticeBatch, walk: Walk, rows: Tensor, log_probs: Tensor
 
 
 @torch.no_grad()
-def choose(batch: LatticeBatch, walk: Walk, log_probs: Tensor,
-           generator: Optional[torch.Generator] = None, noise: Optional[Tensor] = None
-           ) -> tuple[Tensor, Tensor]:
+def choose(
+    batch: LatticeBatch,
+    walk: Walk,
+    log_probs: Tensor,
+    generator: Optional[torch.Generator] = None,
+    noise: Optional[Tensor] = None,
+) -> tuple[Tensor, Tensor]:
     """One move per walker drawn from ``log_probs`` (N, D + 1): the column chosen (N,) and
     the arc it takes (N,), -1 for STOP. Walkers that have ended choose STOP again, at no cost.
 

@@ -24,8 +24,9 @@ class WalkDropout(nn.Dropout):
     walk saw) or to rows of given walkers; :meth:`walker_mask` hands it out. Without a record
     it is plain (inverted) dropout. Either way p is rounded to a multiple of 1/256."""
 
-    def forward(self, x: Tensor, record: Optional[WalkRecord] = None,
-                walkers: Optional[Tensor] = None) -> Tensor:
+    def forward(
+        self, x: Tensor, record: Optional[WalkRecord] = None, walkers: Optional[Tensor] = None
+    ) -> Tensor:
         """``walkers``: when x (n, w) holds rows of the walkers ``walkers`` (n,), each row
         takes its walker's mask."""
         if record is None:  # plain dropout
@@ -38,17 +39,21 @@ class WalkDropout(nn.Dropout):
             return x * mask[walkers]
         return x * (mask[:, None] if x.dim() == 3 else mask)
 
-    def walker_mask(self, like: Tensor, walkers: int, record: Optional[WalkRecord] = None
-                    ) -> Optional[Tensor]:
+    def walker_mask(
+        self, like: Tensor, walkers: int, record: Optional[WalkRecord] = None
+    ) -> Optional[Tensor]:
         """Each walker's mask (walkers, w), w the last size of ``like``, or None when this
         dropout does nothing (evaluation, p = 0): the record's (drawn now if this is its first
         use; ``walkers`` is then the record's), or without one a fresh one."""
         keep = kept_of_256(self.p)
         if not self.training or keep == 256:
             return None
+
         def draw() -> Tensor:
             return dropout_mask(like, (walkers, like.shape[-1]), keep)
+
         return draw() if record is None else record.mask(self, draw)
+
 
 def kept_of_256(p: float) -> int:
     """Dropout keeps a unit with probability (this) / 256: 1 - p rounded to a multiple of
@@ -63,5 +68,5 @@ def dropout_mask(like: Tensor, shape: tuple[int, ...], keep: int) -> Tensor:
     multiplying by a bool one costs 2–3× more, forward and backward.)"""
     numel = math.prod(shape)
     bits = torch.empty((numel + 7) // 8, dtype=torch.int64, device=like.device)
-    units = bits.random_(-2 ** 63, None).view(torch.uint8)[:numel].view(shape)
+    units = bits.random_(-(2**63), None).view(torch.uint8)[:numel].view(shape)
     return (units < keep).to(like.dtype).mul_(256 / keep)

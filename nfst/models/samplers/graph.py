@@ -72,13 +72,26 @@ class Tape:
     @staticmethod
     def empty(walkers: int, steps: int, noise: Tensor) -> "Tape":
         longs = torch.zeros(walkers, steps, dtype=torch.long, device=noise.device)
-        return Tape(longs, longs.clone(), longs.clone(), noise.new_zeros(walkers, steps),
-                    torch.zeros(1, dtype=torch.long, device=noise.device))
+        return Tape(
+            longs,
+            longs.clone(),
+            longs.clone(),
+            noise.new_zeros(walkers, steps),
+            torch.zeros(1, dtype=torch.long, device=noise.device),
+        )
 
 
-def static_walk(sampler: Any, batch: LatticeBatch, context: Any, lattice: Tensor, k: int,
-                generator: Optional[torch.Generator], cap: int, record: WalkRecord,
-                capture: Optional[bool] = None) -> tuple[Route, Tensor, Tensor]:
+def static_walk(
+    sampler: Any,
+    batch: LatticeBatch,
+    context: Any,
+    lattice: Tensor,
+    k: int,
+    generator: Optional[torch.Generator],
+    cap: int,
+    record: WalkRecord,
+    capture: Optional[bool] = None,
+) -> tuple[Route, Tensor, Tensor]:
     """``Sampler._walk`` with static shapes (see the module docstring): the paths' route,
     their arcs (N, L) and the log q of each choice (N, L + 1) as the walk computed it.
     ``record`` must be static (``WalkRecord(N, static=True)``); call under ``no_grad``.
@@ -95,12 +108,14 @@ def static_walk(sampler: Any, batch: LatticeBatch, context: Any, lattice: Tensor
     with torch.cuda.stream(stream) if stream is not None else nullcontext():
         walk = sampler.start(batch, context, lattice, record)
         log_probs = sampler.log_probs(batch, context, walk)
-        noise = torch.empty((cap + 1,) + log_probs.shape, dtype=log_probs.dtype,
-                            device=device).exponential_(generator=generator)
+        noise = torch.empty(
+            (cap + 1,) + log_probs.shape, dtype=log_probs.dtype, device=device
+        ).exponential_(generator=generator)
         tape = Tape.empty(len(lattice), cap + 1, noise)
 
         def step(log_probs: Optional[Tensor] = None) -> None:
             _step(sampler, batch, context, walk, noise, tape, log_probs)
+
         step(log_probs)
         _run(step, walk, cap + 1, capture)
     if stream is not None:
@@ -109,9 +124,15 @@ def static_walk(sampler: Any, batch: LatticeBatch, context: Any, lattice: Tensor
         raise PathTooLongError(f"{sampler.name}: a sampled path exceeded max_length={cap} marks")
     L = int(walk.length.max())
     arcs = tape.arcs[:, :L]
-    route = Route(lattice, tape.states[:, :L + 1], tape.choices[:, :L + 1], batch.marks_of(arcs),
-                  walk.length, per_lattice=k)
-    return route, arcs, tape.log_q[:, :L + 1]
+    route = Route(
+        lattice,
+        tape.states[:, : L + 1],
+        tape.choices[:, : L + 1],
+        batch.marks_of(arcs),
+        walk.length,
+        per_lattice=k,
+    )
+    return route, arcs, tape.log_q[:, : L + 1]
 
 
 def _run(step: Callable[[], None], walk: Walk, steps: int, capture: bool) -> None:
@@ -143,15 +164,26 @@ def _capture(step: Callable[[], None], device: torch.device) -> Optional[torch.c
             graph.capture_end()
     except Exception as error:  # noqa: BLE001 — whatever failed, the walk can go on
         _FAILED.add(device)
-        warnings.warn(f"capturing the walk as a CUDA graph failed on {device} ({error}); "
-                      "walks there launch each step instead", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"capturing the walk as a CUDA graph failed on {device} ({error}); "
+            "walks there launch each step instead",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return None
     _GRAPHS[device] = graph
     return graph
 
 
-def _step(sampler: Any, batch: LatticeBatch, context: Any, walk: Walk, noise: Tensor,
-          tape: Tape, log_probs: Optional[Tensor] = None) -> None:
+def _step(
+    sampler: Any,
+    batch: LatticeBatch,
+    context: Any,
+    walk: Walk,
+    noise: Tensor,
+    tape: Tape,
+    log_probs: Optional[Tensor] = None,
+) -> None:
     """One step of every walker, in place: column ``tape.t`` of the tape, the walk's tensors
     overwritten with the walk after it. ``log_probs``: this step's, if already computed."""
     if log_probs is None:
@@ -160,8 +192,12 @@ def _step(sampler: Any, batch: LatticeBatch, context: Any, walk: Walk, noise: Te
     choice, arc = choose(batch, walk, log_probs, noise=noise.index_select(0, t)[0])
     log_q = log_probs.gather(1, choice[:, None])[:, 0]
     log_q = torch.where(walk.alive, log_q, torch.zeros_like(log_q))
-    for columns, column in ((tape.states, walk.state), (tape.choices, choice),
-                            (tape.arcs, arc), (tape.log_q, log_q)):
+    for columns, column in (
+        (tape.states, walk.state),
+        (tape.choices, choice),
+        (tape.arcs, arc),
+        (tape.log_q, log_q),
+    ):
         columns.index_copy_(1, t, column[:, None])
     moved = sampler.advance(batch, context, walk, choice)
     for name in ("state", "alive", "length", "last_mark", "hidden"):

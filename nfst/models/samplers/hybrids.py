@@ -54,8 +54,13 @@ class SWPPrefix(SWP):
         nn.init.zeros_(self.g.bias)
         self.drop_step = WalkDropout(self.config.dropout)
 
-    def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor,
-              record: Optional[WalkRecord] = None) -> Walk:
+    def start(
+        self,
+        batch: LatticeBatch,
+        context: WeightedLattice,
+        lattice: Tensor,
+        record: Optional[WalkRecord] = None,
+    ) -> Walk:
         h = self.prefix.step(torch.full_like(lattice, self.bos), record=record)
         return self.initial_walk(batch, lattice, h, record)
 
@@ -76,8 +81,9 @@ class SWPPrefix(SWP):
             g = self.g(self.drop_step(walk.hidden[rows], walk.record, walkers=rows))  # (n, d + 1)
             if walk.record is not None:
                 walk.record.keep(self, g)  # the scoring's g at this step's positions
-            return with_forced(batch, walk, rows,
-                               self.bonus_log_probs(batch, context, walk.state[rows], g))
+            return with_forced(
+                batch, walk, rows, self.bonus_log_probs(batch, context, walk.state[rows], g)
+            )
         # finding the real arcs would sync a GPU with the host too
         g = self.g(self.drop_step(walk.hidden, walk.record))  # (N, d + 1)
         arcs = batch.out_arcs[walk.state]  # (N, D)
@@ -85,24 +91,34 @@ class SWPPrefix(SWP):
         dense = torch.einsum("nd,nkd->nk", g[:, :-1], e)
         return torch.log_softmax(context.table[walk.state] + torch.cat([dense, g[:, -1:]], 1), 1)
 
-    def path_log_probs(self, batch: LatticeBatch, context: WeightedLattice, route: Route,
-                       record: Optional[WalkRecord] = None) -> Tensor:
+    def path_log_probs(
+        self,
+        batch: LatticeBatch,
+        context: WeightedLattice,
+        route: Route,
+        record: Optional[WalkRecord] = None,
+    ) -> Tensor:
         h, rows = self.prefix.run_choosing(batch, route, self.bos, record)  # (m, d)
         x = self.drop_step(h, record, walkers=rows.paths)
         walked = None if record is None else record.replay(self, rows.running)
-        g = self.g(x) if walked is None else ReplayedLinear.apply(x, self.g.weight, self.g.bias,
-                                                                  walked)  # (m, d + 1)
+        g = (
+            self.g(x)
+            if walked is None
+            else ReplayedLinear.apply(x, self.g.weight, self.g.bias, walked)
+        )  # (m, d + 1)
         lp = self.bonus_log_probs(batch, context, rows.at(route.states), g)
         return rows.place(lp, forced_log_probs(batch, route.states, lp.dtype))
 
-    def bonus_log_probs(self, batch: LatticeBatch, context: WeightedLattice, states: Tensor,
-                        g: Tensor) -> Tensor:
+    def bonus_log_probs(
+        self, batch: LatticeBatch, context: WeightedLattice, states: Tensor, g: Tensor
+    ) -> Tensor:
         """(n, D + 1): log q at states (n,) given g (n, d + 1) there."""
         bonus = self.arc_bonus(g, batch, batch.out_arcs[states], context.arc_embed)
         return torch.log_softmax(context.table[states] + bonus, dim=1)
 
-    def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
-                choice: Tensor) -> Walk:
+    def advance(
+        self, batch: LatticeBatch, context: WeightedLattice, walk: Walk, choice: Tensor
+    ) -> Walk:
         moved = self.moved(batch, walk, choice)
         moved.hidden = self.prefix.advance(batch, walk, moved)
         return moved
@@ -126,27 +142,38 @@ class SWPSWS(SWP):
     def prepare(self, batch: LatticeBatch) -> HybridContext:
         return HybridContext(super().prepare(batch), self.sws.prepare(batch))
 
-    def start(self, batch: LatticeBatch, context: HybridContext, lattice: Tensor,
-              record: Optional[WalkRecord] = None) -> Walk:
+    def start(
+        self,
+        batch: LatticeBatch,
+        context: HybridContext,
+        lattice: Tensor,
+        record: Optional[WalkRecord] = None,
+    ) -> Walk:
         return self.sws.start(batch, context.sws, lattice, record)
 
     def log_probs(self, batch: LatticeBatch, context: HybridContext, walk: Walk) -> Tensor:
         rows = choosing(batch, walk)
         if rows is None:
-            return self.combine(batch, context, walk.state,
-                                self.sws.mark_logits(batch, walk))
+            return self.combine(batch, context, walk.state, self.sws.mark_logits(batch, walk))
         logits = self.sws.mark_logits(batch, walk, rows)
-        return with_forced(batch, walk, rows,
-                           self.combine(batch, context, walk.state[rows], logits))
+        return with_forced(
+            batch, walk, rows, self.combine(batch, context, walk.state[rows], logits)
+        )
 
-    def path_log_probs(self, batch: LatticeBatch, context: HybridContext, route: Route,
-                       record: Optional[WalkRecord] = None) -> Tensor:
+    def path_log_probs(
+        self,
+        batch: LatticeBatch,
+        context: HybridContext,
+        route: Route,
+        record: Optional[WalkRecord] = None,
+    ) -> Tensor:
         logits, rows = self.sws.path_logits(batch, context.sws, route, record)
         lp = self.combine(batch, context, rows.at(route.states), logits)
         return rows.place(lp, forced_log_probs(batch, route.states, lp.dtype))
 
-    def combine(self, batch: LatticeBatch, context: HybridContext, states: Tensor,
-                logits: Tensor) -> Tensor:
+    def combine(
+        self, batch: LatticeBatch, context: HybridContext, states: Tensor, logits: Tensor
+    ) -> Tensor:
         """(..., D + 1): the product of experts at states (...), SWS logits (..., V + 1)."""
         marks = batch.arc_mark[batch.out_arcs[states].clamp(min=0)]
         local = torch.cat([logits.gather(-1, marks), logits[..., -1:]], dim=-1)
@@ -155,6 +182,7 @@ class SWPSWS(SWP):
         scaled = (self.alpha * table.masked_fill(illegal, 0.0)).masked_fill(illegal, float("-inf"))
         return torch.log_softmax(scaled + local, dim=-1)
 
-    def advance(self, batch: LatticeBatch, context: HybridContext, walk: Walk,
-                choice: Tensor) -> Walk:
+    def advance(
+        self, batch: LatticeBatch, context: HybridContext, walk: Walk, choice: Tensor
+    ) -> Walk:
         return self.sws.advance(batch, context.sws, walk, choice)

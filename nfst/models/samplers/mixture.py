@@ -46,12 +46,13 @@ def mixture_counts(shares: Sequence[float], k: int) -> tuple[int, ...]:
     """k_c summing to k, proportional to ``shares`` (positive, any total) by largest
     remainders; every component gets at least one path when k allows."""
     if k < 1 or not shares or min(shares) <= 0:
-        raise ValueError(f"a mixture needs k ≥ 1 and positive shares, got k = {k}, "
-                         f"shares = {list(shares)}")
+        raise ValueError(
+            f"a mixture needs k ≥ 1 and positive shares, got k = {k}, shares = {list(shares)}"
+        )
     total = sum(shares)
     exact = [s / total * k for s in shares]
     counts = [int(e) for e in exact]
-    for c in sorted(range(len(shares)), key=lambda c: counts[c] - exact[c])[:k - sum(counts)]:
+    for c in sorted(range(len(shares)), key=lambda c: counts[c] - exact[c])[: k - sum(counts)]:
         counts[c] += 1
     while k >= len(counts) and 0 in counts:  # every component draws
         counts[counts.index(max(counts))] -= 1
@@ -62,13 +63,19 @@ def mixture_counts(shares: Sequence[float], k: int) -> tuple[int, ...]:
 def _pad(arcs: Sequence[Tensor]) -> Tensor:
     """(B, k_c, L_c) -1 padded arc tensors joined along k (padded to the longest L)."""
     L = max(t.shape[2] for t in arcs)
-    return torch.cat([torch.nn.functional.pad(t, (0, L - t.shape[2]), value=-1) for t in arcs],
-                     dim=1)
+    return torch.cat(
+        [torch.nn.functional.pad(t, (0, L - t.shape[2]), value=-1) for t in arcs], dim=1
+    )
 
 
-def mixture_draw(components: Sequence[Sampler], shares: Sequence[float], batch: LatticeBatch,
-                 k: int, generator: Optional[torch.Generator] = None,
-                 grad: Sequence[int] = ()) -> MixtureDraw:
+def mixture_draw(
+    components: Sequence[Sampler],
+    shares: Sequence[float],
+    batch: LatticeBatch,
+    k: int,
+    generator: Optional[torch.Generator] = None,
+    grad: Sequence[int] = (),
+) -> MixtureDraw:
     """k paths per pair from the mixture of ``components`` (module docstring). Components
     whose index is in ``grad`` sample and score in their current mode with gradients; the
     others in eval mode without."""
@@ -85,8 +92,15 @@ def mixture_draw(components: Sequence[Sampler], shares: Sequence[float], batch: 
             own = next((paths.context for d, paths in drawn if d == c), None)
             if own is None:  # a component with no paths of its own
                 own = q.prepare(batch)
-            log_q.append(torch.cat([paths.log_q if d == c else q.score(batch, paths.arcs, own)
-                                    for d, paths in drawn], dim=1))
+            log_q.append(
+                torch.cat(
+                    [
+                        paths.log_q if d == c else q.score(batch, paths.arcs, own)
+                        for d, paths in drawn
+                    ],
+                    dim=1,
+                )
+            )
     log_q = torch.stack(log_q)
     log_shares = torch.log(torch.tensor(counts, dtype=log_q.dtype, device=log_q.device) / k)
     log_r = torch.logsumexp(log_q.detach() + log_shares[:, None, None], dim=0)

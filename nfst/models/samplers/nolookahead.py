@@ -33,21 +33,24 @@ class NoLookahead(Sampler):
         self.drop = WalkDropout(self.config.dropout)
         self.out = nn.Linear(d, self.vocab_size + 1)  # marks, then STOP
 
-    def start(self, batch: LatticeBatch, context, lattice: Tensor,
-              record: Optional[WalkRecord] = None) -> Walk:
+    def start(
+        self, batch: LatticeBatch, context, lattice: Tensor, record: Optional[WalkRecord] = None
+    ) -> Walk:
         h = self.prefix.step(torch.full_like(lattice, self.bos), record=record)
         return self.initial_walk(batch, lattice, h, record)
 
     def log_probs(self, batch: LatticeBatch, context, walk: Walk) -> Tensor:
         rows = choosing(batch, walk)
         if rows is None:
-            return legal_log_softmax(batch, walk.state,
-                                     self.out(self.drop(walk.hidden, walk.record)))
+            return legal_log_softmax(
+                batch, walk.state, self.out(self.drop(walk.hidden, walk.record))
+            )
         logits = self.out(self.drop(walk.hidden[rows], walk.record, walkers=rows))
         return with_forced(batch, walk, rows, legal_log_softmax(batch, walk.state[rows], logits))
 
-    def path_log_probs(self, batch: LatticeBatch, context, route: Route,
-                       record: Optional[WalkRecord] = None) -> Tensor:
+    def path_log_probs(
+        self, batch: LatticeBatch, context, route: Route, record: Optional[WalkRecord] = None
+    ) -> Tensor:
         h, rows = self.prefix.run_choosing(batch, route, self.bos, record)  # (m, d)
         logits = self.out(self.drop(h, record, walkers=rows.paths))
         lp = legal_log_softmax(batch, rows.at(route.states), logits)

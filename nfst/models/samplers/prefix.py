@@ -46,14 +46,20 @@ class PrefixGRU(nn.Module):
 
         def table() -> Tensor:
             return torch.addmm(g.bias_ih_l0, self.embed.weight, g.weight_ih_l0.T)
+
         return table() if record is None else record.constant(self, table)
 
     def input_gates(self, marks: Tensor, record: Optional[WalkRecord] = None) -> Tensor:
         """W_ih e[ω] + b_ih (..., 3d) for marks (...), with dropout (see WalkDropout)."""
         return self.drop(nn.functional.embedding(marks, self.gate_table(record)), record)
 
-    def step(self, marks: Tensor, h: Optional[Tensor] = None, rows: Optional[Tensor] = None,
-             record: Optional[WalkRecord] = None) -> Tensor:
+    def step(
+        self,
+        marks: Tensor,
+        h: Optional[Tensor] = None,
+        rows: Optional[Tensor] = None,
+        record: Optional[WalkRecord] = None,
+    ) -> Tensor:
         """h after reading ``marks`` (N,); with ``rows`` (n,), only those walkers read (the
         others' h is returned as it was), which saves the work of dead walkers on a CPU."""
         g = self.gru
@@ -69,8 +75,9 @@ class PrefixGRU(nn.Module):
             record.keep(self, states)  # this step's position of the walkers that read
         return states[0] if rows is None else h.index_copy(0, rows, states[0])
 
-    def advance(self, batch: LatticeBatch, walk: Walk, moved: Walk, h: Optional[Tensor] = None
-                ) -> Tensor:
+    def advance(
+        self, batch: LatticeBatch, walk: Walk, moved: Walk, h: Optional[Tensor] = None
+    ) -> Tensor:
         """The prefix state after ``walk`` moved to ``moved``: only walkers that emitted a
         mark and still have a choice ahead (``batch.choice_ahead``) read it; the others keep
         theirs, which no head reads again: their q is forced from here on (see
@@ -80,11 +87,15 @@ class PrefixGRU(nn.Module):
         reading = (moved.length > walk.length) & batch.choice_ahead[moved.state]
         if not walk.static:  # skip the others (finding them syncs a GPU)
             return self.step(moved.last_mark, h, reading.nonzero().squeeze(1), walk.record)
-        return torch.where(reading[:, None], self.step(moved.last_mark, h, record=walk.record),
-                           h)
+        return torch.where(reading[:, None], self.step(moved.last_mark, h, record=walk.record), h)
 
-    def run(self, route: Route, bos: int, batch: Optional[LatticeBatch] = None,
-            record: Optional[WalkRecord] = None) -> Tensor:
+    def run(
+        self,
+        route: Route,
+        bos: int,
+        batch: Optional[LatticeBatch] = None,
+        record: Optional[WalkRecord] = None,
+    ) -> Tensor:
         """(N, T, d): h at every position of known paths (h_0 after BOS, h_t after mark t)
         in one recurrence over all N paths; positions past a path's end are zero, and with
         ``batch``, so are those a walk leaves alone (see :meth:`positions`)."""
@@ -95,8 +106,9 @@ class PrefixGRU(nn.Module):
         h = self.run_packed(packing, len(marks), record)
         return packing.place(h, h.new_zeros(*marks.shape, h.shape[1]))
 
-    def run_choosing(self, batch: LatticeBatch, route: Route, bos: int,
-                     record: Optional[WalkRecord] = None) -> tuple[Tensor, Rows]:
+    def run_choosing(
+        self, batch: LatticeBatch, route: Route, bos: int, record: Optional[WalkRecord] = None
+    ) -> tuple[Tensor, Rows]:
         """:meth:`run` at just the positions where the walker has a choice (see
         :func:`~.choices.forced_log_probs`): h (m, d) at the Rows returned. The recurrence
         reads every mark up to each path's last choice (two host syncs to lay out the rows)."""
@@ -110,8 +122,9 @@ class PrefixGRU(nn.Module):
         return h[pick], rows
 
     @staticmethod
-    def positions(route: Route, bos: int, batch: Optional[LatticeBatch] = None
-                  ) -> tuple[Tensor, Tensor]:
+    def positions(
+        route: Route, bos: int, batch: Optional[LatticeBatch] = None
+    ) -> tuple[Tensor, Tensor]:
         """The marks read at each position (N, T), BOS first, and how many positions of
         each path (N,) the recurrence reads: all up to its end, or with ``batch`` those a
         walk reads (:meth:`advance`): up to its last with a choice ahead, and at least h_0."""
@@ -121,21 +134,25 @@ class PrefixGRU(nn.Module):
         ahead = batch.choice_ahead[route.states] & route.valid  # a prefix of each path
         return marks, ahead.sum(1).clamp(min=1)
 
-    def fused(self, marks: Tensor, lengths: Tensor, record: Optional[WalkRecord] = None
-              ) -> Tensor:
+    def fused(self, marks: Tensor, lengths: Tensor, record: Optional[WalkRecord] = None) -> Tensor:
         g = self.gru
-        return fused_recurrence(self.input_gates(marks, record), lengths, g.weight_hh_l0,
-                                g.bias_hh_l0)
+        return fused_recurrence(
+            self.input_gates(marks, record), lengths, g.weight_hh_l0, g.bias_hh_l0
+        )
 
-    def run_packed(self, packing: Packing, walkers: int, record: Optional[WalkRecord] = None
-                   ) -> Tensor:
+    def run_packed(
+        self, packing: Packing, walkers: int, record: Optional[WalkRecord] = None
+    ) -> Tensor:
         """(P, d): h at the rows of ``packing``, paths of ``walkers`` walkers (on a CPU); the
         states a walk recorded in ``record`` stand in for the forward pass."""
         g = self.gru
         table = self.gate_table(record)
         mask = self.drop.walker_mask(table, walkers, record)
-        walked = None if record is None else record.replay(
-            self, packing.running, lambda states: len(states[0]))
+        walked = (
+            None
+            if record is None
+            else record.replay(self, packing.running, lambda states: len(states[0]))
+        )
         return Recurrence.apply(table, g.weight_hh_l0, g.bias_hh_l0, packing, mask, walked)
 
 

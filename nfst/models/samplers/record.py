@@ -66,8 +66,9 @@ class WalkRecord:
         if not torch.is_grad_enabled() and not self.static:
             self.steps.setdefault(module, []).append(entry)
 
-    def replay(self, module: nn.Module, running: Sequence[int], rows: Callable = len
-               ) -> Optional[list]:
+    def replay(
+        self, module: nn.Module, running: Sequence[int], rows: Callable = len
+    ) -> Optional[list]:
         """What ``module`` recorded at each step of the walk, for the one-pass scoring of its
         paths, or None if it recorded nothing. A walk reads step t's positions, in walker
         order, at its t-th step: just the rows that the scoring lays out at step t
@@ -76,7 +77,7 @@ class WalkRecord:
         tape = self.steps.get(module)
         if not tape:
             return None
-        steps, rest = tape[:len(running)], tape[len(running):]
+        steps, rest = tape[: len(running)], tape[len(running) :]
         if [rows(entry) for entry in steps] != list(running) or any(rows(entry) for entry in rest):
             raise RuntimeError("the recorded walk is not the paths being scored")
         return steps
@@ -87,8 +88,10 @@ def _not_capturing(what: str) -> None:
     replayed graph would form it anew at every step (``graph`` captures a walk's step after
     step 0, which forms all of it). The capture then fails and the walk goes on without it."""
     if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
-        raise RuntimeError(f"a walk's {what} was first formed while capturing a CUDA graph; "
-                           "form it at the walk's first step")
+        raise RuntimeError(
+            f"a walk's {what} was first formed while capturing a CUDA graph; "
+            "form it at the walk's first step"
+        )
 
 
 class ReplayedLinear(torch.autograd.Function):

@@ -19,8 +19,9 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from .route import Packing
 
 
-def gru_step(gi: Tensor, h: Tensor, weight_hh: Tensor, bias_hh: Tensor
-             ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+def gru_step(
+    gi: Tensor, h: Tensor, weight_hh: Tensor, bias_hh: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """One GRU step (PyTorch's equations and gate order r, z, n) from input gates gi (n, 3d):
 
         r, z = σ(gi_rz + W_hr,hz h + b_hr,hz),   c = tanh(gi_n + r ⊙ (W_hn h + b_hn)),
@@ -31,9 +32,9 @@ def gru_step(gi: Tensor, h: Tensor, weight_hh: Tensor, bias_hh: Tensor
     times slower than its sigmoid."""
     d = h.shape[1]
     gh = torch.addmm(bias_hh, h, weight_hh.T)
-    rz = torch.sigmoid(gi[:, :2 * d] + gh[:, :2 * d])
-    gh_n = gh[:, 2 * d:]
-    c = torch.sigmoid(torch.addcmul(gi[:, 2 * d:], rz[:, :d], gh_n).mul_(2)).mul(2).sub_(1)
+    rz = torch.sigmoid(gi[:, : 2 * d] + gh[:, : 2 * d])
+    gh_n = gh[:, 2 * d :]
+    c = torch.sigmoid(torch.addcmul(gi[:, 2 * d :], rz[:, :d], gh_n).mul_(2)).mul(2).sub_(1)
     return torch.addcmul(c, rz[:, d:], h - c), rz, c, gh_n, h
 
 
@@ -44,8 +45,15 @@ class Recurrence(torch.autograd.Function):
     P × 3d gates or gradients is ever formed."""
 
     @staticmethod
-    def forward(ctx, table: Tensor, weight_hh: Tensor, bias_hh: Tensor, packing: Packing,
-                mask: Optional[Tensor] = None, walked: Optional[list[tuple[Tensor, ...]]] = None):
+    def forward(
+        ctx,
+        table: Tensor,
+        weight_hh: Tensor,
+        bias_hh: Tensor,
+        packing: Packing,
+        mask: Optional[Tensor] = None,
+        walked: Optional[list[tuple[Tensor, ...]]] = None,
+    ):
         """``walked``: :func:`gru_step`'s states of each step's rows, when a walk already
         computed them; the forward pass is then only the output's concatenation."""
         if walked is None:
@@ -54,8 +62,9 @@ class Recurrence(torch.autograd.Function):
                 gi = table[packing.marks[rows]]
                 if mask is not None:
                     gi = gi * mask[packing.paths[rows]]
-                h_prev = gi.new_zeros(len(gi), weight_hh.shape[1]) if t == 0 else \
-                    h[packing.parent[rows]]
+                h_prev = (
+                    gi.new_zeros(len(gi), weight_hh.shape[1]) if t == 0 else h[packing.parent[rows]]
+                )
                 walked.append(gru_step(gi, h_prev, weight_hh, bias_hh))
                 h = walked[-1][0]
         ctx.save_for_backward(table, weight_hh, mask)
@@ -81,22 +90,29 @@ class Recurrence(torch.autograd.Function):
                 dh = dh.index_add(0, packing.parent[spans[t + 1]], carry)
             dz = dh * rz[:, d:]
             grad_gi = torch.empty_like(grad_gh[rows])  # [d_r d_z d_c], the input gates'
-            d_c = torch.ops.aten.tanh_backward.grad_input(dh - dz, c,            # through tanh
-                                                          grad_input=grad_gi[:, 2 * d:])
+            d_c = torch.ops.aten.tanh_backward.grad_input(
+                dh - dz,
+                c,  # through tanh
+                grad_input=grad_gi[:, 2 * d :],
+            )
             torch.mul(d_c, gh_n, out=grad_gi[:, :d])
-            torch.mul(dh, h_prev - c, out=grad_gi[:, d:2 * d])
+            torch.mul(dh, h_prev - c, out=grad_gi[:, d : 2 * d])
             d_rz = torch.ops.aten.sigmoid_backward.grad_input(
-                grad_gi[:, :2 * d], rz, grad_input=grad_gi[:, :2 * d])
+                grad_gi[:, : 2 * d], rz, grad_input=grad_gi[:, : 2 * d]
+            )
             gh = grad_gh[rows]
-            gh[:, :2 * d] = d_rz
-            torch.mul(d_c, rz[:, :d], out=gh[:, 2 * d:])
+            gh[:, : 2 * d] = d_rz
+            torch.mul(d_c, rz[:, :d], out=gh[:, 2 * d :])
             if mask is not None:
                 grad_gi *= mask[packing.paths[rows]]
             grad_table.index_add_(0, packing.marks[rows], grad_gi)
             carry = torch.addmm(dz, gh, weight_hh) if t else None
         later = slice(packing.running[0], None)  # the rows of t ≥ 1
-        h_prev = torch.cat([states[4] for states in walked[1:]]) if len(walked) > 1 else \
-            grad_out.new_zeros(0, d)
+        h_prev = (
+            torch.cat([states[4] for states in walked[1:]])
+            if len(walked) > 1
+            else grad_out.new_zeros(0, d)
+        )
         return grad_table, grad_gh[later].T @ h_prev, grad_gh.sum(0), None, None, None
 
 
@@ -107,10 +123,16 @@ def fused_recurrence(gi: Tensor, lengths: Tensor, weight_hh: Tensor, bias_hh: Te
     (exactly: each product is one term times 1)."""
     d = weight_hh.shape[1]
     packed = pack_padded_sequence(gi, lengths.cpu(), batch_first=True, enforce_sorted=False)
-    weights = [torch.eye(3 * d, dtype=gi.dtype, device=gi.device), weight_hh,
-               gi.new_zeros(3 * d), bias_hh]
+    weights = [
+        torch.eye(3 * d, dtype=gi.dtype, device=gi.device),
+        weight_hh,
+        gi.new_zeros(3 * d),
+        bias_hh,
+    ]
     h0 = gi.new_zeros(1, len(gi), d)
-    out = torch._VF.gru(packed.data, packed.batch_sizes, h0, weights, True, 1, 0.0,
-                        torch.is_grad_enabled(), False)[0]
-    return pad_packed_sequence(packed._replace(data=out), batch_first=True,
-                               total_length=gi.shape[1])[0]
+    out = torch._VF.gru(
+        packed.data, packed.batch_sizes, h0, weights, True, 1, 0.0, torch.is_grad_enabled(), False
+    )[0]
+    return pad_packed_sequence(
+        packed._replace(data=out), batch_first=True, total_length=gi.shape[1]
+    )[0]

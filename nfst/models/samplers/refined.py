@@ -58,29 +58,37 @@ class RefinedLatticeSampler(Sampler):
     def prepare(self, batch: LatticeBatch) -> RefinedContext:
         refinement = self.refine(batch)
         refined = refinement.batch
-        arc_lp, stop_lp = transition_log_probs(refined, refinement.arc_weights,
-                                               refinement.final_weights)
+        arc_lp, stop_lp = transition_log_probs(
+            refined, refinement.arc_weights, refinement.final_weights
+        )
         table = transition_table(refined, arc_lp, stop_lp)
         D = batch.out_arcs.shape[1]
         pad = D + 1 - table.shape[1]  # the refined batch's widest state may be narrower
-        table = torch.cat([table[:, :-1], table.new_full((len(table), pad), float("-inf")),
-                           table[:, -1:]], 1)
-        out = torch.nn.functional.pad(refined.out_arcs, (0, D - refined.out_arcs.shape[1]),
-                                      value=-1)
+        table = torch.cat(
+            [table[:, :-1], table.new_full((len(table), pad), float("-inf")), table[:, -1:]], 1
+        )
+        out = torch.nn.functional.pad(
+            refined.out_arcs, (0, D - refined.out_arcs.shape[1]), value=-1
+        )
         next_state = torch.where(out >= 0, refined.arc_dst[out.clamp(min=0)], -1)
         return RefinedContext(refinement, table, next_state)
 
-    def start(self, batch: LatticeBatch, context: RefinedContext, lattice: Tensor,
-              record: Optional[WalkRecord] = None) -> Walk:
+    def start(
+        self,
+        batch: LatticeBatch,
+        context: RefinedContext,
+        lattice: Tensor,
+        record: Optional[WalkRecord] = None,
+    ) -> Walk:
         return self.initial_walk(batch, lattice, context.refinement.batch.start[lattice], record)
 
     def log_probs(self, batch: LatticeBatch, context: RefinedContext, walk: Walk) -> Tensor:
         return context.table[walk.hidden]
 
-    def advance(self, batch: LatticeBatch, context: RefinedContext, walk: Walk,
-                choice: Tensor) -> Walk:
+    def advance(
+        self, batch: LatticeBatch, context: RefinedContext, walk: Walk, choice: Tensor
+    ) -> Walk:
         moved = self.moved(batch, walk, choice)
-        step = context.next_state[walk.hidden,
-                                  choice.clamp(max=context.next_state.shape[1] - 1)]
+        step = context.next_state[walk.hidden, choice.clamp(max=context.next_state.shape[1] - 1)]
         moving = walk.alive & moved.alive
         return Walk(**vars(moved) | {"hidden": torch.where(moving, step, walk.hidden)})

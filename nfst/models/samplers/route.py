@@ -49,8 +49,9 @@ class Route:
         return t <= self.lengths[:, None]
 
 
-def route_of_arcs(batch: LatticeBatch, lattice: Tensor, arcs: Tensor,
-                  per_lattice: Optional[int] = None) -> Route:
+def route_of_arcs(
+    batch: LatticeBatch, lattice: Tensor, arcs: Tensor, per_lattice: Optional[int] = None
+) -> Route:
     """The route of paths given as arcs (N, L), -1 after the end (batch-global arc ids);
     ``per_lattice`` as in :class:`Route`.
     Raises ValueError if a path is not one: an arc that does not leave the current state, a

@@ -50,28 +50,48 @@ class SWA(Sampler):
         self.symbol_embed = nn.Embedding(self.vocabulary.num_symbol_ids, d, padding_idx=0)
         self.encoder = nn.GRU(d, d // 2, batch_first=True, bidirectional=True)
         self.drop = nn.Dropout(self.config.dropout)
-        self.drop_h, self.drop_att = (WalkDropout(self.config.dropout),
-                                      WalkDropout(self.config.dropout))
+        self.drop_h, self.drop_att = (
+            WalkDropout(self.config.dropout),
+            WalkDropout(self.config.dropout),
+        )
         self.out = nn.Linear(2 * d, self.vocab_size + 1)  # W = [W_h W_a]; marks, then STOP
 
     def prepare(self, batch: LatticeBatch) -> Encoded:
         strings = [tuple(lat.x) + (SEPARATOR,) + tuple(reversed(lat.y)) for lat in batch.lattices]
         ids, lengths = self.vocabulary.symbol_ids(strings, batch.device)
-        packed = pack_padded_sequence(self.drop(self.symbol_embed(ids)), torch.tensor(lengths),
-                                      batch_first=True, enforce_sorted=False)
-        enc, _ = pad_packed_sequence(self.encoder(packed)[0], batch_first=True,
-                                     total_length=ids.shape[1])
+        packed = pack_padded_sequence(
+            self.drop(self.symbol_embed(ids)),
+            torch.tensor(lengths),
+            batch_first=True,
+            enforce_sorted=False,
+        )
+        enc, _ = pad_packed_sequence(
+            self.encoder(packed)[0], batch_first=True, total_length=ids.shape[1]
+        )
         return Encoded(enc, ids == 0)
 
-    def start(self, batch: LatticeBatch, context: Encoded, lattice: Tensor,
-              record: Optional[WalkRecord] = None) -> Walk:
+    def start(
+        self,
+        batch: LatticeBatch,
+        context: Encoded,
+        lattice: Tensor,
+        record: Optional[WalkRecord] = None,
+    ) -> Walk:
         h = self.prefix.step(torch.full_like(lattice, self.bos), record=record)
         mask = self.drop_att.walker_mask(context.enc, len(lattice), record)
         return self.initial_walk(batch, lattice, (h, mask), record)
 
-    def logits(self, context: Encoded, lattice: Tensor, h: Tensor, mask: Optional[Tensor],
-               record: Optional[WalkRecord], walkers: Optional[Tensor] = None,
-               per_lattice: Optional[int] = None, static: bool = False) -> Tensor:
+    def logits(
+        self,
+        context: Encoded,
+        lattice: Tensor,
+        h: Tensor,
+        mask: Optional[Tensor],
+        record: Optional[WalkRecord],
+        walkers: Optional[Tensor] = None,
+        per_lattice: Optional[int] = None,
+        static: bool = False,
+    ) -> Tensor:
         """(n, V + 1): W[1; h; Att(h, enc)] (003:2–3) for prefix states h (n, d) of walkers on
         ``lattice`` (n,), with the attention's dropout ``mask`` (N, d) of each walker (None:
         none) on Att(h, enc): as it is the walker's at every step, it drops the same units of
@@ -81,13 +101,19 @@ class SWA(Sampler):
         attended = self.attend(context, lattice, h, per_lattice, static)
         if mask is not None:
             attended = attended * (mask if walkers is None else mask[walkers])
-        own = nn.functional.linear(self.drop_h(h, record, walkers=walkers),
-                                   self.out.weight[:, :d], self.out.bias)
+        own = nn.functional.linear(
+            self.drop_h(h, record, walkers=walkers), self.out.weight[:, :d], self.out.bias
+        )
         return torch.addmm(own, attended, self.out.weight[:, d:].T)
 
     @staticmethod
-    def attend(context: Encoded, lattice: Tensor, h: Tensor, per_lattice: Optional[int] = None,
-               static: bool = False) -> Tensor:
+    def attend(
+        context: Encoded,
+        lattice: Tensor,
+        h: Tensor,
+        per_lattice: Optional[int] = None,
+        static: bool = False,
+    ) -> Tensor:
         """Att(h, enc) = Σ_i a_i enc_i, a = softmax_i(h · enc_i) over the row's lattice's
         encoding (003:3): (n, d) for h (n, d), rows on ``lattice`` (n,), in batched products
         per lattice: ``per_lattice`` k when the rows are lattice-major, k per lattice (their
@@ -96,8 +122,9 @@ class SWA(Sampler):
         B, d = len(context.enc), h.shape[1]
         if static:
             enc = context.enc[lattice]  # (n, |enc|, d)
-            scores = torch.bmm(enc, h[:, :, None])[..., 0].masked_fill(context.pad[lattice],
-                                                                        float("-inf"))
+            scores = torch.bmm(enc, h[:, :, None])[..., 0].masked_fill(
+                context.pad[lattice], float("-inf")
+            )
             return torch.bmm(torch.softmax(scores, 1)[:, None], enc)[:, 0]
         if per_lattice is not None:
             return SWA._attend_groups(context, h.view(B, per_lattice, d)).view(len(h), d)
@@ -120,14 +147,31 @@ class SWA(Sampler):
     def log_probs(self, batch: LatticeBatch, context: Encoded, walk: Walk) -> Tensor:
         h, mask = walk.hidden
         B, N = len(context.enc), len(walk)
-        lattice_major = N % B == 0 and not walk.static and torch.equal(
-            walk.lattice, torch.arange(B, device=h.device).repeat_interleave(N // B))
-        logits = self.logits(context, walk.lattice, h, mask, walk.record,
-                             per_lattice=N // B if lattice_major else None, static=walk.static)
+        lattice_major = (
+            N % B == 0
+            and not walk.static
+            and torch.equal(
+                walk.lattice, torch.arange(B, device=h.device).repeat_interleave(N // B)
+            )
+        )
+        logits = self.logits(
+            context,
+            walk.lattice,
+            h,
+            mask,
+            walk.record,
+            per_lattice=N // B if lattice_major else None,
+            static=walk.static,
+        )
         return legal_log_softmax(batch, walk.state, logits)
 
-    def path_log_probs(self, batch: LatticeBatch, context: Encoded, route: Route,
-                       record: Optional[WalkRecord] = None) -> Tensor:
+    def path_log_probs(
+        self,
+        batch: LatticeBatch,
+        context: Encoded,
+        route: Route,
+        record: Optional[WalkRecord] = None,
+    ) -> Tensor:
         """At the positions with a choice only (elsewhere q is forced: see ``choices``)."""
         h, rows = self.prefix.run_choosing(batch, route, self.bos, record)  # (m, d)
         mask = self.drop_att.walker_mask(context.enc, len(route.lattice), record)

@@ -53,7 +53,9 @@ class WFSTSampler(Sampler):
 
     requires_acyclic = True
 
-    def arc_log_weights(self, batch: LatticeBatch) -> tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+    def arc_log_weights(
+        self, batch: LatticeBatch
+    ) -> tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
         """(log w (A,), β (S,) or None to compute it, arc embeddings (A, d) or None)."""
         raise NotImplementedError
 
@@ -62,19 +64,30 @@ class WFSTSampler(Sampler):
         arc_lp, stop_lp = transition_log_probs(batch, log_w, batch.final_weights(log_w.dtype), beta)
         return WeightedLattice(transition_table(batch, arc_lp, stop_lp), arc_embed)
 
-    def start(self, batch: LatticeBatch, context: WeightedLattice, lattice: Tensor,
-              record: Optional[WalkRecord] = None) -> Walk:
+    def start(
+        self,
+        batch: LatticeBatch,
+        context: WeightedLattice,
+        lattice: Tensor,
+        record: Optional[WalkRecord] = None,
+    ) -> Walk:
         return self.initial_walk(batch, lattice, None, record)
 
     def log_probs(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk) -> Tensor:
         return context.table[walk.state]
 
-    def path_log_probs(self, batch: LatticeBatch, context: WeightedLattice, route: Route,
-                       record: Optional[WalkRecord] = None) -> Tensor:
+    def path_log_probs(
+        self,
+        batch: LatticeBatch,
+        context: WeightedLattice,
+        route: Route,
+        record: Optional[WalkRecord] = None,
+    ) -> Tensor:
         return context.table[route.states]
 
-    def advance(self, batch: LatticeBatch, context: WeightedLattice, walk: Walk,
-                choice: Tensor) -> Walk:
+    def advance(
+        self, batch: LatticeBatch, context: WeightedLattice, walk: Walk, choice: Tensor
+    ) -> Walk:
         return self.moved(batch, walk, choice)
 
 
@@ -94,8 +107,14 @@ class Algorithm1(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, mark_part: Tensor, U_state: Tensor, w: Tensor, batch: LatticeBatch,
-                arc_embed: bool = True):
+    def forward(
+        ctx,
+        mark_part: Tensor,
+        U_state: Tensor,
+        w: Tensor,
+        batch: LatticeBatch,
+        arc_embed: bool = True,
+    ):
         S, A, d = batch.num_states, batch.num_arcs, mark_part.shape[1]
         order = batch.backward_arc_order  # arcs in level order, level by level
         marks = batch.arc_mark[order]
@@ -114,19 +133,22 @@ class Algorithm1(torch.autograd.Function):
         for level in batch.backward_levels[1:]:
             lo, hi, arcs = level.states.start, level.states.stop, level.arcs
             e = torch.add(mark_part[marks[arcs]], proj_s[level.other], out=embed[arcs])
-            e.sigmoid_()                                                            # line 4
-            lw = torch.mv(e, w, out=log_w[arcs])                                    # line 5
+            e.sigmoid_()  # line 4
+            lw = torch.mv(e, w, out=log_w[arcs])  # line 5
             through = lw + beta[level.other]  # log w β(s') per arc
-            b = LogSemiring.segment_sum(through, level.segment, beta[lo:hi])              # line 6
-            qa = torch.exp(through - b[level.segment], out=q[arcs])                 # line 7
-            e_s = embed_s[lo:hi].zero_().index_add_(0, level.segment, qa[:, None] * e)   # line 8
+            b = LogSemiring.segment_sum(through, level.segment, beta[lo:hi])  # line 6
+            qa = torch.exp(through - b[level.segment], out=q[arcs])  # line 7
+            e_s = embed_s[lo:hi].zero_().index_add_(0, level.segment, qa[:, None] * e)  # line 8
             beta[lo:hi] = b
             torch.mm(e_s, U_T, out=proj_s[lo:hi])
         ctx.save_for_backward(mark_part, U_state, w, embed_s, embed, q)
         ctx.batch = batch
         ctx.set_materialize_grads(False)
-        return (log_w[batch.backward_arc_rank], beta[batch.level_index],
-                embed if arc_embed else None)
+        return (
+            log_w[batch.backward_arc_rank],
+            beta[batch.level_index],
+            embed if arc_embed else None,
+        )
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -137,8 +159,11 @@ class Algorithm1(torch.autograd.Function):
         # Adjoints, in the forward pass's orders; a state's are complete once every level
         # above it has been visited (only arcs from higher levels read it). An output that
         # no loss reads has no gradient (None).
-        g_beta = (grad_beta[batch.level_order].clone() if grad_beta is not None else
-                  embed_s.new_zeros(len(embed_s)))
+        g_beta = (
+            grad_beta[batch.level_order].clone()
+            if grad_beta is not None
+            else embed_s.new_zeros(len(embed_s))
+        )
         g_proj = torch.zeros_like(embed_s)
         g_log_w = grad_log_w[order] if grad_log_w is not None else q.new_zeros(len(q))
         g_mark = torch.zeros_like(mark_part)
@@ -147,17 +172,20 @@ class Algorithm1(torch.autograd.Function):
             for level in reversed(batch.backward_levels[1:]):
                 lo, hi, arcs, seg = level.states.start, level.states.stop, level.arcs, level.segment
                 e, qa = embed[arcs], q[arcs]
-                g_e_s = (g_proj[lo:hi] @ U_state)[seg]           # proj_s = e_s U_stateᵀ
-                g_q = (g_e_s * e).sum(1)                          # e_s = Σ q e
-                g_e = (qa[:, None] * g_e_s if grad_embed is None else
-                       torch.addcmul(grad_embed[arcs], qa[:, None], g_e_s))
+                g_e_s = (g_proj[lo:hi] @ U_state)[seg]  # proj_s = e_s U_stateᵀ
+                g_q = (g_e_s * e).sum(1)  # e_s = Σ q e
+                g_e = (
+                    qa[:, None] * g_e_s
+                    if grad_embed is None
+                    else torch.addcmul(grad_embed[arcs], qa[:, None], g_e_s)
+                )
                 # q = exp(through − b): b's adjoint collects −Σ g_q q; b = logsumexp(through, final)
                 g_b = g_beta[lo:hi] - torch.zeros_like(g_beta[lo:hi]).index_add_(0, seg, g_q * qa)
                 g_through = qa * (g_q + g_b[seg])
-                g_beta.index_add_(0, level.other, g_through)     # through = log w + β(s')
+                g_beta.index_add_(0, level.other, g_through)  # through = log w + β(s')
                 g_lw = g_log_w[arcs].add_(g_through)  # in place: g_log_w is ours
                 g_pre = torch.ops.aten.sigmoid_backward(g_e.addr_(g_lw, w), e)  # e = σ(pre)
-                g_mark.index_add_(0, marks[arcs], g_pre)          # pre = mark_part[ω] + proj(s')
+                g_mark.index_add_(0, marks[arcs], g_pre)  # pre = mark_part[ω] + proj(s')
                 g_proj.index_add_(0, level.other, g_pre)
         # the weights' adjoints, summed over every level at once: log w = w · e per arc and
         # proj_s = e_s U_stateᵀ per state (dead ends have e_s = 0)
@@ -183,8 +211,9 @@ class SWP(WFSTSampler):
         ``reads_arc_embed``. Dropout applies to the mark embeddings."""
         mark_part = self.U_mark(self.drop(self.mark_embed.weight))  # (V, d): U_1 + U_mark e_ω
         with cpu_threads(batch.device):
-            return Algorithm1.apply(mark_part, self.U_state.weight, self.w.weight[0], batch,
-                                    self.reads_arc_embed)
+            return Algorithm1.apply(
+                mark_part, self.U_state.weight, self.w.weight[0], batch, self.reads_arc_embed
+            )
 
     def prepare(self, batch: LatticeBatch) -> WeightedLattice:
         """With ``config.budget`` < 1, Algorithm 1 on a randomized sub-lattice and the defensive
@@ -193,9 +222,15 @@ class SWP(WFSTSampler):
             return super().prepare(batch)
         mark_part = self.U_mark(self.drop(self.mark_embed.weight))
         config = RDPConfig(budget=self.config.budget, proposal="alpha-beta")
-        log_w, beta, embed, cheap = randomized_weights(mark_part, self.U_state.weight,
-                                                       self.w.weight[0], batch, config,
-                                                       arc_embed=self.reads_arc_embed)
-        hat = transition_table(batch, *transition_log_probs(
-            batch, log_w, batch.final_weights(log_w.dtype), beta))
+        log_w, beta, embed, cheap = randomized_weights(
+            mark_part,
+            self.U_state.weight,
+            self.w.weight[0],
+            batch,
+            config,
+            arc_embed=self.reads_arc_embed,
+        )
+        hat = transition_table(
+            batch, *transition_log_probs(batch, log_w, batch.final_weights(log_w.dtype), beta)
+        )
         return WeightedLattice(defensive_table(hat, transition_table(batch, *cheap), beta), embed)

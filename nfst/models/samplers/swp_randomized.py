@@ -47,8 +47,15 @@ class RandomizedAlgorithm1(torch.autograd.Function):
     so memory, like time, scales with the budget."""
 
     @staticmethod
-    def forward(ctx, mark_part: Tensor, U_state: Tensor, w: Tensor, batch: LatticeBatch,
-                config: RDPConfig, cheap_alpha: Tensor):
+    def forward(
+        ctx,
+        mark_part: Tensor,
+        U_state: Tensor,
+        w: Tensor,
+        batch: LatticeBatch,
+        config: RDPConfig,
+        cheap_alpha: Tensor,
+    ):
         S, A, d = batch.num_states, batch.num_arcs, mark_part.shape[1]
         order = batch.backward_arc_order
         marks = batch.arc_mark[order]
@@ -64,8 +71,9 @@ class RandomizedAlgorithm1(torch.autograd.Function):
 
         def select(lo, hi):
             nonlocal store_e, store_p, used
-            log_c[lo:hi] = select_level(proposal_score(config, beta[lo:hi], hint[lo:hi]),
-                                        groups[lo], config)
+            log_c[lo:hi] = select_level(
+                proposal_score(config, beta[lo:hi], hint[lo:hi]), groups[lo], config
+            )
             rows = torch.isfinite(log_c[lo:hi]).nonzero().squeeze(1) + lo
             if used + len(rows) > len(store_e):  # Bernoulli inclusion may exceed the budget
                 grow = store_e.new_zeros(max(len(store_e), len(rows)), d)
@@ -79,18 +87,19 @@ class RandomizedAlgorithm1(torch.autograd.Function):
             lo, hi = level.states.start, level.states.stop
             keep = (slot[level.other] >= 0).nonzero().squeeze(1)
             arcs, seg, other = keep + level.arcs.start, level.segment[keep], level.other[keep]
-            e = torch.sigmoid(mark_part[marks[arcs]] + store_p[slot[other]])    # line 4
-            lw = e @ w                                                          # line 5
+            e = torch.sigmoid(mark_part[marks[arcs]] + store_p[slot[other]])  # line 4
+            lw = e @ w  # line 5
             through = lw + log_c[other] + beta[other]
-            b = LogSemiring.segment_sum(through, seg, beta[lo:hi])                   # line 6
-            qa = torch.exp(through - b[seg])                                    # line 7
+            b = LogSemiring.segment_sum(through, seg, beta[lo:hi])  # line 6
+            qa = torch.exp(through - b[seg])  # line 7
             beta[lo:hi] = b
             log_w[arcs] = lw
             r0, r1 = select(lo, hi)
             src = slot[seg + lo] - r0  # the arc's source among this level's kept rows, or < 0
             m = src >= 0
-            store_e[r0:r1] = e.new_zeros(r1 - r0, d).index_add_(                # line 8
-                0, src[m], qa[m, None] * e[m])
+            store_e[r0:r1] = e.new_zeros(r1 - r0, d).index_add_(  # line 8
+                0, src[m], qa[m, None] * e[m]
+            )
             store_p[r0:r1] = store_e[r0:r1] @ U_state.T
             levels.append((lo, hi, arcs, seg, other, src, m, r0, r1, e, qa))
         ctx.save_for_backward(mark_part, U_state, w, store_e[:used], slot)
@@ -116,18 +125,18 @@ class RandomizedAlgorithm1(torch.autograd.Function):
         end = len(grad_embed)
         with cpu_threads(batch.device):
             for lo, hi, arcs, seg, other, src, m, r0, r1, e, qa in reversed(ctx.levels):
-                g_e_out, end = grad_embed[end - len(arcs):end], end - len(arcs)
-                g_U += g_store_p[r0:r1].T @ store_e[r0:r1]      # store_p = e_s U_stateᵀ
+                g_e_out, end = grad_embed[end - len(arcs) : end], end - len(arcs)
+                g_U += g_store_p[r0:r1].T @ store_e[r0:r1]  # store_p = e_s U_stateᵀ
                 g_e_s = torch.zeros_like(e)
                 g_e_s[m] = (g_store_p[r0:r1] @ U_state)[src[m]]  # per arc: its source's ∂e_s
-                g_q = (g_e_s * e).sum(1)                          # e_s = Σ q e
+                g_q = (g_e_s * e).sum(1)  # e_s = Σ q e
                 g_b = g_beta[lo:hi] - torch.zeros_like(g_beta[lo:hi]).index_add_(0, seg, g_q * qa)
                 g_through = qa * (g_q + g_b[seg])
-                g_beta.index_add_(0, other, g_through)           # through = log w + log c + β̂(s')
+                g_beta.index_add_(0, other, g_through)  # through = log w + log c + β̂(s')
                 g_lw = g_log_w[arcs] + g_through
-                g_w += e.T @ g_lw                                 # log w = w · e
+                g_w += e.T @ g_lw  # log w = w · e
                 g_pre = (g_e_out + qa[:, None] * g_e_s + g_lw[:, None] * w) * e * (1 - e)
-                g_mark.index_add_(0, marks[arcs], g_pre)          # pre = mark_part[ω] + proj(s')
+                g_mark.index_add_(0, marks[arcs], g_pre)  # pre = mark_part[ω] + proj(s')
                 g_store_p.index_add_(0, slot[other], g_pre)
         return g_mark, g_U, g_w, None, None, None
 
@@ -139,15 +148,21 @@ def defensive_table(hat: Tensor, cheap: Tensor, beta: Tensor, eps: float = DEFEN
     ok = torch.isfinite(hat)
     legal = torch.isfinite(cheap)
     base = torch.where(legal, cheap, torch.zeros_like(cheap))  # keeps gradients NaN-free
-    mixed = torch.logaddexp(math.log1p(-eps) + torch.where(ok, hat, torch.zeros_like(hat)),
-                            math.log(eps) + base)
+    mixed = torch.logaddexp(
+        math.log1p(-eps) + torch.where(ok, hat, torch.zeros_like(hat)), math.log(eps) + base
+    )
     base_only = torch.where(torch.isfinite(beta)[:, None], math.log(eps) + base, base)
     return torch.where(ok, mixed, torch.where(legal, base_only, torch.full_like(hat, -math.inf)))
 
 
-def randomized_weights(mark_part: Tensor, U_state: Tensor, w: Tensor, batch: LatticeBatch,
-                       config: RDPConfig, arc_embed: bool = False
-                       ) -> tuple[Tensor, Tensor, Optional[Tensor], tuple[Tensor, Tensor]]:
+def randomized_weights(
+    mark_part: Tensor,
+    U_state: Tensor,
+    w: Tensor,
+    batch: LatticeBatch,
+    config: RDPConfig,
+    arc_embed: bool = False,
+) -> tuple[Tensor, Tensor, Optional[Tensor], tuple[Tensor, Tensor]]:
     """Randomized Algorithm 1 and the cheap model: log w + log c(dst) (A,) (-inf on arcs into
     dropped states), log β̂ (S,), e (A, d) in level order as Algorithm 1's if ``arc_embed``
     (0 on arcs not evaluated) else None, and the cheap model's (log q⁰ per arc (A,), log q⁰(STOP) (S,))."""
@@ -158,8 +173,12 @@ def randomized_weights(mark_part: Tensor, U_state: Tensor, w: Tensor, batch: Lat
         cheap_alpha = forward(batch, cheap_w)
         cheap = transition_log_probs(batch, cheap_w, final, cheap_beta)
     with cpu_threads(batch.device):
-        log_w, beta, embed, arcs, log_c = RandomizedAlgorithm1.apply(mark_part, U_state, w,
-                                                                     batch, config, cheap_alpha)
-    full = embed.new_zeros(batch.num_arcs, embed.shape[1]).index_copy(0, arcs, embed) \
-        if arc_embed else None
+        log_w, beta, embed, arcs, log_c = RandomizedAlgorithm1.apply(
+            mark_part, U_state, w, batch, config, cheap_alpha
+        )
+    full = (
+        embed.new_zeros(batch.num_arcs, embed.shape[1]).index_copy(0, arcs, embed)
+        if arc_embed
+        else None
+    )
     return log_w + log_c[batch.arc_dst], beta, full, cheap

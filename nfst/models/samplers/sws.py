@@ -81,23 +81,31 @@ class SWS(Sampler):
         ys, ly = self.vocabulary.symbol_ids([lat.y for lat in batch.lattices], batch.device)
         return Suffixes(self.enc_x.encode(xs, lx), self.enc_y.encode(ys, ly))
 
-    def start(self, batch: LatticeBatch, context: Suffixes, lattice: Tensor,
-              record: Optional[WalkRecord] = None) -> Walk:
+    def start(
+        self,
+        batch: LatticeBatch,
+        context: Suffixes,
+        lattice: Tensor,
+        record: Optional[WalkRecord] = None,
+    ) -> Walk:
         h = self.prefix.step(torch.full_like(lattice, self.bos), record=record)
-        return self.initial_walk(batch, lattice,
-                                 (h,) + self.suffix_logits(context, lattice, record), record)
+        return self.initial_walk(
+            batch, lattice, (h,) + self.suffix_logits(context, lattice, record), record
+        )
 
-    def suffix_logits(self, context: Suffixes, lattice: Tensor, record: Optional[WalkRecord]
-                      ) -> tuple[Tensor, Tensor]:
+    def suffix_logits(
+        self, context: Suffixes, lattice: Tensor, record: Optional[WalkRecord]
+    ) -> tuple[Tensor, Tensor]:
         """W_x enc_x(x_{≥i}) for every i (N, |x|max + 1, V + 1) and W_y enc_y(y_{≥j}) for
         every j, W_x and W_y the suffixes' blocks of W, with each walker's dropout: formed
         once per walk (the mask is the walker's at every step), each step reads a row."""
         d, w = self.config.d, self.out_suffix.weight
-        return (nn.functional.linear(self.drop_x(context.x[lattice], record), w[:, :d]),
-                nn.functional.linear(self.drop_y(context.y[lattice], record), w[:, d:]))
+        return (
+            nn.functional.linear(self.drop_x(context.x[lattice], record), w[:, :d]),
+            nn.functional.linear(self.drop_y(context.y[lattice], record), w[:, d:]),
+        )
 
-    def mark_logits(self, batch: LatticeBatch, walk: Walk, rows: Optional[Tensor] = None
-                    ) -> Tensor:
+    def mark_logits(self, batch: LatticeBatch, walk: Walk, rows: Optional[Tensor] = None) -> Tensor:
         """(N, vocab_size + 1): W[1; h_{t-1}; enc_x(x_{≥i}); enc_y(y_{≥j})] for every mark
         and STOP (003:4), before restricting to the legal choices; with ``rows`` (n,), just
         those walkers' (n, vocab_size + 1)."""
@@ -106,16 +114,29 @@ class SWS(Sampler):
             return self.logits_at(batch, walk.state, h, x, y, walk.record)
         return self.logits_at(batch, walk.state[rows], h[rows], x, y, walk.record, rows)
 
-    def path_logits(self, batch: LatticeBatch, context: Suffixes, route: Route,
-                    record: Optional[WalkRecord] = None) -> tuple[Tensor, Rows]:
+    def path_logits(
+        self,
+        batch: LatticeBatch,
+        context: Suffixes,
+        route: Route,
+        record: Optional[WalkRecord] = None,
+    ) -> tuple[Tensor, Rows]:
         """:meth:`mark_logits` at the positions of known paths where the walker has a choice:
         (m, V + 1) at the Rows returned (elsewhere q is forced: ``choices.forced_log_probs``)."""
         h, rows = self.prefix.run_choosing(batch, route, self.bos, record)
         x, y = self.suffix_logits(context, route.lattice, record)
         return self.logits_at(batch, rows.at(route.states), h, x, y, record, rows.paths), rows
 
-    def logits_at(self, batch: LatticeBatch, states: Tensor, h: Tensor, x: Tensor, y: Tensor,
-                  record: Optional[WalkRecord], walkers: Optional[Tensor] = None) -> Tensor:
+    def logits_at(
+        self,
+        batch: LatticeBatch,
+        states: Tensor,
+        h: Tensor,
+        x: Tensor,
+        y: Tensor,
+        record: Optional[WalkRecord],
+        walkers: Optional[Tensor] = None,
+    ) -> Tensor:
         """(n, V + 1) at states (n,) for prefix states h (n, d) and the suffix logits x, y
         (from :meth:`suffix_logits`) of ``walkers`` (n,) (default: row r is walker r)."""
         i, j = batch.positions[states].unbind(-1)
@@ -127,11 +148,15 @@ class SWS(Sampler):
         if rows is None:
             return legal_log_softmax(batch, walk.state, self.mark_logits(batch, walk))
         logits = self.mark_logits(batch, walk, rows)
-        return with_forced(batch, walk, rows,
-                           legal_log_softmax(batch, walk.state[rows], logits))
+        return with_forced(batch, walk, rows, legal_log_softmax(batch, walk.state[rows], logits))
 
-    def path_log_probs(self, batch: LatticeBatch, context: Suffixes, route: Route,
-                       record: Optional[WalkRecord] = None) -> Tensor:
+    def path_log_probs(
+        self,
+        batch: LatticeBatch,
+        context: Suffixes,
+        route: Route,
+        record: Optional[WalkRecord] = None,
+    ) -> Tensor:
         logits, rows = self.path_logits(batch, context, route, record)
         lp = legal_log_softmax(batch, rows.at(route.states), logits)
         return rows.place(lp, forced_log_probs(batch, route.states, lp.dtype))

@@ -39,18 +39,29 @@ class SWSMLP(SWS):
         self.mix_suffix = nn.Linear(2 * d, d, bias=False)  # [V_x V_y]
         self.mix_out = nn.Linear(d, self.vocab_size + 1, bias=False)  # U; marks, then STOP
 
-    def suffix_logits(self, context: Suffixes, lattice: Tensor, record: Optional[WalkRecord]
-                      ) -> tuple[Tensor, Tensor]:
+    def suffix_logits(
+        self, context: Suffixes, lattice: Tensor, record: Optional[WalkRecord]
+    ) -> tuple[Tensor, Tensor]:
         """(N, |x|max + 1, V + 1 + d): for every i, [W_x e_x; V_x e_x] (SWS's suffix logits,
         then the hidden layer's suffix term), e_x with each walker's dropout; likewise for y
         (N, |y|max + 1, V + 1 + d). :meth:`logits_at` splits them."""
         d = self.config.d
         w = torch.cat([self.out_suffix.weight, self.mix_suffix.weight])  # (V + 1 + d, 2d)
-        return (nn.functional.linear(self.drop_x(context.x[lattice], record), w[:, :d]),
-                nn.functional.linear(self.drop_y(context.y[lattice], record), w[:, d:]))
+        return (
+            nn.functional.linear(self.drop_x(context.x[lattice], record), w[:, :d]),
+            nn.functional.linear(self.drop_y(context.y[lattice], record), w[:, d:]),
+        )
 
-    def logits_at(self, batch: LatticeBatch, states: Tensor, h: Tensor, x: Tensor, y: Tensor,
-                  record: Optional[WalkRecord], walkers: Optional[Tensor] = None) -> Tensor:
+    def logits_at(
+        self,
+        batch: LatticeBatch,
+        states: Tensor,
+        h: Tensor,
+        x: Tensor,
+        y: Tensor,
+        record: Optional[WalkRecord],
+        walkers: Optional[Tensor] = None,
+    ) -> Tensor:
         """(n, V + 1) at states (n,) for prefix states h (n, d) and the suffix rows x, y (from
         :meth:`suffix_logits`) of ``walkers`` (n,) (default: row r is walker r)."""
         i, j = batch.positions[states].unbind(-1)

@@ -59,13 +59,14 @@ class Vocabulary:
         """Number of symbol ids: the size of a symbol embedding table."""
         return len(self.symbols) + len(SPECIAL_SYMBOLS)
 
-    def symbol_ids(self, strings: Sequence[Sequence[str]], device: torch.device
-                   ) -> tuple[Tensor, list[int]]:
+    def symbol_ids(
+        self, strings: Sequence[Sequence[str]], device: torch.device
+    ) -> tuple[Tensor, list[int]]:
         """Padded ids (B, L) of symbol strings (``#`` is the separator, unknown symbols
         share one id, padding is 0) and their lengths."""
         unk = SPECIAL_SYMBOLS.index(UNKNOWN)
         lengths = [len(s) for s in strings]
         ids = torch.zeros(len(strings), max(1, max(lengths)), dtype=torch.long)
         for b, s in enumerate(strings):
-            ids[b, :len(s)] = torch.tensor([self.index.get(c, unk) for c in s], dtype=torch.long)
+            ids[b, : len(s)] = torch.tensor([self.index.get(c, unk) for c in s], dtype=torch.long)
         return ids.to(device), lengths

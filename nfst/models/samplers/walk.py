@@ -27,8 +27,10 @@ def select_tree(obj: Any, index: Tensor) -> Any:
     if isinstance(obj, dict):
         return {key: select_tree(o, index) for key, o in obj.items()}
     if dataclasses.is_dataclass(obj):
-        return dataclasses.replace(obj, **{f.name: select_tree(getattr(obj, f.name), index)
-                                           for f in dataclasses.fields(obj)})
+        return dataclasses.replace(
+            obj,
+            **{f.name: select_tree(getattr(obj, f.name), index) for f in dataclasses.fields(obj)},
+        )
     raise TypeError(f"cannot select walkers from a {type(obj).__name__}")
 
 

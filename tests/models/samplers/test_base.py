@@ -14,8 +14,13 @@ from nfst.models.samplers.record import WalkRecord
 from nfst.models.samplers.route import route_of_arcs
 from tests.helpers.brute import chi_square_critical
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
-from tests.helpers.samplers import (SAMPLER_NAMES, all_paths, dropout_sampler,
-                                   fit_by_inclusive_kl, new_sampler)
+from tests.helpers.samplers import (
+    SAMPLER_NAMES,
+    all_paths,
+    dropout_sampler,
+    fit_by_inclusive_kl,
+    new_sampler,
+)
 from tests.helpers.scorers import random_scorer
 
 
@@ -40,8 +45,11 @@ def step_by_step(sampler, batch, arcs):
             row = batch.out_arcs[walk.state[n]].tolist()
             choice.append(row.index(a) if a >= 0 else stop)
         choice = torch.tensor(choice)
-        total += torch.where(walk.alive, lp[torch.arange(B * k), choice].double(),
-                             torch.zeros(B * k, dtype=torch.float64))
+        total += torch.where(
+            walk.alive,
+            lp[torch.arange(B * k), choice].double(),
+            torch.zeros(B * k, dtype=torch.float64),
+        )
         walk = sampler.advance(batch, context, walk, choice)
     assert not walk.alive.any()
     return total.view(B, k)
@@ -71,8 +79,9 @@ def test_scoring_under_the_sampling_context_repeats_log_q(name):
     batch = LatticeBatch(lats)
     sampler = new_sampler(name, lats).eval()
     paths = sampler.sample(batch, 6, torch.Generator().manual_seed(3))
-    torch.testing.assert_close(sampler.score(batch, paths.arcs, paths.context), paths.log_q,
-                               rtol=0, atol=1e-9)
+    torch.testing.assert_close(
+        sampler.score(batch, paths.arcs, paths.context), paths.log_q, rtol=0, atol=1e-9
+    )
 
 
 @pytest.mark.parametrize("name", SAMPLER_NAMES)
@@ -112,10 +121,14 @@ def test_illegal_choices_have_probability_exactly_zero(name):
         final = batch.final[walk.state]
         assert torch.isneginf(lp[alive & ~final, -1]).all()
         assert torch.isfinite(lp[alive & final, -1]).all()
-        torch.testing.assert_close(lp[alive].exp().sum(1), torch.ones(int(alive.sum()),
-                                                                       dtype=lp.dtype))
-        choice = torch.multinomial(torch.where(alive[:, None], lp, torch.zeros_like(lp)).exp(),
-                                   1, generator=torch.Generator().manual_seed(0)).squeeze(1)
+        torch.testing.assert_close(
+            lp[alive].exp().sum(1), torch.ones(int(alive.sum()), dtype=lp.dtype)
+        )
+        choice = torch.multinomial(
+            torch.where(alive[:, None], lp, torch.zeros_like(lp)).exp(),
+            1,
+            generator=torch.Generator().manual_seed(0),
+        ).squeeze(1)
         walk = sampler.advance(batch, context, walk, choice)
         if not walk.alive.any():
             break
@@ -135,14 +148,19 @@ def test_path_probabilities_sum_to_one_and_do_not_depend_on_the_batch(name):
     for b, lat in enumerate(lats):  # alone, with no padding from longer strings or lattices
         alone = LatticeBatch([lat])
         arcs_b, mask_b = all_paths(alone)
-        torch.testing.assert_close(sampler.score(alone, arcs_b)[0, mask_b[0]],
-                                   log_q[b, mask[b]], rtol=0, atol=1e-10)
+        torch.testing.assert_close(
+            sampler.score(alone, arcs_b)[0, mask_b[0]], log_q[b, mask[b]], rtol=0, atol=1e-10
+        )
     # the cipher lattice has final states with out-arcs and paths of two lengths
     sampler = new_sampler(name, [cipher])
     batch = LatticeBatch([cipher])
     arcs, mask = all_paths(batch)
-    torch.testing.assert_close(torch.logsumexp(sampler.score(batch, arcs), 1),
-                               torch.zeros(1, dtype=torch.float64), rtol=0, atol=1e-10)
+    torch.testing.assert_close(
+        torch.logsumexp(sampler.score(batch, arcs), 1),
+        torch.zeros(1, dtype=torch.float64),
+        rtol=0,
+        atol=1e-10,
+    )
 
 
 @pytest.mark.parametrize("name", SAMPLER_NAMES)
@@ -160,8 +178,10 @@ def test_samples_follow_q(name):
         n = 4000
         paths = sampler.sample(batch, n, torch.Generator().manual_seed(4))
     index = {tuple(a for a in row if a >= 0): i for i, row in enumerate(arcs[0].tolist())}
-    counts = np.bincount([index[tuple(a for a in row if a >= 0)] for row in paths.arcs[0].tolist()],
-                         minlength=len(index))
+    counts = np.bincount(
+        [index[tuple(a for a in row if a >= 0)] for row in paths.arcs[0].tolist()],
+        minlength=len(index),
+    )
     expected = n * q.numpy()
     keep = expected >= 5  # pool the rare cells
     observed = np.append(counts[keep], counts[~keep].sum())
@@ -195,8 +215,9 @@ def test_selected_walkers_continue_like_the_originals(name):
     index = torch.tensor([2, 0, 0, 1])
     picked = walk.select(index)
     assert isinstance(picked, Walk) and len(picked) == 4
-    torch.testing.assert_close(sampler.log_probs(batch, context, picked),
-                               sampler.log_probs(batch, context, walk)[index])
+    torch.testing.assert_close(
+        sampler.log_probs(batch, context, picked), sampler.log_probs(batch, context, walk)[index]
+    )
 
 
 @pytest.mark.parametrize("name", SAMPLER_NAMES)
@@ -285,8 +306,9 @@ def test_sampled_log_q_is_that_of_the_network_that_drew_the_paths(name, train):
     B, _, L = paths.arcs.shape
     torch.manual_seed(7)
     context = sampler.prepare(batch)
-    route = route_of_arcs(batch, torch.arange(B).repeat_interleave(k),
-                          paths.arcs.view(B * k, L), per_lattice=k)
+    route = route_of_arcs(
+        batch, torch.arange(B).repeat_interleave(k), paths.arcs.view(B * k, L), per_lattice=k
+    )
     lp = Sampler.path_log_probs(sampler, batch, context, route, WalkRecord(B * k))
     log_q = (lp.gather(2, route.choice[..., None]).squeeze(2) * route.valid).sum(1).view(B, k)
     expected = torch.autograd.grad(log_q.sum(), params, allow_unused=True)

@@ -27,9 +27,14 @@ def random_walk(batch: LatticeBatch, states: torch.Tensor, seed: int) -> tuple[W
     legal = torch.cat([batch.out_arcs[states] >= 0, batch.final[states][:, None]], 1)
     logits = torch.randn(legal.shape, generator=g, dtype=torch.float64) * 2
     log_q = torch.log_softmax(logits.masked_fill(~legal, float("-inf")), 1)
-    walk = Walk(lattice=torch.zeros(n, dtype=torch.long), state=states,
-                alive=torch.rand(n, generator=g) > 0.2, length=torch.zeros(n, dtype=torch.long),
-                last_mark=torch.zeros(n, dtype=torch.long), hidden=None)
+    walk = Walk(
+        lattice=torch.zeros(n, dtype=torch.long),
+        state=states,
+        alive=torch.rand(n, generator=g) > 0.2,
+        length=torch.zeros(n, dtype=torch.long),
+        last_mark=torch.zeros(n, dtype=torch.long),
+        hidden=None,
+    )
     return walk, log_q
 
 
@@ -60,8 +65,9 @@ def test_legal_log_softmax_normalises_the_legal_marks_and_stop():
     D, V = batch.out_arcs.shape[1], len(batch.mark_vocab)
     assert (batch.final & (batch.out_arcs[:, 0] >= 0)).any()  # STOP among other choices
     states = torch.arange(batch.num_states)
-    logits = torch.randn(len(states), V + 1, generator=torch.Generator().manual_seed(3),
-                         dtype=torch.float64)
+    logits = torch.randn(
+        len(states), V + 1, generator=torch.Generator().manual_seed(3), dtype=torch.float64
+    )
     lp = legal_log_softmax(batch, states, logits)
     for s in states.tolist():
         arcs = batch.out_arcs[s]
@@ -117,7 +123,7 @@ def test_sampling_consumes_the_generator_as_multinomial_does():
         taken.append(arc)
         state = torch.where(moving, batch.arc_dst[arc.clamp(min=0)], state)
         alive = moving
-    expected = torch.stack(taken, 1)[:, :paths.arcs.shape[2]]
+    expected = torch.stack(taken, 1)[:, : paths.arcs.shape[2]]
     assert torch.equal(paths.arcs.view(15, -1), expected)
 
 
@@ -145,8 +151,9 @@ def test_heads_run_only_where_a_walker_chooses_as_if_on_every_row(name, train, m
     sampler = dropout_sampler(name, lats).train(train)
     arcs, _ = all_paths(batch)
     B, k, L = arcs.shape
-    route = route_of_arcs(batch, torch.arange(B).repeat_interleave(k), arcs.view(B * k, L),
-                          per_lattice=k)
+    route = route_of_arcs(
+        batch, torch.arange(B).repeat_interleave(k), arcs.view(B * k, L), per_lattice=k
+    )
     valid = route.valid
     assert (batch.choices[route.states[valid]] == 1).any()  # there are forced positions
     weights = torch.randn(valid.shape, dtype=torch.float64) * valid
@@ -157,8 +164,9 @@ def test_heads_run_only_where_a_walker_chooses_as_if_on_every_row(name, train, m
     def scored(path_log_probs):
         lp = path_log_probs(batch, context, route, record)
         chosen = lp.gather(2, route.choice[..., None]).squeeze(2) * valid
-        return lp[valid], torch.autograd.grad((weights * chosen).sum(), params,
-                                              retain_graph=True, allow_unused=True)
+        return lp[valid], torch.autograd.grad(
+            (weights * chosen).sum(), params, retain_graph=True, allow_unused=True
+        )
 
     one_pass = scored(sampler.path_log_probs)
     stepped = scored(lambda *args: Sampler.path_log_probs(sampler, *args))

@@ -22,7 +22,7 @@ def test_masks_are_ordinary_inverted_dropout_with_p_rounded_to_one_256th(p):
     the 8 units that share one 64-bit draw, and of pairs of neighbours (q²) within 5 standard
     errors; and torch's own dropout kept units at a rate within 1/512 (+ 5 s.e.) of ours."""
     torch.manual_seed(0)
-    n = 2 ** 20
+    n = 2**20
     keep = kept_of_256(p)
     q = keep / 256
     assert abs(q - (1 - p)) <= 1 / 512

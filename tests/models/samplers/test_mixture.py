@@ -8,8 +8,13 @@ import torch
 from nfst.dp.batch import LatticeBatch
 from nfst.models.samplers.mixture import mixture_counts, mixture_draw
 from tests.helpers.lattices import cipher_lattice, small_batch
-from tests.helpers.samplers import (FreeWeightSampler, all_paths, exact_log_p, exact_sampler,
-                                    new_sampler)
+from tests.helpers.samplers import (
+    FreeWeightSampler,
+    all_paths,
+    exact_log_p,
+    exact_sampler,
+    new_sampler,
+)
 from tests.helpers.scorers import random_scorer
 
 
@@ -60,9 +65,13 @@ def test_the_mixture_estimate_of_z_is_unbiased():
     batch = small_batch()
     scorer = random_scorer(len(batch.mark_vocab), seed=4)
     arcs, mask = all_paths(batch)
-    log_z = torch.logsumexp(exact_log_p(scorer, batch, arcs).detach().masked_fill(~mask, -math.inf), 1)
+    log_z = torch.logsumexp(
+        exact_log_p(scorer, batch, arcs).detach().masked_fill(~mask, -math.inf), 1
+    )
     g = torch.Generator().manual_seed(5)
-    narrow = FreeWeightSampler(batch, 3 * torch.randn(batch.num_arcs, dtype=torch.float64, generator=g))
+    narrow = FreeWeightSampler(
+        batch, 3 * torch.randn(batch.num_arcs, dtype=torch.float64, generator=g)
+    )
     good = exact_sampler(batch, scorer)
     drawn = mixture_draw([narrow, good], [0.5, 0.5], batch, 4000, torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -82,8 +91,12 @@ def test_a_randomized_component_scores_every_path_under_the_selection_it_drew_wi
     batch = LatticeBatch([cipher_lattice()] * 4)
     swp = new_sampler("swp", batch.lattices)
     swp.config.budget = 0.1
-    other = FreeWeightSampler(batch, torch.randn(batch.num_arcs, dtype=torch.float64,
-                                                 generator=torch.Generator().manual_seed(2)))
+    other = FreeWeightSampler(
+        batch,
+        torch.randn(
+            batch.num_arcs, dtype=torch.float64, generator=torch.Generator().manual_seed(2)
+        ),
+    )
     contexts = []  # every selection swp prepares, in order
     prepare = swp.prepare
     monkeypatch.setattr(swp, "prepare", lambda b: contexts.append(prepare(b)) or contexts[-1])
@@ -92,6 +105,5 @@ def test_a_randomized_component_scores_every_path_under_the_selection_it_drew_wi
     with torch.no_grad():
         drew_with = swp.score(batch, drawn.arcs, contexts[0])
         fresh = swp.score(batch, drawn.arcs)
-    assert torch.allclose(drawn.log_q[0], drew_with, rtol=0, atol=1e-9), \
-        drawn.log_q[0] - drew_with
+    assert torch.allclose(drawn.log_q[0], drew_with, rtol=0, atol=1e-9), drawn.log_q[0] - drew_with
     assert float((fresh - drew_with).abs().max()) > 1e-3

@@ -19,8 +19,13 @@ def random_route(V: int, lengths: list[int]) -> Route:
     marks = torch.full((len(lengths), max(lengths)), -1)
     for i, n in enumerate(lengths):
         marks[i, :n] = torch.randint(V, (n,))
-    return Route(lattice=torch.zeros(len(lengths), dtype=torch.long), states=None, choice=None,
-                 marks=marks, lengths=torch.tensor(lengths))
+    return Route(
+        lattice=torch.zeros(len(lengths), dtype=torch.long),
+        states=None,
+        choice=None,
+        marks=marks,
+        lengths=torch.tensor(lengths),
+    )
 
 
 def test_run_matches_an_independent_gru_in_values_and_gradients():
@@ -31,8 +36,9 @@ def test_run_matches_an_independent_gru_in_values_and_gradients():
     V, d, lengths = 6, 5, [3, 7, 1, 5, 7, 0]
     prefix = PrefixGRU(V, d, dropout=0.0).double()
     reference = torch.nn.GRU(d, d).double()
-    reference.load_state_dict({k.removeprefix("gru."): v for k, v in prefix.state_dict().items()
-                               if k.startswith("gru.")})
+    reference.load_state_dict(
+        {k.removeprefix("gru."): v for k, v in prefix.state_dict().items() if k.startswith("gru.")}
+    )
     embed = torch.nn.Embedding(V + 1, d).double()
     embed.load_state_dict(prefix.embed.state_dict())
     route = random_route(V, lengths)
@@ -46,8 +52,8 @@ def test_run_matches_an_independent_gru_in_values_and_gradients():
     for i, n in enumerate(lengths):
         ids = torch.cat([torch.tensor([V]), marks[i, :n]])
         out, _ = reference(embed(ids)[:, None])
-        expected[i, :n + 1] = out[:, 0].detach()
-        loss = loss + (out[:, 0] * readout[i, :n + 1]).sum()
+        expected[i, : n + 1] = out[:, 0].detach()
+        loss = loss + (out[:, 0] * readout[i, : n + 1]).sum()
     loss.backward()
     torch.testing.assert_close(h, expected)
     for name, p in reference.named_parameters():
@@ -69,8 +75,9 @@ def test_the_fused_gpu_recurrence_matches_the_hand_written_one():
     grads = torch.autograd.grad((h * readout).sum(), [g.weight_hh_l0, g.bias_hh_l0, g.weight_ih_l0])
     ids = torch.cat([torch.full((4, 1), V), marks.clamp(min=0)], 1)
     fused = fused_recurrence(prefix.input_gates(ids), lengths + 1, g.weight_hh_l0, g.bias_hh_l0)
-    fused_grads = torch.autograd.grad((fused * readout).sum(),
-                                      [g.weight_hh_l0, g.bias_hh_l0, g.weight_ih_l0])
+    fused_grads = torch.autograd.grad(
+        (fused * readout).sum(), [g.weight_hh_l0, g.bias_hh_l0, g.weight_ih_l0]
+    )
     torch.testing.assert_close(fused, h)
     for a, b in zip(fused_grads, grads):
         torch.testing.assert_close(a, b)
@@ -86,8 +93,9 @@ def test_scoring_a_recorded_walk_reuses_its_states_with_the_same_values_and_grad
     sampler = dropout_sampler(name, lats)
     arcs, _ = all_paths(batch)
     B, k, L = arcs.shape
-    route = route_of_arcs(batch, torch.arange(B).repeat_interleave(k), arcs.view(B * k, L),
-                          per_lattice=k)
+    route = route_of_arcs(
+        batch, torch.arange(B).repeat_interleave(k), arcs.view(B * k, L), per_lattice=k
+    )
     weights = torch.randn(route.states.shape, dtype=torch.float64) * route.valid
     prefix = next(m for m in sampler.modules() if isinstance(m, PrefixGRU))
     for _ in range(2):  # and again after the weights change, as after an optimizer step
@@ -100,8 +108,9 @@ def test_scoring_a_recorded_walk_reuses_its_states_with_the_same_values_and_grad
         stepped = Sampler.path_log_probs(sampler, batch, context, route, record)
         stepped = stepped.gather(2, route.choice[..., None]).squeeze(2) * route.valid
         params = [p for p in sampler.parameters() if p.requires_grad]
-        grads = torch.autograd.grad((weights * recorded).sum(), params, retain_graph=True,
-                                    allow_unused=True)
+        grads = torch.autograd.grad(
+            (weights * recorded).sum(), params, retain_graph=True, allow_unused=True
+        )
         expected = torch.autograd.grad((weights * stepped).sum(), params, allow_unused=True)
         torch.testing.assert_close(recorded, stepped, rtol=0, atol=1e-10)
         for g, e in zip(grads, expected):
@@ -117,8 +126,12 @@ def test_parameters_saved_under_the_old_cell_names_load():
     ...) loads, each tensor where it belongs."""
     lats = del_ins_lattices()
     saved = dropout_sampler("swa", lats).state_dict()
-    old = {key.replace("prefix.gru.", "prefix.cell.").removesuffix("_l0")
-           if key.startswith("prefix.gru.") else key: value for key, value in saved.items()}
+    old = {
+        key.replace("prefix.gru.", "prefix.cell.").removesuffix("_l0")
+        if key.startswith("prefix.gru.")
+        else key: value
+        for key, value in saved.items()
+    }
     assert "prefix.cell.weight_hh" in old and "prefix.gru.weight_hh_l0" not in old
     fresh = dropout_sampler("swa", lats, seed=1)
     fresh.load_state_dict(old)

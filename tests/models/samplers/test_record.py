@@ -56,13 +56,22 @@ def test_two_walks_in_turn_keep_their_own_records(name):
     arcs, _ = all_paths(batch)
     B, k, L = arcs.shape
     orders = [torch.arange(k), torch.arange(k).flip(0)]
-    routes = [route_of_arcs(batch, torch.arange(B).repeat_interleave(k),
-                            arcs[:, order].reshape(B * k, L), per_lattice=k) for order in orders]
+    routes = [
+        route_of_arcs(
+            batch,
+            torch.arange(B).repeat_interleave(k),
+            arcs[:, order].reshape(B * k, L),
+            per_lattice=k,
+        )
+        for order in orders
+    ]
     context = sampler.prepare(batch)
     records = [WalkRecord(B * k), WalkRecord(B * k)]
     with torch.no_grad():
-        walks = [sampler.start(batch, context, route.lattice, record)
-                 for route, record in zip(routes, records)]
+        walks = [
+            sampler.start(batch, context, route.lattice, record)
+            for route, record in zip(routes, records)
+        ]
         for t in range(L + 1):
             for i, route in enumerate(routes):
                 sampler.log_probs(batch, context, walks[i])

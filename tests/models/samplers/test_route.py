@@ -51,7 +51,12 @@ def test_where_keeps_the_chosen_rows_in_walk_order_with_their_step_counts():
     assert rows.running == [3, 2, 1, 2]
     values = torch.arange(16.0).view(4, 4)
     placed = rows.place(rows.at(values), torch.full((4, 4), -1.0))
-    assert torch.equal(placed, torch.where(rows.place(torch.ones(8, dtype=torch.bool),
-                                                      torch.zeros(4, 4, dtype=torch.bool)),
-                                           values, torch.tensor(-1.0)))
+    assert torch.equal(
+        placed,
+        torch.where(
+            rows.place(torch.ones(8, dtype=torch.bool), torch.zeros(4, 4, dtype=torch.bool)),
+            values,
+            torch.tensor(-1.0),
+        ),
+    )
     assert placed.eq(-1).sum() == 16 - 8

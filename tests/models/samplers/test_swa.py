@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from nfst.dp.batch import LatticeBatch
-from nfst.models.samplers.choices import legal_log_softmax
 from nfst.models.samplers import SamplerConfig, make_sampler
+from nfst.models.samplers.choices import legal_log_softmax
 from nfst.models.samplers.record import WalkRecord
 from nfst.models.samplers.symbols import SEPARATOR
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices, vocabulary_of
@@ -18,8 +18,9 @@ def test_encoding_reads_x_separator_reversed_y_and_ignores_padding():
     batch = LatticeBatch(lats)
     enc = swa.prepare(batch)
     for b, lat in enumerate(lats):
-        ids, _ = swa.vocabulary.symbol_ids([tuple(lat.x) + (SEPARATOR,) + tuple(reversed(lat.y))],
-                                batch.device)
+        ids, _ = swa.vocabulary.symbol_ids(
+            [tuple(lat.x) + (SEPARATOR,) + tuple(reversed(lat.y))], batch.device
+        )
         alone, _ = swa.encoder(swa.symbol_embed(ids).double())
         n = ids.shape[1]
         torch.testing.assert_close(enc.enc[b, :n], alone[0])
@@ -52,8 +53,11 @@ def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
     lats = del_ins_lattices()
     batch = LatticeBatch(lats)
     torch.manual_seed(0)
-    swa = make_sampler("swa", vocabulary_of(lats), SamplerConfig(d=8, dropout=0.5)
-                       ).double().train(train)
+    swa = (
+        make_sampler("swa", vocabulary_of(lats), SamplerConfig(d=8, dropout=0.5))
+        .double()
+        .train(train)
+    )
     lattice = torch.arange(len(lats)).repeat_interleave(3)
     if not lattice_major:  # groups of 5, 3 and 1 walkers, out of order
         lattice = torch.tensor([1, 0, 0, 2, 0, 1, 0, 0, 1])
@@ -75,8 +79,9 @@ def test_logits_are_003_2_with_each_walkers_dropout(train, lattice_major):
     expected = torch.stack(expected)
     torch.testing.assert_close(logits, expected, rtol=0, atol=1e-12)
     torch.testing.assert_close(static, expected, rtol=0, atol=1e-12)
-    torch.testing.assert_close(lp, legal_log_softmax(batch, walk.state, expected),
-                               rtol=0, atol=1e-12)
+    torch.testing.assert_close(
+        lp, legal_log_softmax(batch, walk.state, expected), rtol=0, atol=1e-12
+    )
     # and the gradients of a random readout of the logits, in every weight
     assert_same_parameter_gradients(swa, logits, expected)
     assert not train or (m_h == 0).any() and (m_a == 0).any()

@@ -28,9 +28,13 @@ def algorithm1_reference(swp, lattice):
             arc_embed[a], log_w[a] = e, swp.w(e)[0]
             terms.append(log_w[a] + beta[dst])
         beta[s] = torch.logsumexp(torch.stack(terms), 0)
-        embed[s] = sum((torch.exp(log_w[a] + beta[int(lattice.arc_dst[a])] - beta[s]) * arc_embed[a]
-                        for a in range(offsets[s], offsets[s + 1])),
-                       torch.zeros(d, dtype=torch.float64))
+        embed[s] = sum(
+            (
+                torch.exp(log_w[a] + beta[int(lattice.arc_dst[a])] - beta[s]) * arc_embed[a]
+                for a in range(offsets[s], offsets[s + 1])
+            ),
+            torch.zeros(d, dtype=torch.float64),
+        )
     return beta, log_w, arc_embed
 
 
@@ -67,15 +71,18 @@ def test_algorithm1_gradcheck():
     batch = LatticeBatch([lat])
     d = 3
     g = torch.Generator().manual_seed(1)
-    inputs = [torch.randn(len(lat.mark_vocab), d, generator=g, dtype=torch.float64),
-              torch.randn(d, d, generator=g, dtype=torch.float64),
-              torch.randn(d, generator=g, dtype=torch.float64)]
+    inputs = [
+        torch.randn(len(lat.mark_vocab), d, generator=g, dtype=torch.float64),
+        torch.randn(d, d, generator=g, dtype=torch.float64),
+        torch.randn(d, generator=g, dtype=torch.float64),
+    ]
     inputs = [x.requires_grad_() for x in inputs]
     assert torch.autograd.gradcheck(lambda m, U, w: Algorithm1.apply(m, U, w, batch), inputs)
     # without the arc embeddings, and with outputs that no loss reads (no gradient)
     assert Algorithm1.apply(*inputs, batch, False)[2] is None
-    assert torch.autograd.gradcheck(lambda m, U, w: Algorithm1.apply(m, U, w, batch, False)[:2],
-                                    inputs)
+    assert torch.autograd.gradcheck(
+        lambda m, U, w: Algorithm1.apply(m, U, w, batch, False)[:2], inputs
+    )
     assert torch.autograd.gradcheck(lambda m, U, w: Algorithm1.apply(m, U, w, batch)[1], inputs)
 
 
@@ -86,8 +93,9 @@ def test_swp_transitions_are_the_backward_algorithm_of_its_weights():
     log_w, _, _ = swp.arc_log_weights(batch)
     arc_lp, stop_lp = transition_log_probs(batch, log_w.detach())
     arcs, _ = all_paths(batch)
-    expected = torch.stack([arc_lp[row[row >= 0]].sum() + stop_lp[batch.arc_dst[row[row >= 0][-1]]]
-                            for row in arcs[0]])
+    expected = torch.stack(
+        [arc_lp[row[row >= 0]].sum() + stop_lp[batch.arc_dst[row[row >= 0][-1]]] for row in arcs[0]]
+    )
     torch.testing.assert_close(swp.score(batch, arcs)[0], expected, rtol=0, atol=1e-12)
 
 
@@ -128,21 +136,31 @@ def test_swp_prefix_reweights_each_arc_by_the_prefix():
             state, log_q = 0, 0.0
             for t, taken in enumerate(path + [None]):
                 out = range(lat.arc_offsets[state], lat.arc_offsets[state + 1])
-                scores = {a: log_w[a] + beta[int(lat.arc_dst[a])] + g[t, :-1] @ arc_embed[a]
-                          for a in out}
+                scores = {
+                    a: log_w[a] + beta[int(lat.arc_dst[a])] + g[t, :-1] @ arc_embed[a] for a in out
+                }
                 if lat.final[state]:
                     scores[None] = g[t, -1]
-                log_q = log_q + scores[taken] - torch.logsumexp(torch.stack(list(scores.values())), 0)
+                log_q = (
+                    log_q + scores[taken] - torch.logsumexp(torch.stack(list(scores.values())), 0)
+                )
                 state = int(lat.arc_dst[taken]) if taken is not None else state
             torch.testing.assert_close(got[b, i], log_q, rtol=0, atol=1e-10)
 
 
 def cyclic_lattice():
     """0 --a--> 1 --b--> 0, state 1 final: a cycle, so height is -1 everywhere."""
-    return Lattice(mark_vocab=("a", "b"), x=("x",), y=("y",),
-                   arc_src=np.array([0, 1]), arc_dst=np.array([1, 0]),
-                   arc_mark=np.array([0, 1]), final=np.array([False, True]),
-                   positions=np.zeros((2, 2), dtype=np.int64), height=np.array([-1, -1]))
+    return Lattice(
+        mark_vocab=("a", "b"),
+        x=("x",),
+        y=("y",),
+        arc_src=np.array([0, 1]),
+        arc_dst=np.array([1, 0]),
+        arc_mark=np.array([0, 1]),
+        final=np.array([False, True]),
+        positions=np.zeros((2, 2), dtype=np.int64),
+        height=np.array([-1, -1]),
+    )
 
 
 @pytest.mark.parametrize("name", ["swp", "swp-prefix"])
@@ -171,8 +189,11 @@ def test_free_arc_weights_fitted_by_inclusive_kl_reach_the_posterior():
     for group, random_start in ((del_ins_lattices(), True), ([cipher_lattice()], False)):
         batch = LatticeBatch(group)
         scorer = random_scorer(len(group[0].mark_vocab), seed=7, scale=2.0)
-        start = torch.randn(batch.num_arcs, generator=g, dtype=torch.float64) if random_start \
+        start = (
+            torch.randn(batch.num_arcs, generator=g, dtype=torch.float64)
+            if random_start
             else torch.zeros(batch.num_arcs, dtype=torch.float64)
+        )
         sampler = FreeWeightSampler(batch, start)
         before, after = fit_by_inclusive_kl(sampler, scorer, batch, steps=150, lr=0.05)
         assert before.max() > 0.5

@@ -25,8 +25,13 @@ def inputs(swp):
 
 
 def algorithm1_parameters(swp):
-    return [swp.mark_embed.weight, swp.U_mark.weight, swp.U_mark.bias, swp.U_state.weight,
-            swp.w.weight]
+    return [
+        swp.mark_embed.weight,
+        swp.U_mark.weight,
+        swp.U_mark.bias,
+        swp.U_state.weight,
+        swp.w.weight,
+    ]
 
 
 def test_full_budget_equals_algorithm1_with_gradients():
@@ -42,8 +47,9 @@ def test_full_budget_equals_algorithm1_with_gradients():
         return (r_w * log_w).sum() + (r_b * beta).sum() + (r_e * embed).sum()
 
     exact = Algorithm1.apply(*inputs(swp), batch)
-    log_w, beta, embed, _ = randomized_weights(*inputs(swp), batch, RDPConfig(budget=1.0),
-                                               arc_embed=True)
+    log_w, beta, embed, _ = randomized_weights(
+        *inputs(swp), batch, RDPConfig(budget=1.0), arc_embed=True
+    )
     for a, b in zip((log_w, beta, embed), exact):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
     grads = torch.autograd.grad(total(log_w, beta, embed), algorithm1_parameters(swp))
@@ -61,11 +67,15 @@ def test_gradient_on_a_sub_lattice_matches_finite_differences():
     config = RDPConfig(budget=0.5, top_share=1.0)  # deterministic: the selection is fixed
 
     def fn(mark_part, U, w):
-        log_w, beta, embed, _, log_c = RandomizedAlgorithm1.apply(mark_part, U, w, batch, config,
-                                                                  alpha)
+        log_w, beta, embed, _, log_c = RandomizedAlgorithm1.apply(
+            mark_part, U, w, batch, config, alpha
+        )
         assert bool(torch.isinf(log_c).any())  # states were dropped
-        return (torch.where(torch.isfinite(log_w), log_w, torch.zeros_like(log_w)).sum(),
-                beta[batch.start].sum(), embed.sum())
+        return (
+            torch.where(torch.isfinite(log_w), log_w, torch.zeros_like(log_w)).sum(),
+            beta[batch.start].sum(),
+            embed.sum(),
+        )
 
     assert torch.autograd.gradcheck(lambda *x: sum(fn(*x)), (mark_part, U, w))
 
@@ -79,8 +89,9 @@ def test_every_path_keeps_positive_probability_and_rows_sum_to_one():
     table = swp.prepare(batch).table
     legal = torch.cat([batch.out_arcs >= 0, batch.final[:, None]], dim=1)
     assert bool(torch.isfinite(table[legal]).all()) and bool(torch.isinf(table[~legal]).all())
-    torch.testing.assert_close(torch.logsumexp(table, 1), torch.zeros(batch.num_states,
-                                                                       dtype=table.dtype))
+    torch.testing.assert_close(
+        torch.logsumexp(table, 1), torch.zeros(batch.num_states, dtype=table.dtype)
+    )
 
 
 def test_importance_weights_stay_unbiased_for_z():
@@ -128,4 +139,5 @@ def test_budget_option_reaches_swp():
     assert swp.config.budget == 0.1
     with pytest.raises(ValueError, match="budget"):
         make_sampler("swp", vocabulary_of(lats), SamplerConfig(d=4, budget=0.0)).prepare(
-            LatticeBatch(lats))
+            LatticeBatch(lats)
+        )

@@ -4,8 +4,11 @@ import pytest
 import torch
 
 from tests.helpers.lattices import del_ins_lattices
-from tests.helpers.samplers import (assert_same_parameter_gradients, new_sampler,
-                                   suffix_logits_at_every_state)
+from tests.helpers.samplers import (
+    assert_same_parameter_gradients,
+    new_sampler,
+    suffix_logits_at_every_state,
+)
 
 
 def test_suffix_encoder_encodes_each_suffix_right_to_left():
@@ -17,7 +20,7 @@ def test_suffix_encoder_encodes_each_suffix_right_to_left():
     assert enc.shape == (4, ids.shape[1] + 1, sws.config.d)
     for b, s in enumerate(strings):
         for i in range(len(s) + 1):
-            suffix = ids[b, i:len(s)].flip(0)
+            suffix = ids[b, i : len(s)].flip(0)
             if len(suffix):
                 out, _ = sws.enc_x.gru(sws.symbol_embed(suffix)[None].double())
                 expected = out[0, -1]
@@ -35,8 +38,10 @@ def test_sws_logits_read_the_suffixes_at_the_state_positions(train):
     expected = []
     for s in range(lat.num_states):
         i, j = lat.positions[s]
-        expected.append(sws.out_h(m_h[s] * h[s]) + sws.out_suffix(
-            torch.cat([m_x[s] * context.x[0, i], m_y[s] * context.y[0, j]])))
+        expected.append(
+            sws.out_h(m_h[s] * h[s])
+            + sws.out_suffix(torch.cat([m_x[s] * context.x[0, i], m_y[s] * context.y[0, j]]))
+        )
     expected = torch.stack(expected)
     torch.testing.assert_close(logits, expected, rtol=0, atol=1e-12)
     # and the gradients of a random readout, in every weight (the suffix logits are formed

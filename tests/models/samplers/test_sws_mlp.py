@@ -18,14 +18,16 @@ def test_logits_are_sws_logits_plus_an_mlp_of_the_prefix_and_both_suffixes(train
     mode): W[1; m_h h; m_x e_x; m_y e_y] + U tanh(V_h m_h h + b + V_x m_x e_x + V_y m_y e_y),
     e_x = enc_x(x_{≥i}), e_y = enc_y(y_{≥j}); values and gradients in float64."""
     sampler, lat, context, logits, h, (m_h, m_x, m_y) = suffix_logits_at_every_state(
-        "sws-mlp", train)
+        "sws-mlp", train
+    )
     expected = []
     for s in range(lat.num_states):
         i, j = lat.positions[s]
         suffixes = torch.cat([m_x[s] * context.x[0, i], m_y[s] * context.y[0, j]])
         hidden = torch.tanh(sampler.mix_h(m_h[s] * h[s]) + sampler.mix_suffix(suffixes))
-        expected.append(sampler.out_h(m_h[s] * h[s]) + sampler.out_suffix(suffixes)
-                        + sampler.mix_out(hidden))
+        expected.append(
+            sampler.out_h(m_h[s] * h[s]) + sampler.out_suffix(suffixes) + sampler.mix_out(hidden)
+        )
     expected = torch.stack(expected)
     torch.testing.assert_close(logits, expected, rtol=0, atol=1e-12)
     assert_same_parameter_gradients(sampler, logits, expected)
@@ -44,11 +46,19 @@ def shift_cipher_population(letters: int, length: int, ciphers: int) -> tuple:
     for x in itertools.product(range(letters), repeat=length):
         for i in range(ciphers):
             y = [(a + i) % letters for a in x]
-            lattices.append(Lattice(
-                mark_vocab=vocab, x=tuple(chr(97 + a) for a in x), y=tuple(chr(97 + b) for b in y),
-                arc_src=np.zeros(ciphers, dtype=np.int64), arc_dst=np.ones(ciphers, dtype=np.int64),
-                arc_mark=np.arange(ciphers), final=np.array([False, True]),
-                positions=np.array([[0, 0], [length, length]]), height=np.array([1, 0])))
+            lattices.append(
+                Lattice(
+                    mark_vocab=vocab,
+                    x=tuple(chr(97 + a) for a in x),
+                    y=tuple(chr(97 + b) for b in y),
+                    arc_src=np.zeros(ciphers, dtype=np.int64),
+                    arc_dst=np.ones(ciphers, dtype=np.int64),
+                    arc_mark=np.arange(ciphers),
+                    final=np.array([False, True]),
+                    positions=np.array([[0, 0], [length, length]]),
+                    height=np.array([1, 0]),
+                )
+            )
             arcs.append(len(arcs) * ciphers + i)  # batch-global: C arcs per lattice
     return LatticeBatch(lattices), torch.tensor(arcs)[:, None, None]
 
@@ -68,8 +78,9 @@ def test_an_additive_choice_stays_at_chance_where_an_interaction_names_the_ciphe
     q = {}
     for name in ("sws", "sws-mlp"):
         torch.manual_seed(0)
-        sampler = make_sampler(name, Vocabulary(batch.mark_vocab, symbols),
-                               SamplerConfig(d=8, dropout=0.0))
+        sampler = make_sampler(
+            name, Vocabulary(batch.mark_vocab, symbols), SamplerConfig(d=8, dropout=0.0)
+        )
         opt = torch.optim.Adam(sampler.parameters(), lr=3e-2)
         for _ in range(80):
             loss = -sampler.score(batch, arcs).mean()

@@ -18,8 +18,13 @@ from tests.helpers.samplers import dropout_sampler, new_sampler
 
 NAMES = sorted(SAMPLERS)
 # The walks, with dropout off and on (without a record, each call draws fresh dropout masks)
-WALKS = [("eager", False), ("eager", True), ("static", False), ("static", True),
-         ("no record", False)]
+WALKS = [
+    ("eager", False),
+    ("eager", True),
+    ("static", False),
+    ("static", True),
+    ("no record", False),
+]
 
 # sha256 (first 16 hex digits) of json.dumps(paths.arcs.tolist()) for two calls of
 # sample(batch, 5, generator) in a row (one generator seeded 8, torch.manual_seed(7) first) on
@@ -87,9 +92,9 @@ def test_the_walks_log_q_is_the_teacher_forced_log_q(name, walk, dropout):
     context = sampler.prepare(batch)
     torch.manual_seed(3)
     with torch.no_grad() if walk == "static" else torch.enable_grad():
-        route, arcs, walked = sampler._walk(batch, context, lattice, k,
-                                            torch.Generator().manual_seed(4), batch.max_height,
-                                            record)
+        route, arcs, walked = sampler._walk(
+            batch, context, lattice, k, torch.Generator().manual_seed(4), batch.max_height, record
+        )
     if walk == "eager":
         assert not record.steps  # nothing to replay: the pass below recomputes every state
     forced = sampler._route_log_q(batch, context, route, record)
@@ -102,8 +107,9 @@ def test_the_walks_log_q_is_the_teacher_forced_log_q(name, walk, dropout):
         assert torch.allclose(fresh, forced) == (name == "swp")
     else:
         scored = sampler.score(batch, arcs.view(B, k, -1), context)
-        torch.testing.assert_close(walked.sum(1).view(B, k).detach(), scored.detach(),
-                                   rtol=0, atol=1e-9)
+        torch.testing.assert_close(
+            walked.sum(1).view(B, k).detach(), scored.detach(), rtol=0, atol=1e-9
+        )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -157,9 +163,18 @@ def test_a_failed_capture_warns_once_and_the_walk_goes_on(monkeypatch):
         torch.manual_seed(1)
         context = sampler.prepare(batch)
         with torch.no_grad():
-            return graph.static_walk(sampler, batch, context, lattice, k,
-                                     torch.Generator().manual_seed(2), batch.max_height,
-                                     WalkRecord(B * k, static=True), capture=capture)
+            return graph.static_walk(
+                sampler,
+                batch,
+                context,
+                lattice,
+                k,
+                torch.Generator().manual_seed(2),
+                batch.max_height,
+                WalkRecord(B * k, static=True),
+                capture=capture,
+            )
+
     plain = walk(False)
     with pytest.warns(RuntimeWarning, match="CUDA graph failed"):
         tried = walk(True)
