@@ -31,6 +31,6 @@ def test_shared_compiled_triples_are_the_lattices_compiled_one_by_one(tmp_path, 
     def no_compiling(*args, **kwargs):
         raise AssertionError("compiled again")
 
-    monkeypatch.setattr("nfst.fst.dataset.compile_lattice", no_compiling)
+    monkeypatch.setattr("nfst.fst.dataset.compile_lattices", no_compiling)
     with TripleFeed(T, triples, cache_dir=tmp_path, chunk=5) as again:
         assert [lat.x for lat in again.take(0, 30)[0]] == [lat.x for lat in lattices]
