@@ -112,6 +112,8 @@ class _Worker:
                 except CorruptCacheError as exc:
                     log.warning("%s; rebuilding it", exc)
         todo = [k for k, r in enumerate(results) if r is None]
+        if not todo:
+            return results
         for k, lattice in zip(
             todo, compile_lattices(self.T, [pairs[k] for k in todo], self.options)
         ):
