@@ -68,8 +68,9 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    """The module's names and every public one, those imported on first use included."""
-    return sorted(set(globals()) | set(__all__))
+    """The public names, those imported on first use included, and the module's dunders (not
+    the helpers it imports: ``os``, ``Any``, ...)."""
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__") and n.endswith("__")})
 
 
 __all__ = [

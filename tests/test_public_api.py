@@ -47,6 +47,7 @@ def test_every_exported_name_resolves_and_none_is_a_module():
 
 def test_the_names_imported_on_first_use_are_in_dir_and_open_run_is_typed():
     assert set(nfst.__all__) <= set(dir(nfst))
+    assert not {"os", "Any", "TYPE_CHECKING", "annotations"} & set(dir(nfst))  # no helpers
     signature = inspect.signature(nfst.open_run)
     assert list(signature.parameters) == ["run_dir", "kwargs"]
     assert signature.return_annotation == "Run"  # postponed: the experiment layer stays unloaded
