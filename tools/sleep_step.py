@@ -1,0 +1,56 @@
+"""Seconds per sleep step of SWA with a run's preset, on its frozen scorer, with whichever nfst
+this interpreter imports (run it with an older checkout's interpreter for the figures before).
+Two samplers one after the other on the same triples, as a run trains them (the second reads
+the lattice cache where the code has one); a step's time includes compiling its triples.
+
+    python tools/sleep_step.py RUN_DIR STEPS OUT.json    # the JSON also printed
+"""
+
+import dataclasses
+import json
+import sys
+import tempfile
+import time
+
+import torch
+
+from nfst.experiment.run import Run
+from nfst.train.sampler import train_sampler
+from nfst.train.sleep import TripleFeed
+from nfst.train.triples import draw_triples
+
+run_dir, steps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+torch.set_num_threads(1)
+run = Run.open(run_dir, quiet=True, processes=2)
+scorer, T = run.scorer(), run.T
+config = dataclasses.replace(run.preset.sampler, sleep_steps=steps, steps=1, eval_every=10**6)
+drawn = draw_triples(scorer, T, steps * config.batch_size, seed=1)
+triples = getattr(drawn, "triples", drawn)
+train, dev = run.lattices("train"), run.lattices("dev")[:8]
+cache = tempfile.mkdtemp()
+result = {"steps": steps, "batch_size": config.batch_size, "samplers": []}
+for k in range(2):
+    try:
+        feed = TripleFeed(T, triples, cache_dir=cache, processes=2)
+    except TypeError:  # before: one background process, no cache
+        feed = TripleFeed(T, triples)
+    stamps = {}
+
+    def tick(step, record, stamps=stamps):
+        stamps[step] = time.perf_counter()
+
+    torch.manual_seed(k)
+    sampler = run.untrained_sampler("swa", k)
+    started = time.perf_counter()  # the first step's compiling counts; so does step 0's
+    train_sampler(
+        sampler, scorer, train, dev, config, seed=k, quiet=True, callback=tick, triples=feed
+    )
+    feed.close()
+    result["samplers"].append(
+        {  # validation of 8 dev pairs (the same in both) included
+            "seconds_per_sleep_step": (stamps[steps] - started) / steps,
+            "after_the_first": (stamps[steps] - stamps[1]) / (steps - 1),
+        }
+    )
+print(json.dumps(result))
+open(out, "w").write(json.dumps(result))
