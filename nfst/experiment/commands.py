@@ -123,15 +123,18 @@ def reproduce(o: RunRequest, tasks: str, runs_dir: str, out: Optional[str]) -> N
         raise RunConfigError("--tasks is empty", "e.g. --tasks tr,scan,cipher")
     runs = []
     for task in tasks:  # every name checked before the first run starts
+        run_dir = Path(runs_dir) / f"{task}-{o.preset}-{o.seed}"
+        recorded = (run_dir / "config.json").exists()  # resumed with its own training seeds
         config = RunConfig(
             task=task,
             preset=o.preset,
             seed=o.seed,
             seeds=o.seeds,
+            seeding=RunConfig.recorded(run_dir).seeding if recorded else "hashed",
             task_settings=o.settings(),
             overrides=o.overrides,
         )
-        runs.append(Run(config, Path(runs_dir) / f"{task}-{o.preset}-{o.seed}", **run_kwargs(o)))
+        runs.append(Run(config, run_dir, **run_kwargs(o)))
     for run in runs:
         print(f"{run.config.task}: {run.run()}", flush=True)
     out = out or Path(runs_dir) / f"reproduce-{o.preset}-{o.seed}"
