@@ -8,7 +8,7 @@ For the N pairs of a split that compile, with lattices T_{x,y}:
     mean_states, mean_arcs = the same after minimization (what the samplers walk)
     mark_vocab             = |Ω|, the size of the MFST's mark alphabet
     compile_path           = which path compiles the task's lattices: "direct" where the
-                             topology qualifies (nfst.fst.compile_direct), else "openfst"
+                             topology qualifies (nfst.fst.direct_topology), else "openfst"
     compile_refusal        = why the topology does not qualify (None when it does)
 """
 
@@ -19,8 +19,8 @@ from typing import Optional
 
 from ..evaluate.tables import text_table
 from ..fst.compile import compile_path
-from ..fst.compile_direct import direct_refusal
 from ..fst.dataset import compile_dataset
+from ..fst.direct_topology import direct_refusal
 from ..tasks import Task, get_task
 
 _ROWS = (  # (label, our key, paper key)

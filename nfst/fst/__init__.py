@@ -3,8 +3,8 @@
 - ``mfst``: the marked FST T (:class:`MarkedFST`, :class:`Arc`) and its rational operations;
 - ``lattice``: the per-pair lattice T_{x,y} as flat arrays (:class:`Lattice`);
 - ``compile``: compiling T_{x,y} (:func:`compile_lattice`): by ``compile_direct`` (no OpenFst,
-  many pairs at once) where T qualifies, else through OpenFst, with its two halves
-  ``compile_to_openfst`` (T and the alignment acceptor written for OpenFst) and
+  many pairs at once) where T qualifies (``direct_topology``), else through OpenFst, with its
+  two halves ``compile_to_openfst`` (T and the alignment acceptor written for OpenFst) and
   ``compile_from_openfst`` (the determinized result read back as a Lattice);
 - ``dataset``: compiling (and caching) whole datasets (:func:`compile_dataset`);
 - ``history``: lattice states split by the marks read last, for n-gram scorers;

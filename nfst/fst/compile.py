@@ -17,7 +17,7 @@ Recipe:
 6. Minimize the mark acceptor, merging only states at equal positions.
 
 Where T allows (no arc without marks, prefix-free mark strings at every state, no cycle of
-arcs without symbols; see ``nfst.fst.compile_direct``), x ∘ T ∘ y is deterministic over marks
+arcs without symbols; see ``nfst.fst.direct_topology``), x ∘ T ∘ y is deterministic over marks
 as built and the same lattice is compiled without OpenFst, many pairs at once
 (:func:`compile_lattices`).
 
@@ -50,9 +50,10 @@ from ..errors import (
     NoPathError,
     UnknownSymbolError,
 )
-from .compile_direct import compile_direct, direct_refusal
+from .compile_direct import compile_direct
 from .compile_from_openfst import LatticeReader
 from .compile_to_openfst import CompileEncoding
+from .direct_topology import direct_refusal
 from .from_openfst import read_fst
 from .lattice import Lattice
 from .mfst import MarkedFST, Symbols, as_symbols

@@ -1,43 +1,41 @@
 """Compile T_{x,y} without OpenFst, for the MFSTs whose product with x and y is already
 deterministic over marks (docs/design.md §3, "The direct path"). Many pairs at once.
 
-Conditions on T (:func:`direct_refusal` names the first that fails):
-
-1. every arc carries at least one mark;
-2. at every state the arcs' mark strings are prefix-free: no two equal, none a proper prefix of
-   another;
-3. the arcs that read and write nothing form no cycle (else T_{x,y} is cyclic).
-
-Spell the mark strings of each state's out-arcs through a trie rooted at the state: the trie
-nodes v are T's states (the roots) and the proper prefixes; the last mark of arc a leads to the
-root dst(a). The product over cells (i, j) of the (|x|+1)(|y|+1) grid
+For the MFSTs that qualify (``nfst.fst.direct_topology``: every arc marked, mark strings
+prefix-free at each state, no cycle of arcs without symbols), spell the mark strings of each
+state's out-arcs through a trie rooted at the state (nodes v: T's states and the proper
+prefixes; the last mark of arc a leads to the root dst(a)). The product over cells (i, j) of the (|x|+1)(|y|+1) grid
 
     (i, v, j) --ω--> (i, v', j)                     for a trie edge v --ω--> v' inside an arc,
     (i, v, j) --ω--> (i + |a_Σ|, dst(a), j + |a_Δ|)  for arc a's last mark ω, where
                                                     x[i:i+|a_Σ|] = a_Σ and y[j:j+|a_Δ|] = a_Δ,
 
-is x ∘ T ∘ y with marks spelled one per arc; by condition 2 a mark prefix leads to one node
-only, so the product is deterministic over marks as built, and T is unambiguous (two paths
+is x ∘ T ∘ y with marks spelled one per arc; a mark prefix leads to one node only, so the product is deterministic over marks as built, and T is unambiguous (two paths
 never share a mark string). Symbols are consumed when an arc completes.
 
 1. Reach: the arc-level product over (q, i, j), its arcs the arcs of T that match, searched
-   forwards from (q0, 0, 0) and backwards from (F, |x|, |y|) (sweeps over the arcs).
+   forwards from (q0, 0, 0) and backwards from (F, |x|, |y|).
 2. Expand each live arc-level arc into its trie path; (state, mark) fixes an arc, so shared
    prefixes merge. ``states_before_min`` and ``arcs_before_min`` count this trimmed product:
    OpenFst's determinized x ∘ T ∘ y up to state numbers, but for copies OpenFst may add of a
    state that an arc with several delayed symbols enters (equal counts on tr, scan, cipher).
-3–5. Heights, positions, the minimal acceptor and the OpenFst path's numbering:
-   ``nfst.fst.direct_minimize``. The lattice is the OpenFst path's, array for array.
+3–4. Heights, positions and the minimal acceptor: ``nfst.fst.direct_minimize``.
+5. The OpenFst path's numbering: ``nfst.fst.direct_number``. The lattice is the OpenFst
+   path's, array for array.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import breadth_first_order
 
 from ..errors import LatticeTooLargeError, NfstError, NoPathError
-from .direct_minimize import Product, gather, lattices
+from .direct_minimize import Product, gather, minimize
+from .direct_number import lattices
+from .direct_topology import DirectTopology
 from .lattice import Lattice
 from .mfst import MarkedFST
 
@@ -45,127 +43,6 @@ _MATCH_CELLS = 1 << 24
 """Arcs × input offsets of the pairs whose matching arcs are found at once."""
 _DENSE_CODES = 1 << 25
 """Product states are numbered through a table over all their codes up to this many."""
-
-
-def direct_refusal(T: MarkedFST) -> Optional[str]:
-    """None when T qualifies for the direct path, else why not (one line)."""
-    return DirectTopology.of(T).refusal
-
-
-class DirectTopology:
-    """T spelled as tries, with the per-arc tables the direct path reads (built once per MFST:
-    :meth:`of`)."""
-
-    @classmethod
-    def of(cls, T: MarkedFST) -> "DirectTopology":
-        return T.derived("direct-topology", cls)
-
-    def __init__(self, T: MarkedFST):
-        self.name = T.name
-        self.marks = T.mark_alphabet
-        self.refusal = _refusal(T)
-        if self.refusal is not None:
-            return
-        arcs = T.arcs
-        mark_id = {m: k for k, m in enumerate(self.marks)}
-        self.inputs = {s: k for k, s in enumerate(T.input_alphabet)}
-        self.outputs = {s: k for k, s in enumerate(T.output_alphabet)}
-        self.num_states = T.num_states
-        self.is_final = np.zeros(T.num_states, dtype=bool)
-        self.is_final[list(T.finals)] = True
-        num, width = len(arcs), max(len(a.marks) for a in arcs) if arcs else 1
-        self.path = np.zeros((num, width), dtype=np.int64)
-        """(A, K): the trie node each of the arc's marks leaves (the first is the arc's src)."""
-        self.mark = np.zeros((num, width), dtype=np.int64)
-        self.length = np.asarray([len(a.marks) for a in arcs], dtype=np.int64)
-        self.src = np.asarray([a.src for a in arcs], dtype=np.int64)
-        self.dst = np.asarray([a.dst for a in arcs], dtype=np.int64)
-        self.di = np.asarray([len(a.input) for a in arcs], dtype=np.int64)
-        self.dj = np.asarray([len(a.output) for a in arcs], dtype=np.int64)
-        child: dict[tuple[int, int], int] = {}
-        nodes = T.num_states
-        for a, arc in enumerate(arcs):
-            node = arc.src
-            for t, m in enumerate(arc.marks):
-                self.path[a, t], self.mark[a, t] = node, mark_id[m]
-                if t < len(arc.marks) - 1:
-                    if (node, mark_id[m]) not in child:
-                        child[node, mark_id[m]] = nodes
-                        nodes += 1
-                    node = child[node, mark_id[m]]
-        self.num_nodes = nodes
-        self.in_strings, self.in_id = _strings(arcs, "input", self.inputs)
-        self.out_strings, self.out_id = _strings(arcs, "output", self.outputs)
-        self._units(arcs)
-
-    def _units(self, arcs) -> None:
-        """Per arc and offset o < |a_Σ| + |a_Δ| (the diagonals its symbols cross): the x
-        symbols consumed before offset o, or for offsets inside a group (more symbols than
-        marks: the last mark carries the rest, docs/design.md §3) the group's shape."""
-        width = max([len(a.input) + len(a.output) for a in arcs] + [1])
-        self.unit_dx = np.zeros((len(arcs), width), dtype=np.int64)
-        self.unit_skip = np.zeros((len(arcs), width), dtype=bool)
-        self.group_dx = np.zeros(len(arcs), dtype=np.int64)
-        self.group_shape = np.zeros(len(arcs), dtype=np.int64)
-        shapes: dict[tuple[int, int], int] = {}
-        for a, arc in enumerate(arcs):
-            n, k, nx = len(arc.input) + len(arc.output), len(arc.marks), len(arc.input)
-            self.unit_dx[a, :n] = np.minimum(np.arange(n), nx)
-            if n > k:
-                self.unit_skip[a, k:n] = True
-                gx = min(k - 1, nx)
-                self.group_dx[a] = gx
-                self.group_shape[a] = shapes.setdefault(
-                    (nx - gx, n - (k - 1) - (nx - gx)), len(shapes)
-                )
-        self.num_shapes = len(shapes) + 1
-
-
-def _refusal(T: MarkedFST) -> Optional[str]:
-    name = T.name
-    by_state: dict[int, list] = {}
-    for arc in T.arcs:
-        if not arc.marks:
-            return f"{name}: arc {arc.src}->{arc.dst} carries no mark"
-        by_state.setdefault(arc.src, []).append(arc.marks)
-    for q, strings in by_state.items():
-        strings.sort()  # a proper prefix sorts right before a string that extends it
-        for u, v in zip(strings, strings[1:]):
-            if v[: len(u)] == u:
-                relation = "twice" if u == v else "one a prefix of the other"
-                return (
-                    f"{name}: state {q} has arcs with mark strings {' '.join(u)!r} and "
-                    f"{' '.join(v)!r} ({relation})"
-                )
-    silent = {
-        q: [a.dst for a in T.arcs if a.src == q and not a.input and not a.output]
-        for q in range(T.num_states)
-    }
-    state = [0] * T.num_states  # 0 new, 1 on the stack, 2 done
-    for root in range(T.num_states):
-        stack = [(root, iter(silent[root]))] if state[root] == 0 else []
-        state[root] = max(state[root], 1)
-        while stack:
-            q, succ = stack[-1]
-            r = next(succ, None)
-            if r is None:
-                state[q] = 2
-                stack.pop()
-            elif state[r] == 1:
-                return f"{name}: arcs without symbols form a cycle through state {r}"
-            elif state[r] == 0:
-                state[r] = 1
-                stack.append((r, iter(silent[r])))
-    return None
-
-
-def _strings(arcs, tape: str, ids: dict[str, int]) -> tuple[list[np.ndarray], np.ndarray]:
-    """The distinct strings on one tape (as symbol-id arrays) and each arc's index into them."""
-    index: dict[tuple[str, ...], int] = {}
-    arc_id = np.asarray(
-        [index.setdefault(getattr(a, tape), len(index)) for a in arcs], dtype=np.int64
-    )
-    return [np.asarray([ids[s] for s in string], dtype=np.int64) for string in index], arc_id
 
 
 def _matches(
@@ -191,15 +68,15 @@ def _matches(
 
 
 def _reach(num: int, src: np.ndarray, dst: np.ndarray, sources: np.ndarray) -> np.ndarray:
-    """(num,) bool: the nodes reachable from ``sources`` along arcs src -> dst (one sweep over
-    the arcs per step of the longest path)."""
-    seen = np.zeros(num, dtype=bool)
-    seen[sources] = True
-    while True:
-        new = dst[seen[src] & ~seen[dst]]
-        if not len(new):
-            return seen
-        seen[new] = True
+    """(num,) bool: the nodes reachable from ``sources`` along arcs src -> dst (a breadth-first
+    search from a node above the sources)."""
+    src, dst = np.append(src, np.full(len(sources), num)), np.append(dst, sources)
+    by_src = np.argsort(src, kind="stable")
+    indptr = np.searchsorted(src[by_src], np.arange(num + 2))
+    graph = csr_matrix((np.ones(len(dst)), dst[by_src], indptr), shape=(num + 1, num + 1))
+    seen = np.zeros(num + 1, dtype=bool)
+    seen[breadth_first_order(graph, num, directed=True, return_predecessors=False)] = True
+    return seen[:num]
 
 
 def _index(total: int, *codes: np.ndarray):
@@ -250,7 +127,8 @@ def compile_direct(
         for where, ok, n in zip(wheres, has_path, sizes[:, 0].tolist())
     ]
     todo = np.flatnonzero([r is None for r in results])
-    for r, lattice in lattices(product, top, int(X.max()), pairs, starts, todo, sizes).items():
+    minimal = minimize(product, top, int(X.max()))
+    for r, lattice in lattices(product, minimal, top.marks, pairs, starts, todo, sizes).items():
         results[r] = lattice
     return results
 

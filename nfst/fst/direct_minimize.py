@@ -32,8 +32,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lattice import Lattice
-
 
 @dataclass
 class Product:
@@ -155,11 +153,22 @@ class CommonPrefixes:
         reach_end[level] = ends
 
 
-def classes(
-    p: Product, top, max_i: int
-) -> tuple[np.ndarray, np.ndarray, CommonPrefixes, np.ndarray]:
-    """Each state's class (global ids), each class's representative state, the common
-    prefixes (positions), and the heights."""
+@dataclass
+class Minimal:
+    """The minimal acceptor of a batch's product: its states are classes of product states."""
+
+    cls: np.ndarray
+    """(S,): each product state's class."""
+    representative: np.ndarray
+    """(C,): a product state of each class."""
+    positions: tuple[np.ndarray, np.ndarray]
+    """(C,) twice: each class's position (i, j)."""
+    height: np.ndarray
+    """(S,): each product state's height."""
+
+
+def minimize(p: Product, top, max_i: int) -> Minimal:
+    """Heights, positions and classes, one height at a time."""
     S = len(p.final)
     height, levels = heights(p)
     out_offsets = np.searchsorted(p.src, np.arange(S + 1))
@@ -189,131 +198,4 @@ def classes(
         representative.append(level[order[new]])
         num_classes += int(new.sum())
     rep = np.concatenate(representative) if representative else np.zeros(0, dtype=np.int64)
-    return cls, rep, prefixes, height
-
-
-def lattices(
-    p: Product, top, max_i: int, pairs, starts: np.ndarray, todo: np.ndarray, sizes: np.ndarray
-) -> dict[int, Lattice]:
-    """The lattice of each pair in ``todo`` (whose start state is ``starts[k]``, its product
-    sizes ``sizes[k]`` = (states, arcs)), numbered by depth-first search."""
-    cls, rep, prefixes, height = classes(p, top, max_i)
-    num_classes = len(rep)
-    pos_i, pos_j = prefixes.position(rep)
-    is_rep = np.zeros(len(p.final), dtype=bool)
-    is_rep[rep] = True
-    kept = is_rep[p.src]
-    c_src, c_mark, c_dst = cls[p.src[kept]], p.mark[kept], cls[p.dst[kept]]
-    class_pair = p.pair[rep]
-    order = np.lexsort((c_mark, c_src, class_pair[c_src]))
-    c_src, c_mark, c_dst = c_src[order], c_mark[order], c_dst[order]
-    by_pair = np.argsort(class_pair, kind="stable")
-    class_bounds = np.searchsorted(class_pair[by_pair], np.arange(len(pairs) + 1))
-    local = np.empty(num_classes, dtype=np.int64)  # a class's index among its pair's
-    local[by_pair] = np.arange(num_classes) - class_bounds[class_pair[by_pair]]
-    arc_bounds = np.searchsorted(class_pair[c_src], np.arange(len(pairs) + 1))
-    head, depth, tail = _chains(c_src, c_dst, num_classes)
-    final, height = p.final[rep], height[rep]
-    out = {}
-    for r, start in zip(todo.tolist(), starts[todo].tolist()):
-        classes_ = by_pair[class_bounds[r] : class_bounds[r + 1]]
-        lo, hi = arc_bounds[r], arc_bounds[r + 1]
-        out[r] = _number(
-            top.marks,
-            pairs[r],
-            classes_,
-            local[cls[start]],
-            local[c_src[lo:hi]],
-            c_mark[lo:hi],
-            local[c_dst[lo:hi]],
-            local[head[classes_]],
-            depth[classes_],
-            local[tail[classes_]],
-            final,
-            pos_i,
-            pos_j,
-            height,
-            int(sizes[r, 0]),
-            int(sizes[r, 1]),
-        )
-    return out
-
-
-def _chains(src: np.ndarray, dst: np.ndarray, n: int):
-    """Per class: the head of its chain, its depth there, and (for heads) the chain's tail."""
-    link = (np.bincount(src, minlength=n)[src] == 1) & (np.bincount(dst, minlength=n)[dst] == 1)
-    head, depth = np.arange(n), np.zeros(n, dtype=np.int64)
-    head[dst[link]], depth[dst[link]] = src[link], 1
-    while not np.array_equal(head[head], head):  # pointer doubling up to the head
-        depth, head = depth + depth[head], head[head]
-    tail = np.arange(n)
-    is_tail = np.ones(n, dtype=bool)
-    is_tail[src[link]] = False
-    tail[head[is_tail]] = np.flatnonzero(is_tail)
-    return head, depth, tail
-
-
-def _number(
-    marks,
-    pair,
-    classes,
-    start,
-    s,
-    mark,
-    d,
-    head,
-    depth,
-    tail,
-    final,
-    pos_i,
-    pos_j,
-    height,
-    states_before,
-    arcs_before,
-) -> Lattice:
-    """One pair's lattice from its classes (global ids, ascending), its class arcs in local ids
-    (sorted by source and mark), its start, and each class's chain (head, depth; the tail of
-    a head's chain): states in the reverse postorder of a depth-first search from the start,
-    in which a chain's classes follow each other from head to tail."""
-    n = len(classes)
-    offsets = np.searchsorted(s, np.arange(n + 1)).tolist()
-    targets = d.tolist()  # a chain's tail's targets are heads
-    begin, end = offsets[:-1], offsets[1:]
-    backwards = targets[::-1]  # a tail's targets, last first: popped in mark order
-    total = len(targets)
-    last = tail.tolist()
-    seen = bytearray(n)
-    stack, post = [int(start)], []
-    while stack:
-        q = stack.pop()
-        if q < 0:  # all of chain ~q's targets are done
-            post.append(~q)
-        elif not seen[q]:
-            seen[q] = 1
-            stack.append(~q)
-            t = last[q]
-            stack.extend(backwards[total - end[t] : total - begin[t]])
-    rank = np.zeros(n, dtype=np.int64)
-    rank[post] = np.arange(len(post) - 1, -1, -1)
-    new = np.empty(n, dtype=np.int64)
-    new[np.lexsort((depth, rank[head]))] = np.arange(n)
-    s, d = new[s], new[d]
-    by_source = np.lexsort((mark, s))
-    old = np.empty(n, dtype=np.int64)
-    old[new] = classes
-    positions = np.stack([pos_i[old], pos_j[old]], axis=1)
-    positions[0] = 0  # nothing is consumed before the first mark
-    x, y = pair
-    return Lattice(
-        mark_vocab=marks,
-        x=x,
-        y=y,
-        arc_src=s[by_source],
-        arc_dst=d[by_source],
-        arc_mark=mark[by_source],
-        final=final[old].copy(),
-        positions=positions,
-        height=height[old].copy(),
-        states_before_min=states_before,
-        arcs_before_min=arcs_before,
-    )
+    return Minimal(cls, rep, prefixes.position(rep), height)

@@ -14,8 +14,8 @@ from nfst import (
     compile_lattice,
 )
 from nfst.fst.compile import compile_lattices, compile_path
-from nfst.fst.compile_direct import direct_refusal
 from nfst.fst.dataset import cache_key
+from nfst.fst.direct_topology import direct_refusal
 from nfst.fsts import cipher_mfst, deletion_insertion, substitution_ciphers
 from nfst.tasks import get_task
 from tests.fst.test_compile import check_against_brute_force

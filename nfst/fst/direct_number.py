@@ -1,0 +1,104 @@
+"""Step 5 of the direct path (``nfst.fst.compile_direct``): number each pair's minimal acceptor
+as the OpenFst path numbers it, for a whole batch at once, and build its :class:`Lattice`.
+
+The OpenFst path minimizes a topologically sorted FST in reverse, which leaves the states in
+the reverse postorder of a depth-first search from the start, out-arcs taken in mark order.
+One search covers the batch: a root above every pair's start, its arcs in pair order. The
+pairs' graphs are disjoint, so each one's search is the one from its own start. The search is
+compiled code (``scipy.sparse.csgraph``), which gives the preorder and the search tree; the
+reverse postorder is then a second search, of the tree alone, that takes each state's
+children last first: in a tree, the postorder reversed is the preorder with the children
+reversed (the root, then its subtrees from the last to the first).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import depth_first_order
+
+from .direct_minimize import Minimal, Product
+from .lattice import Lattice
+
+
+def reverse_postorder(n: int, src: np.ndarray, dst: np.ndarray, roots: np.ndarray) -> np.ndarray:
+    """The nodes reached by a depth-first search from each of ``roots`` in turn (each node's
+    out-arcs in the order given, ``src`` ascending): for each root, its nodes in reverse
+    postorder. ``roots`` must lie in disjoint graphs, none reachable from another."""
+    tree = _search_tree(n, np.append(src, np.full(len(roots), n)), np.append(dst, roots))
+    # the tree's preorder with each node's children taken last first is its reverse postorder;
+    # the roots keep their order
+    preorder, parent = tree
+    rank = np.empty(n + 1, dtype=np.int64)
+    rank[preorder] = np.arange(len(preorder))
+    child = preorder[1:]
+    up = parent[child]
+    key = up * (n + 1) + np.where(up == n, rank[child], n - rank[child])
+    by_key = np.argsort(key)
+    flipped, _ = _search_tree(n, up[by_key], child[by_key])
+    return flipped[1:]
+
+
+def _search_tree(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The depth-first search from node n over arcs src -> dst (``src`` ascending, a node's
+    arcs taken in their order): the nodes in preorder, and each node's parent in the search
+    tree (int64)."""
+    indptr = np.searchsorted(src, np.arange(n + 2))
+    # float64, the search's own type: a conversion would sort each row's targets by number
+    graph = csr_matrix((np.ones(len(dst)), dst, indptr), shape=(n + 1, n + 1))
+    preorder, parent = depth_first_order(graph, n, directed=True, return_predecessors=True)
+    return preorder.astype(np.int64), parent.astype(np.int64)
+
+
+def lattices(
+    p: Product,
+    minimal: Minimal,
+    marks: tuple[str, ...],
+    pairs,
+    starts: np.ndarray,
+    todo: np.ndarray,
+    sizes: np.ndarray,
+) -> dict[int, Lattice]:
+    """The lattice of each pair in ``todo`` (its start state ``starts[k]``, its product's
+    sizes ``sizes[k]`` = (states, arcs)) from the batch's minimal acceptor."""
+    cls, rep = minimal.cls, minimal.representative
+    n = len(rep)
+    kept = np.zeros(len(p.final), dtype=bool)
+    kept[rep] = True
+    kept = kept[p.src]
+    src, mark, dst = cls[p.src[kept]], p.mark[kept], cls[p.dst[kept]]
+    M = len(marks)  # (state, mark) is unique: one key sorts by both
+    by_source = np.argsort(src * M + mark)
+    src, mark, dst = src[by_source], mark[by_source], dst[by_source]
+    order = reverse_postorder(n, src, dst, cls[starts[todo]])  # pair by pair, starts first
+    pair = p.pair[rep]
+    bounds = np.searchsorted(pair[order], np.arange(len(pairs) + 1))
+    new = np.full(n, -1, dtype=np.int64)  # a class's state number in the batch
+    new[order] = np.arange(len(order))
+    live = new[src] >= 0
+    src, mark, dst = new[src[live]], mark[live], new[dst[live]]
+    by_source = np.argsort(src * M + mark)
+    src, mark, dst = src[by_source], mark[by_source], dst[by_source]
+    arc_bounds = np.searchsorted(src, bounds)
+    pos_i, pos_j = minimal.positions
+    positions = np.stack([pos_i[order], pos_j[order]], axis=1)
+    positions[bounds[todo]] = 0  # nothing is consumed before the first mark
+    final, height = p.final[rep][order], minimal.height[rep][order]
+    out = {}
+    for r in todo.tolist():
+        states, arcs = slice(bounds[r], bounds[r + 1]), slice(arc_bounds[r], arc_bounds[r + 1])
+        x, y = pairs[r]
+        out[r] = Lattice(
+            mark_vocab=marks,
+            x=x,
+            y=y,
+            arc_src=src[arcs] - bounds[r],
+            arc_dst=dst[arcs] - bounds[r],
+            arc_mark=mark[arcs].copy(),
+            final=final[states].copy(),
+            positions=positions[states].copy(),
+            height=height[states].copy(),
+            states_before_min=int(sizes[r, 0]),
+            arcs_before_min=int(sizes[r, 1]),
+        )
+    return out
