@@ -87,11 +87,12 @@ def compile_lattices(
     if compile_path(T, options) == "openfst":
         return [_attempt(compile_lattice, T, x, y, options) for x, y in pairs]
     results: list[Lattice | NfstError] = [_attempt(_check_symbols, T, x, y) for x, y in pairs]
-    known = [k for k, r in enumerate(results) if r is None]
+    # pairs of like sizes together: a batch's arrays are as wide as its longest pair
+    known = sorted((k for k, r in enumerate(results) if r is None), key=lambda k: _cells(pairs[k]))
     batch, budget = [], 0
     for n, k in enumerate(known):  # batches of bounded size: memory grows with their cells
         batch.append(k)
-        budget += (len(pairs[k][0]) + 1) * (len(pairs[k][1]) + 1)
+        budget += _cells(pairs[k])
         if budget >= _BATCH_CELLS or n == len(known) - 1:
             for k_, r in zip(
                 batch, compile_direct(T, [pairs[k_] for k_ in batch], options.max_states)
@@ -99,6 +100,11 @@ def compile_lattices(
                 results[k_] = r
             batch, budget = [], 0
     return results
+
+
+def _cells(pair: tuple[Symbols, Symbols]) -> int:
+    """The cells (|x|+1)(|y|+1) of a pair's grid."""
+    return (len(pair[0]) + 1) * (len(pair[1]) + 1)
 
 
 _BATCH_CELLS = 8_000

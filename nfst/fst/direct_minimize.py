@@ -84,8 +84,10 @@ class CommonPrefixes:
     def __init__(self, p: Product, top, max_i: int):
         S = len(p.final)
         self.p, self.top = p, top
-        small = max_i * top.num_shapes < np.iinfo(np.int16).max  # codes fit in 16 bits
-        self.witness = np.zeros((S, p.width), dtype=np.int16 if small else np.int64)
+        # the narrowest type that holds every code: the rows are copied and compared whole
+        codes = max_i * top.num_shapes
+        kind = next(t for t in (np.int8, np.int16, np.int64) if codes < np.iinfo(t).max)
+        self.witness = np.zeros((S, p.width), dtype=kind)
         self.row = np.arange(S)
         self.end = np.zeros(S, dtype=np.int64)
         self.diag = p.si + p.sj
