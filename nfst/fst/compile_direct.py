@@ -33,7 +33,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 
 from ..errors import LatticeTooLargeError, NfstError, NoPathError
-from .direct_minimize import Product, gather, minimize
+from .direct_minimize import Product, gather, minimize, offsets
 from .direct_number import lattices
 from .direct_topology import DirectTopology
 from .lattice import Lattice
@@ -72,7 +72,7 @@ def _reach(num: int, src: np.ndarray, dst: np.ndarray, sources: np.ndarray) -> n
     search from a node above the sources)."""
     src, dst = np.append(src, np.full(len(sources), num)), np.append(dst, sources)
     by_src = np.argsort(src, kind="stable")
-    indptr = np.searchsorted(src[by_src], np.arange(num + 2))
+    indptr = offsets(src[by_src], num + 1)
     graph = csr_matrix((np.ones(len(dst)), dst[by_src], indptr), shape=(num + 1, num + 1))
     seen = np.zeros(num + 1, dtype=bool)
     seen[breadth_first_order(graph, num, directed=True, return_predecessors=False)] = True
@@ -148,8 +148,8 @@ def _live_arcs(top: DirectTopology, pairs, X: np.ndarray, Y: np.ndarray):
         bx, a, i = np.nonzero(mx[:, top.in_id])  # where each arc's input matches ...
         by, uy, jy = np.nonzero(my)  # ... times where its output does
         width = len(top.out_strings)
-        offsets = np.searchsorted(by * width + uy, np.arange(len(some) * width + 1))
-        entries, owner = gather(offsets, bx * width + top.out_id[a])
+        in_rows = offsets(by * width + uy, len(some) * width)
+        entries, owner = gather(in_rows, bx * width + top.out_id[a])
         found.append(np.stack([bx[owner] + lo, a[owner], i[owner], jy[entries]]))
     b, a, i, j = np.concatenate(found, axis=1)
     src = base[b] + top.src[a] * cells[b] + i * Y[b] + j

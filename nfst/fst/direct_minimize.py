@@ -51,6 +51,14 @@ class Product:
     """Diagonals of the widest pair: max |x| + |y| + 1."""
 
 
+def offsets(keys: np.ndarray, n: int) -> np.ndarray:
+    """(n + 1,) CSR offsets of sorted ``keys`` in [0, n): key k's entries are
+    offsets[k]:offsets[k + 1]."""
+    out = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=n), out=out[1:])
+    return out
+
+
 def gather(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The CSR entries of ``rows``: (entry indices, position in ``rows`` of each)."""
     starts, counts = offsets[rows], offsets[rows + 1] - offsets[rows]
@@ -62,7 +70,7 @@ def heights(p: Product) -> tuple[np.ndarray, list[np.ndarray]]:
     """(S,) heights, and the states of each height (ascending ids)."""
     S = len(p.final)
     by_dst = np.argsort(p.dst, kind="stable")
-    in_offsets = np.searchsorted(p.dst[by_dst], np.arange(S + 1))
+    in_offsets = offsets(p.dst[by_dst], S)
     remaining = np.bincount(p.src, minlength=S)
     height = np.full(S, -1, dtype=np.int64)
     levels = []
@@ -173,7 +181,7 @@ def minimize(p: Product, top, max_i: int) -> Minimal:
     """Heights, positions and classes, one height at a time."""
     S = len(p.final)
     height, levels = heights(p)
-    out_offsets = np.searchsorted(p.src, np.arange(S + 1))
+    out_offsets = offsets(p.src, S)
     degree = np.diff(out_offsets)
     prefixes = CommonPrefixes(p, top, max_i)
     cls = np.full(S, -1, dtype=np.int64)

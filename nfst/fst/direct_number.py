@@ -17,7 +17,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import depth_first_order
 
-from .direct_minimize import Minimal, Product
+from .direct_minimize import Minimal, Product, offsets
 from .lattice import Lattice
 
 
@@ -43,7 +43,7 @@ def _search_tree(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, 
     """The depth-first search from node n over arcs src -> dst (``src`` ascending, a node's
     arcs taken in their order): the nodes in preorder, and each node's parent in the search
     tree (int64)."""
-    indptr = np.searchsorted(src, np.arange(n + 2))
+    indptr = offsets(src, n + 1)
     # float64, the search's own type: a conversion would sort each row's targets by number
     graph = csr_matrix((np.ones(len(dst)), dst, indptr), shape=(n + 1, n + 1))
     preorder, parent = depth_first_order(graph, n, directed=True, return_predecessors=True)
@@ -72,7 +72,7 @@ def lattices(
     src, mark, dst = src[by_source], mark[by_source], dst[by_source]
     order = reverse_postorder(n, src, dst, cls[starts[todo]])  # pair by pair, starts first
     pair = p.pair[rep]
-    bounds = np.searchsorted(pair[order], np.arange(len(pairs) + 1))
+    bounds = offsets(pair[order], len(pairs))
     new = np.full(n, -1, dtype=np.int64)  # a class's state number in the batch
     new[order] = np.arange(len(order))
     live = new[src] >= 0
