@@ -1,12 +1,37 @@
 """The confirmation of a default (tools/confirm.py): the candidate's pick and the best
-configuration are chosen on validation, and the bound is paired_gaps.upper_bound's."""
+configuration are chosen on validation, and the bound is paired_gaps.upper_bound's; the
+committed confirmation files follow the protocol (docs/results/confirm-protocol.md)."""
 
+import json
 import random
 
 import pytest
 
 from nfst.evaluate.paired_gaps import upper_bound
-from tools.confirm import check, collect
+from nfst.experiment.config import training_seed
+from tools.confirm import FOLDER, check, collect
+
+PROTOCOL_SEEDS = [training_seed(100, j, "hashed") for j in range(5)]
+"""``--seed 100 --seeds 5``: none of them a seed a committed summary used (0, 1, 2)."""
+
+
+def test_committed_confirmation_files_follow_the_protocol():
+    """Each confirm-TASK.json (none until a task's runs are done): the three labels, the
+    protocol's five seeds, and per-pair values for each of them."""
+    for path in sorted(FOLDER.glob("confirm-*.json")):
+        runs = json.loads(path.read_text(encoding="utf-8"))
+        assert sorted(run["label"] for run in runs) == ["default", "recommended", "usual"]
+        assert check(runs, delta=1.0)["seeds"] == PROTOCOL_SEEDS, path.name
+        for run in runs:
+            for name, m in run["samplers"].items():
+                by_seed = m["per_pair_partial_kl_by_seed"]
+                assert len(by_seed) == 5 and len({len(v) for v in by_seed}) == 1, (path, name)
+
+
+def test_the_protocol_names_its_seeds_and_they_are_fresh():
+    page = (FOLDER / "confirm-protocol.md").read_text(encoding="utf-8")
+    assert ", ".join(map(str, PROTOCOL_SEEDS)) in page
+    assert not {0, 1, 2} & set(PROTOCOL_SEEDS) and len(set(PROTOCOL_SEEDS)) == 5
 
 
 def _run(label, samplers, seeds=(100, 7)):

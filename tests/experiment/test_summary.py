@@ -17,6 +17,12 @@ from tools.summary import BLOCK, PAGES, names, page, series, summarize
 DOCS = Path(__file__).parents[2] / "docs"
 
 
+def summaries() -> list[Path]:
+    """The committed summaries: docs/results/*.json but the confirmation files
+    (confirm-TASK.json, tools/confirm.py), which tests/experiment/test_confirm.py checks."""
+    return [p for p in (DOCS / "results").glob("*.json") if not p.name.startswith("confirm-")]
+
+
 def test_committed_results_pages_hold_the_tables_of_their_summaries():
     shown = set()
     for path in PAGES:
@@ -26,7 +32,7 @@ def test_committed_results_pages_hold_the_tables_of_their_summaries():
             f"{path.name}'s tables are not what docs/results/*.json "
             "make; regenerate with: python tools/summary.py page"
         )
-    assert shown == {p.stem for p in (DOCS / "results").glob("*.json")}  # each one shown
+    assert shown == {p.stem for p in summaries()}  # each one shown
 
 
 def test_a_seeded_summary_gives_gaps_to_the_validation_reference_and_the_ordering():
@@ -93,7 +99,7 @@ def test_a_summary_keeps_the_per_pair_values_its_figures_come_from():
 def test_committed_summaries_with_per_pair_values_agree_with_them():
     """Where a committed summary holds per-pair values, its gaps and ordering are theirs."""
     checked = 0
-    for path in (DOCS / "results").glob("*.json"):
+    for path in summaries():
         summary = json.loads(path.read_text(encoding="utf-8"))
         for run in summary if isinstance(summary, list) else [summary]:
             if not isinstance(run, dict) or "samplers" not in run:
