@@ -2,7 +2,9 @@
 process: nfst's direct path and nfst's OpenFst path (``CompileOptions.path``), both
 without a cache, against OpenFst's bare compose-determinize-minimize on the same pairs; and on
 the training pairs, reading them back from the cache. Each timing is the median of ``repeat``
-runs, taken in turns so that a change in the machine's load touches all three alike."""
+runs, taken in turns so that a change in the machine's load touches all three alike. Wall and
+CPU time are both kept: all three are single-threaded, and on a shared machine the process's
+CPU time is the steadier of the two."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from ..fst.openfst_reference import openfst_lattice
 from ..tasks import get_task
 from .common import emit
 
+OPENFST = CompileOptions(path="openfst")
+
 
 def bench_compile(lattices: int = 256, repeat: int = 3) -> dict:
     task = get_task("cipher")
@@ -25,20 +29,22 @@ def bench_compile(lattices: int = 256, repeat: int = 3) -> dict:
     if compile_path(T) != "direct":
         raise RuntimeError("cipher's topology should take the direct path")
     result: dict = {"bench": "compile", "repeat": repeat}
-    for options in (CompileOptions(), CompileOptions(path="openfst")):  # T's tables, built once
+    for options in (CompileOptions(), OPENFST):  # T's tables, built once
         compile_lattices(T, task.pairs("train")[:1], options)
     for split in ("train", "test"):
         pairs = task.pairs(split)[:lattices]
-        runs = {"direct": [], "openfst": [], "bare": []}
+        ways = {
+            "direct": lambda pairs=pairs: compile_lattices(T, pairs),
+            "openfst": lambda pairs=pairs: compile_lattices(T, pairs, OPENFST),
+            "bare": lambda pairs=pairs: [openfst_lattice(T, x, y) for x, y in pairs],
+        }
+        runs, cpu, made = {k: [] for k in ways}, {k: [] for k in ways}, {}
         for _ in range(repeat):
-            direct, s = _timed(lambda pairs=pairs: compile_lattices(T, pairs))
-            runs["direct"].append(s)
-            openfst, s = _timed(
-                lambda pairs=pairs: compile_lattices(T, pairs, CompileOptions(path="openfst"))
-            )
-            runs["openfst"].append(s)
-            bare = _timed(lambda pairs=pairs: [openfst_lattice(T, x, y) for x, y in pairs])
-            runs["bare"].append(bare[1])
+            for way, compile_all in ways.items():
+                made[way], wall, seconds = _timed(compile_all)
+                runs[way].append(wall)
+                cpu[way].append(seconds)
+        direct, openfst = made["direct"], made["openfst"]
         for a, b in zip(direct, openfst):
             if not (
                 np.array_equal(a.arc_dst, b.arc_dst) and np.array_equal(a.positions, b.positions)
@@ -54,13 +60,14 @@ def bench_compile(lattices: int = 256, repeat: int = 3) -> dict:
             "bare_openfst_ms_per_lattice": ms["bare"],
             "direct_over_bare": [d / b for d, b in zip(runs["direct"], runs["bare"])],
             "direct_over_openfst_path": [d / o for d, o in zip(runs["direct"], runs["openfst"])],
+            "cpu_direct_over_bare": [d / b for d, b in zip(cpu["direct"], cpu["bare"])],
         }
-        for key in ("direct_over_bare", "direct_over_openfst_path"):
+        for key in ("direct_over_bare", "direct_over_openfst_path", "cpu_direct_over_bare"):
             result[split][f"median_{key}"] = statistics.median(result[split][key])
     pairs = task.pairs("train")[:lattices]
     with tempfile.TemporaryDirectory() as cache:
         compile_dataset(T, pairs, cache_dir=cache, processes=1, progress=False)
-        warm, s = _timed(
+        warm, s, _ = _timed(
             lambda: compile_dataset(T, pairs, cache_dir=cache, processes=1, progress=False)
         )
     if warm.cache_hits != len(pairs):
@@ -74,15 +81,17 @@ def bench_compile(lattices: int = 256, repeat: int = 3) -> dict:
             f"{r['openfst_path_ms_per_lattice']:.2f}, bare OpenFst "
             f"{r['bare_openfst_ms_per_lattice']:.2f}; direct / bare "
             f"{r['median_direct_over_bare']:.3f} (median of "
-            f"{', '.join(f'{v:.3f}' for v in r['direct_over_bare'])})"
+            f"{', '.join(f'{v:.3f}' for v in r['direct_over_bare'])}); in CPU time "
+            f"{r['median_cpu_direct_over_bare']:.3f}"
         )
     return result
 
 
 def _timed(fn):
-    t = time.perf_counter()
+    """fn's value, and the wall and CPU seconds it took."""
+    t, c = time.perf_counter(), time.process_time()
     value = fn()
-    return value, time.perf_counter() - t
+    return value, time.perf_counter() - t, time.process_time() - c
 
 
 if __name__ == "__main__":
