@@ -17,8 +17,8 @@ import torch
 
 from ..dp.batch import LatticeBatch
 from ..errors import NfstError
+from ..evaluate.drawing import draw
 from ..evaluate.metrics import partial_kl
-from ..evaluate.samplers import draw
 from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
 from ..models.samplers import Sampler
