@@ -3,8 +3,8 @@ the samples ``drawing`` draws and scores), log Z by importance sampling and the 
 it (``log_z``), exact values under a WFST scorer (``exact``), the whole evaluation ``nfst run``
 writes (``whole``: :func:`evaluate_all`, its typed result in ``evaluation``:
 :class:`Evaluation`), gaps and orderings over training seeds and pairs (``paired_gaps``), SMC
-methods (``smc``: offset KL against M), the per-pair metrics (``metrics``), the Pareto k̂
-diagnostic (``pareto``) and text tables (``tables``)."""
+methods (``smc``: offset KL against M; per pair, ``offset_kl``), the per-pair metrics
+(``metrics``), the Pareto k̂ diagnostic (``pareto``) and text tables (``tables``)."""
 
 from ..fst.structure import Structure
 from .drawing import PairSamples, draw
