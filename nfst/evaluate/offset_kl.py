@@ -56,8 +56,8 @@ def merge_duplicates(
 def pair_stats(p: Particles) -> tuple[list[tuple], list[dict]]:
     """Per lattice of one SMC call: (partial KL, ESS, dedup ESS, log Ẑ, Pareto k̂) of its
     final particles, and its distinct paths with their log p̃ (for 𝒴). Particles without a
-    log Ẑ (plain ``Particles``) are the beam's: their weights are no importance weights (no k̂), and the mass they
-    found stands for log Ẑ, a lower bound on log Z."""
+    log Ẑ (plain ``Particles``) are the beam's: their weights are no importance weights (no
+    k̂), and the mass they found stands for log Ẑ, a lower bound on log Z."""
     log_z = getattr(p, "log_z", None)
     beam = log_z is None
     if beam:

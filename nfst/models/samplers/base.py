@@ -32,9 +32,9 @@ lattice, record)`` and to the pass: each walker's dropout masks, and what the wa
 that the pass would compute again.
 
 How :meth:`Sampler.sample` walks: on a CPU, step by step, computing the heads only for the
-walkers with a choice (``eager``); on a GPU (``SamplerConfig.static_walk``), with static shapes and the
-step captured as a CUDA graph and replayed (``graph``). A sampler that scores in one pass
-reports the pass's log q, which equals the walk's (``_walk`` returns the walk's, for tests).
+walkers with a choice (``eager``); on a GPU (``SamplerConfig.static_walk``), with static shapes
+and the step captured as a CUDA graph and replayed (``graph``). A sampler that scores in one
+pass reports the pass's log q, which equals the walk's (``_walk`` returns the walk's, for tests).
 
 Mark ids index the task's mark vocabulary (``lattice.mark_vocab``, shared by all lattices of a
 task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the first mark.
