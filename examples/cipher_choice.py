@@ -45,7 +45,7 @@ from collections import Counter
 import torch
 
 from nfst.dp.batch import LatticeBatch
-from nfst.evaluate.samplers import draw
+from nfst.evaluate.drawing import draw
 from nfst.experiment.run import Run
 from nfst.fst.compile import compile_lattice
 from nfst.models.samplers import route_of_arcs

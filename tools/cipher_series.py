@@ -37,8 +37,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import cipher_choice  # noqa: E402  (the examples are scripts, not a package)
 
+from nfst.evaluate.drawing import draw  # noqa: E402
 from nfst.evaluate.metrics import partial_kl  # noqa: E402
-from nfst.evaluate.samplers import draw  # noqa: E402
 from nfst.experiment.config import RunConfig  # noqa: E402
 from nfst.experiment.run import Run  # noqa: E402
 from nfst.runtime import storage  # noqa: E402

@@ -26,8 +26,8 @@ from ..dp.batch import LatticeBatch
 from ..dp.passes import backward, forward, log_partition
 from ..dp.randomized import randomized_backward
 from ..dp.selection import RDPConfig
+from ..evaluate.drawing import draw
 from ..evaluate.metrics import mean_and_se, partial_kl
-from ..evaluate.samplers import draw
 from ..models.samplers import SamplerConfig, Vocabulary, make_sampler
 from ..models.scorer import LSTMScorer
 from ..runtime.threads import cpu_threads

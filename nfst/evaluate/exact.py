@@ -28,9 +28,9 @@ from ..fst.lattice import Lattice
 from ..models.samplers.base import Sampler
 from ..models.scorer import Scorer
 from ..runtime.distributed import item_seed, shared_map
+from .drawing import eval_mode
 from .log_z import add_partial_kl_plus
 from .metrics import mean_and_se
-from .samplers import eval_mode
 
 
 class ExactScorer(Protocol):

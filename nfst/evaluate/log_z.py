@@ -30,9 +30,9 @@ from ..models.scorer import Scorer
 from ..runtime.distributed import item_seed, shared_map
 from ..runtime.threads import cpu_threads
 from . import metrics
+from .drawing import eval_mode
 from .metrics import mean_and_se
 from .pareto import nonzero_weights, pareto_k, pareto_summary, pareto_threshold
-from .samplers import eval_mode
 
 
 @torch.no_grad()

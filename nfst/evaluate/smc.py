@@ -1,22 +1,9 @@
 """Evaluating SMC samplers: offset KL against the number of particles M (000 §7, Fig. 2).
 
 For each method and each M ∈ {8, 16, 32, 64, 128}, ``runs`` independent SMC runs on every
-evaluation pair give weighted particles p̂ (duplicates merged: p̂(ω) = Σ_{m: ω_m = ω} w̄_m).
-Per pair, in nats:
-
-- partial KL of the SMC estimate (as 003:7, with p̂ in place of q):
-      Σ_ω p̂(ω) [log p̂(ω) − log p̃_θ(ω)]  =  KL(p̂ ‖ p) − log Z(x, y)
-- offset KL (000:34, §7.1): KL(p̂ ‖ p) with log Z replaced by z = log Σ_{ω ∈ 𝒴} p̃_θ(ω), 𝒴
-  every distinct path any method drew for the pair at any M in any run (z ≤ log Z, so the
-  offset KL is a "best effort" lower bound on KL(p̂ ‖ p); differences between methods are
-  exact).
-- ESS (Σw)²/Σw² of the final particles, and deduplicated ESS (003 Table 7: merge identical
-  paths first); the mean and, over runs, the variance of log Ẑ;
-- Pareto k̂ of the final weights (``nfst.evaluate.pareto``), the mean over runs and pairs
-  where it can be fitted (None for the beam, whose weights are not importance weights, or
-  where no pair has a k̂: fewer than 21 particles, or fewer than 5 distinct weights in the
-  tail, as after resampling); above min(1 − 1/log₁₀ M, 0.7) the method's figures at that M
-  are unreliable whatever their standard errors say.
+evaluation pair give weighted particles p̂; per pair, in nats, their partial KL and offset KL
+(000:34, §7.1), ESS and deduplicated ESS, log Ẑ and Pareto k̂ (``nfst.evaluate.offset_kl``
+says how each is computed, and above which k̂ a method's figures at that M are unreliable).
 
 Methods (the names of the returned dict):
 
@@ -45,7 +32,6 @@ adaptive (ESS < M/2, 000 fn. 9), multinomial by default as in 000.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional, Sequence
@@ -64,10 +50,8 @@ from ..smc.beam import beam_search
 from ..smc.engine import Particles, SMCConfig, smc
 from ..smc.fitting import fit_lookahead
 from ..smc.lookahead import LearnedLookahead, Lookahead, LookaheadProposal, ZeroLookahead
-from ..smc.resampling import ess
 from ..smc.without_replacement import distinct_particles
-from .metrics import dedup_ess, mean_and_se
-from .pareto import pareto_k
+from .offset_kl import pair_stats, summarise_methods
 from .tables import text_table
 
 PARTICLES = (8, 16, 32, 64, 128)
@@ -139,26 +123,6 @@ def methods(
     )
 
 
-def merge_duplicates(
-    particles: Particles, b: int
-) -> tuple[list[tuple], torch.Tensor, torch.Tensor]:
-    """Lattice b's distinct paths (tuples of arc ids), their merged normalised weights p̂ and
-    their log p̃, dropping zero-weight slots."""
-    w = particles.weights[b].double()
-    table: dict[tuple, list] = {}
-    for m in range(len(w)):
-        if w[m] > 0:
-            key = tuple(particles.arcs[b, m, : particles.lengths[b, m]].tolist())
-            entry = table.setdefault(key, [0.0, float(particles.log_p[b, m])])
-            entry[0] += float(w[m])
-    keys = list(table)
-    return (
-        keys,
-        torch.tensor([table[k][0] for k in keys], dtype=torch.float64),
-        torch.tensor([table[k][1] for k in keys], dtype=torch.float64),
-    )
-
-
 def evaluate_smc(
     sampler: Sampler,
     scorer: Scorer,
@@ -197,18 +161,9 @@ def evaluate_smc(
     lookahead, look_info = _lookahead(
         lookahead, sampler, scorer, fit_on, config, seed, device, quiet
     )
-    started = time.time()
-    abstract = fit_abstract_proposal(
-        scorer,
-        sampler,
-        fit_on,
-        AbstractConfig(config.abstract_regions, config.abstract_depth),
-        config.abstract_fit_paths,
-        config.batch_size,
-        item_seed(seed, "abstract"),
-        device,
+    abstract, look_info["abstract_fit_seconds"] = _abstract(
+        sampler, scorer, fit_on, config, seed, device
     )
-    look_info["abstract_fit_seconds"] = round(time.time() - started, 2)
     counter = CountingScorer(scorer)
     every = methods(sampler, counter, lookahead, config, abstract)
     # a method's seed is its place among all methods, so `only` does not change its samples
@@ -218,6 +173,59 @@ def evaluate_smc(
         LatticeBatch(list(lattices[i : i + config.batch_size]), device)
         for i in range(0, len(lattices), config.batch_size)
     ]
+    units, done = _run_units(draws, seeds, batches, config, seed, device, counter, quiet)
+    methods_out, z_paths = summarise_methods(
+        units, done, [b.batch_size for b in batches], config.particles
+    )
+    return {
+        "M": list(config.particles),
+        "pairs": len(lattices),
+        "runs": config.runs,
+        "methods": methods_out,
+        "z_paths": z_paths,
+        "lookahead": look_info,
+        "config": asdict(config) | {"particles": list(config.particles)},
+        "units": "nats",
+    }
+
+
+def _abstract(
+    sampler: Sampler,
+    scorer: Scorer,
+    lattices: list[Lattice],
+    config: SMCEvalConfig,
+    seed: int,
+    device: torch.device,
+) -> tuple[Sampler, float]:
+    """The ABSTRACT method's proposal, its mark n-gram fitted on ``lattices`` to the scorer on
+    the sampler's paths, and the seconds the fit took."""
+    started = time.time()
+    abstract = fit_abstract_proposal(
+        scorer,
+        sampler,
+        lattices,
+        AbstractConfig(config.abstract_regions, config.abstract_depth),
+        config.abstract_fit_paths,
+        config.batch_size,
+        item_seed(seed, "abstract"),
+        device,
+    )
+    return abstract, round(time.time() - started, 2)
+
+
+def _run_units(
+    draws: dict[str, Draw],
+    seeds: dict[str, int],
+    batches: list[LatticeBatch],
+    config: SMCEvalConfig,
+    seed: int,
+    device: torch.device,
+    counter: CountingScorer,
+    quiet: bool,
+) -> tuple[list[tuple], list[tuple]]:
+    """Every method of ``draws`` at every M, ``config.runs`` times (the beam once), on every
+    minibatch: the units (name, M, run, minibatch) and what each gave (its per-pair rows and
+    paths found, ``nfst.evaluate.offset_kl.pair_stats``; its seconds and scorer calls)."""
     # One unit of work per (method, M, run, minibatch), with its own generator: under torchrun
     # the ranks share the units, with the results one process would get.
     units = [
@@ -239,23 +247,11 @@ def evaluate_smc(
         with torch.no_grad():
             p = draws[name](batches[i], M, generator)
         bar.update()
-        return (*_pair_stats(p), time.time() - started, counter.calls)
+        return (*pair_stats(p), time.time() - started, counter.calls)
 
     done = shared_map(run_unit, units)
     bar.close()
-    methods_out, z_paths = _summarise(
-        units, done, [b.batch_size for b in batches], config.particles
-    )
-    return {
-        "M": list(config.particles),
-        "pairs": len(lattices),
-        "runs": config.runs,
-        "methods": methods_out,
-        "z_paths": z_paths,
-        "lookahead": look_info,
-        "config": asdict(config) | {"particles": list(config.particles)},
-        "units": "nats",
-    }
+    return units, done
 
 
 def _lookahead(
@@ -293,94 +289,6 @@ def _lookahead(
         "fit_loss_last": history[-1],
         "fit_seconds": round(time.time() - started, 2),
     }
-
-
-def _pair_stats(p: Particles) -> tuple[list[tuple], list[dict]]:
-    """Per lattice of one SMC call: (partial KL, ESS, dedup ESS, log Ẑ, Pareto k̂) of its
-    final particles, and its distinct paths with their log p̃ (for 𝒴). Particles without a
-    log Ẑ (plain ``Particles``) are the beam's: their weights are no importance weights (no k̂), and the mass they
-    found stands for log Ẑ, a lower bound on log Z."""
-    log_z = getattr(p, "log_z", None)
-    beam = log_z is None
-    if beam:
-        log_z = torch.logsumexp(
-            p.log_p.masked_fill(~torch.isfinite(p.log_weights), float("-inf")), -1
-        )
-    full_ess = ess(p.log_weights.double())
-    rows, found = [], []
-    for b in range(p.arcs.shape[0]):
-        keys, w, log_p = merge_duplicates(p, b)
-        found.append(dict(zip(keys, log_p.tolist())))
-        partial = float((w * (w.log() - log_p)).sum())
-        k_hat = math.nan if beam else pareto_k(p.log_weights[b])
-        rows.append(
-            (partial, float(full_ess[b]), float(dedup_ess(w.log())), float(log_z[b]), k_hat)
-        )
-    return rows, found
-
-
-def _summarise(
-    units: list[tuple], done: list[tuple], batch_sizes: list[int], particles: Sequence[int]
-) -> tuple[dict, float]:
-    """``methods`` and ``z_paths`` of :func:`evaluate_smc`'s result from each unit's
-    (rows, found, seconds, scorer calls): 𝒴 is every path any method found for a pair, and
-    offset KL = partial KL + log Σ_{z ∈ 𝒴} p̃(z) (module docstring)."""
-    n = sum(batch_sizes)
-    offsets = [sum(batch_sizes[:i]) for i in range(len(batch_sizes))]
-    seen: list[dict[tuple, float]] = [{} for _ in range(n)]  # 𝒴 per pair
-    # per method, M, run, pair: (partial KL, ESS, dedup ESS, log Ẑ, Pareto k̂)
-    stats: dict[str, dict[int, list[list[tuple]]]] = {}
-    seconds: dict[tuple, float] = {}
-    calls: dict[tuple, float] = {}
-    for (name, M, r, i), (rows, found, spent, used) in zip(units, done):
-        per_run = stats.setdefault(name, {}).setdefault(M, [])
-        if i == 0:
-            per_run.append([])
-        per_run[r].extend(rows)
-        seconds[name, M] = seconds.get((name, M), 0.0) + spent
-        calls[name, M] = calls.get((name, M), 0.0) + used
-        for b, paths in enumerate(found):
-            seen[offsets[i] + b].update(paths)
-    z = torch.tensor(
-        [
-            torch.logsumexp(torch.tensor(list(s.values()), dtype=torch.float64), 0).item()
-            for s in seen
-        ],
-        dtype=torch.float64,
-    )
-    methods = {}
-    for name, by_m in stats.items():
-        res = {
-            key: []
-            for key in (
-                "offset_kl",
-                "offset_kl_se",
-                "partial_kl",
-                "ess",
-                "dedup_ess",
-                "log_z",
-                "log_z_var",
-                "pareto_k",
-                "seconds",
-                "scorer_calls",
-            )
-        }
-        for M in particles:
-            table = torch.tensor(by_m[M], dtype=torch.float64)  # (runs, n, 5)
-            mean, se = mean_and_se((table[..., 0] + z).mean(0).tolist())
-            res["offset_kl"].append(mean)
-            res["offset_kl_se"].append(se)
-            res["partial_kl"].append(float(table[..., 0].mean()))
-            res["ess"].append(float(table[..., 1].mean()))
-            res["dedup_ess"].append(float(table[..., 2].mean()))
-            res["log_z"].append(float(table[..., 3].mean()))
-            res["log_z_var"].append(float(table[..., 3].var(0).mean()) if len(table) > 1 else 0.0)
-            ks = table[..., 4][~table[..., 4].isnan()]  # the pairs with a k̂, over runs
-            res["pareto_k"].append(float(ks.mean()) if len(ks) else None)
-            res["seconds"].append(round(seconds[name, M] / len(table), 3))
-            res["scorer_calls"].append(round(calls[name, M] / (len(table) * n), 1))
-        methods[name] = res
-    return methods, sum(len(s) for s in seen) / n
 
 
 def format_table(result: dict, metric: str = "offset_kl") -> str:

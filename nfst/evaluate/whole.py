@@ -68,6 +68,48 @@ def evaluate_all(
     runs and pairs); and the runs' indices, the ``reference``, the scorer's ``log_z``, the
     n-gram's exact test log-likelihood and, with a WFST scorer, the exact values
     (``nfst.evaluate.exact.add_exact``). Its ``to_json()`` is ``stages/evaluate.json``."""
+    ngram = _ngram(trained, training_seeds, scorer, ngram)
+    common = dict(k=k, device=device, quiet=quiet, render=render)
+    result = _sampler_metrics(
+        trained, untrained, scorer, test, validation, training_seeds, structure, common
+    )
+    ngram_log_z = _log_z(
+        result,
+        trained[0],
+        scorer,
+        ngram,
+        test,
+        log_z_samples,
+        log_z_max_samples,
+        stream_seed(training_seeds[0], "log_z"),
+        device,
+        structure,
+        say,
+    )
+    add_exclusive_kl(result)
+    if is_exact(scorer):
+        say("exact log Z and KL: the scorer is a WFST")
+        add_exact(
+            result,
+            scorer,
+            trained[0],
+            test,
+            k=k,
+            seed=result["seed"],
+            device=device,
+            log_z=ngram_log_z if scorer is ngram else None,
+        )
+    return Evaluation.from_json(result)  # the dict built above is its JSON form
+
+
+def _ngram(
+    trained: Sequence[Mapping[str, Sampler]],
+    training_seeds: Sequence[int],
+    scorer: Scorer,
+    ngram: Optional[NgramScorer],
+) -> NgramScorer:
+    """The n-gram of :func:`evaluate_all`: ``ngram``, else the scorer if it is one; raises
+    ValueError without one, or when the training runs and their seeds differ in number."""
     if len(trained) != len(training_seeds):
         raise ValueError(f"{len(trained)} training runs but {len(training_seeds)} seeds")
     if ngram is None:
@@ -76,7 +118,23 @@ def evaluate_all(
                 "evaluate_all needs the n-gram (ngram=) beside a scorer that is not one"
             )
         ngram = scorer
-    common = dict(k=k, device=device, quiet=quiet, render=render)
+    return ngram
+
+
+def _sampler_metrics(
+    trained: Sequence[Mapping[str, Sampler]],
+    untrained: Mapping[str, Sampler],
+    scorer: Scorer,
+    test: Sequence[Lattice],
+    validation: Sequence[Lattice],
+    training_seeds: Sequence[int],
+    structure: Optional[Structure],
+    common: dict,
+) -> dict:
+    """Training run 0's metrics on ``test`` with the other runs', every run's validation and
+    the untrained samplers' folded in (:func:`_over_runs`), and the runs' indices, the
+    reference, the number of validation pairs and the structure's name; ``common``: the
+    arguments every :func:`~nfst.evaluate.samplers.evaluate` call shares."""
 
     def on(lattices: Sequence[Lattice], s: int, stream: str, **kw) -> dict:
         return evaluate(
@@ -95,24 +153,42 @@ def evaluate_all(
         on(validation, s, "validation", examples=0, without_replacement=False) for s in runs
     ]
     reference = _over_runs(result, later, on_validation, untrained_result, structure_name)
-    result |= {
+    return result | {
         "seeds": list(runs),
         "reference": reference,
         "validation_pairs": len(validation),
         "structure": structure_name,
     }
+
+
+def _log_z(
+    result: dict,
+    samplers: Mapping[str, Sampler],
+    scorer: Scorer,
+    ngram: NgramScorer,
+    test: Sequence[Lattice],
+    samples: int,
+    max_samples: Optional[int],
+    seed: int,
+    device: torch.device | str,
+    structure: Optional[Structure],
+    say: Callable[[str], None],
+) -> list[float]:
+    """Add to ``result`` the scorer's test log Ẑ (``log_z``: importance sampling from the
+    n-gram's posterior and from ``samplers``, training run 0's) and the n-gram's exact test
+    log-likelihood (``ngram``); returns the n-gram's exact log Z of each test pair."""
     proposals = {
         f"the {ngram.order}-gram's posterior": ngram.posterior(),
-        **{f"the {name} sampler": sampler for name, sampler in trained[0].items()},
+        **{f"the {name} sampler": sampler for name, sampler in samplers.items()},
     }
-    say(f"estimating log Z with {log_z_samples} samples per pair from {', '.join(proposals)}")
+    say(f"estimating log Z with {samples} samples per pair from {', '.join(proposals)}")
     result["log_z"] = estimate_log_z(
         proposals,
         scorer,
         test,
-        log_z_samples,
-        max_samples=log_z_max_samples,
-        seed=stream_seed(training_seeds[0], "log_z"),
+        samples,
+        max_samples=max_samples,
+        seed=seed,
         device=device,
         structure=structure,
     )
@@ -121,20 +197,7 @@ def evaluate_all(
         "order": ngram.order,
         "test_log_likelihood": float(torch.tensor(ngram_log_z, dtype=torch.float64).mean()),
     }
-    add_exclusive_kl(result)
-    if is_exact(scorer):
-        say("exact log Z and KL: the scorer is a WFST")
-        add_exact(
-            result,
-            scorer,
-            trained[0],
-            test,
-            k=k,
-            seed=result["seed"],
-            device=device,
-            log_z=ngram_log_z if scorer is ngram else None,
-        )
-    return Evaluation.from_json(result)  # the dict built above is its JSON form
+    return ngram_log_z
 
 
 def _over_runs(

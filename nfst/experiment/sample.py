@@ -12,7 +12,8 @@ import torch
 
 from ..dp.batch import LatticeBatch
 from ..errors import NfstError, UnknownSymbolError
-from ..evaluate.samplers import draw, render_marks
+from ..evaluate.drawing import draw
+from ..evaluate.samplers import render_marks
 from ..fst.compile import compile_lattice
 from ..runtime.distributed import stream_seed
 from ..runtime.storage import write_atomically

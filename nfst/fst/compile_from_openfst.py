@@ -143,23 +143,46 @@ class LatticeReader:
         order = np.flatnonzero(live).tolist()
         before = (len(order), len(src))
         if not acyclic:
-            order.remove(self.start)
-            order.insert(0, self.start)
-            new = np.zeros(num, dtype=np.int64)
-            new[order] = np.arange(len(order))
-            by_source = np.lexsort((new[dst], mark, new[src]))
-            return self._build(
-                x,
-                y,
-                consumed[order],
-                [s in stop for s in order],
-                new[src][by_source],
-                mark[by_source],
-                new[dst][by_source],
-                None,
-                before,
-            ), None
+            return self._unminimized(x, y, order, consumed, stop, src, mark, dst, before), None
+        cls, info, arcs = self._minimize(order, consumed, step, src, mark, dst, emit, stop)
+        # Reverse the class ids: the start becomes 0, arcs go forwards and, read backwards,
+        # are sorted by source and mark.
+        at, final, heights, paths = zip(*reversed(info))
+        arc_array = np.fromiter(chain.from_iterable(reversed(arcs)), np.int64, 3 * len(arcs))
+        src, mark, dst = arc_array.reshape(-1, 3).T
+        flip = len(info) - 1
+        lattice = self._build(
+            x, y, np.asarray(at), final, flip - src, mark, flip - dst, heights, before
+        )
+        return lattice, paths[flip - cls[self.start]]
 
+    def _unminimized(self, x, y, order, consumed, stop, src, mark, dst, before) -> Lattice:
+        """A cyclic lattice as it is (no minimization), its live states ``order`` numbered
+        with the start first, its arcs sorted by (src, mark, dst)."""
+        order = [self.start, *(s for s in order if s != self.start)]
+        new = np.zeros(len(self.fst.final), dtype=np.int64)
+        new[order] = np.arange(len(order))
+        by_source = np.lexsort((new[dst], mark, new[src]))
+        return self._build(
+            x,
+            y,
+            consumed[order],
+            [s in stop for s in order],
+            new[src][by_source],
+            mark[by_source],
+            new[dst][by_source],
+            None,
+            before,
+        )
+
+    def _minimize(
+        self, order, consumed, step, src, mark, dst, emit, stop
+    ) -> tuple[list[int], list[tuple[int, bool, int, int]], list[tuple[int, int, int]]]:
+        """Steps 3 and 4 on an acyclic FST, its live states visited in reverse topological
+        ``order``: each state's class (``cls``), per class its position, finality, height and
+        number of paths (``info``), and the arcs between classes (class, mark, class of dst),
+        classes numbered in the order they were made (sinks first)."""
+        num = len(self.fst.final)
         offsets = np.searchsorted(src, np.arange(num + 1)).tolist()
         marks, dsts, start = mark.tolist(), dst.tolist(), self.start
         steps = step.tolist()
@@ -207,16 +230,7 @@ class LatticeReader:
                     height, paths = max(height, target[2]), paths + target[3]
                 info.append((at, final, height + 1, paths))
             cls[s] = c
-        # Reverse the class ids: the start becomes 0, arcs go forwards and, read backwards,
-        # are sorted by source and mark.
-        at, final, heights, paths = zip(*reversed(info))
-        arc_array = np.fromiter(chain.from_iterable(reversed(arcs)), np.int64, 3 * len(arcs))
-        src, mark, dst = arc_array.reshape(-1, 3).T
-        flip = len(info) - 1
-        lattice = self._build(
-            x, y, np.asarray(at), final, flip - src, mark, flip - dst, heights, before
-        )
-        return lattice, paths[flip - cls[start]]
+        return cls, info, arcs
 
     def _build(self, x, y, positions, final, src, mark, dst, heights, before) -> Lattice:
         """A Lattice from per-state positions (i·(|y|+1) + j) and finality, arc arrays sorted

@@ -2,14 +2,12 @@ import json
 import math
 
 import pytest
-import torch
 
 import nfst.evaluate.smc as smc_module
 from nfst.dp.passes import log_partition
 from nfst.evaluate.pareto import pareto_k
-from nfst.evaluate.smc import evaluate_smc, format_table, merge_duplicates, methods
+from nfst.evaluate.smc import evaluate_smc, format_table, methods
 from nfst.experiment.report import plot_offset_kl
-from nfst.smc.engine import Particles
 from nfst.smc.lookahead import BetaLookahead
 from tests.helpers.brute import lattice_paths
 from tests.helpers.lattices import small_batch
@@ -98,22 +96,6 @@ def test_exact_proposal_and_lookahead_have_equal_weights_and_exact_log_z(evaluat
     assert exact["log_z_var"] == pytest.approx([0.0, 0.0], abs=1e-12)
     # the smoother of 000 with the exact C proposes from the posterior too (000:26)
     assert result["methods"]["PS"]["log_z_var"] == pytest.approx([0.0, 0.0], abs=1e-12)
-
-
-def test_duplicates_are_merged_before_the_kl_and_the_ess():
-    arcs = torch.tensor([[[0, 1, -1], [0, 1, -1], [2, -1, -1], [3, 4, 5]]])
-    log_w = torch.log(torch.tensor([[1.0, 1.0, 2.0, 0.0]], dtype=torch.float64))
-    p = Particles(
-        arcs=arcs,
-        marks=arcs,
-        lengths=torch.tensor([[2, 2, 1, 3]]),
-        log_p=torch.tensor([[-1.0, -1.0, -2.0, -3.0]], dtype=torch.float64),
-        log_weights=log_w,
-    )
-    keys, w, log_p = merge_duplicates(p, 0)
-    assert keys == [(0, 1), (2,)]  # the zero-weight particle is dropped
-    assert w.tolist() == pytest.approx([0.5, 0.5]) and log_p.tolist() == [-1.0, -2.0]
-    assert (w.sum() ** 2 / (w**2).sum()).item() == pytest.approx(2.0)
 
 
 def test_plot_writes_a_png(evaluated, tmp_path):

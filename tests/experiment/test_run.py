@@ -96,7 +96,7 @@ def test_run_writes_everything_and_skips_finished_stages(finished_run, tmp_path)
         assert metrics["partial_kl"] > 0 and metrics["ess"] >= 1.0
         assert metrics["curve"]["step"] == [0, 4, 8, 12]  # from the untrained sampler on
         # the untrained sampler evaluated is the one training started from
-        from nfst.train.sampler import validate
+        from nfst.train.sampler_trainer import validate
 
         early_stopping = stream_seed(run.training_seed(0), "early_stopping")
         assert validate(

@@ -10,7 +10,8 @@ from nfst.experiment.presets import preset
 from nfst.fsts import deletion_insertion
 from nfst.models.samplers import SamplerConfig, Vocabulary, make_sampler
 from nfst.models.scorer import ArcFactoredScorer
-from nfst.train.sampler import SamplerTrainConfig, train_sampler, validate
+from nfst.train.sampler import SamplerTrainConfig, train_sampler
+from nfst.train.sampler_trainer import validate
 
 
 def test_the_option_reaches_the_trainer_and_training_improves():

@@ -252,7 +252,7 @@ def test_training_from_particles_runs_and_improves(objective, monkeypatch):
     import nfst.train.nasmc as particles
     from nfst.smc.engine import smc
     from nfst.smc.lookahead import BetaLookahead
-    from nfst.train.sampler import validate
+    from nfst.train.sampler_trainer import validate
 
     lats, scorer, sampler = particle_training_setup("swa")
     look = BetaLookahead.exact(scorer) if objective == "nasmc" else None
@@ -360,10 +360,10 @@ def test_train_sampler_stops_on_min_delta(monkeypatch):
     """Through train_sampler: a validation curve that creeps down by 0.02 a check trains to the
     step cap without a threshold; with min_delta 0.1 no check counts as an improvement, so
     patience (3) stops training after the third check and the step-0 parameters are kept."""
-    import nfst.train.sampler
+    import nfst.train.sampler_trainer
 
     lats, scorer, _ = setup()
-    monkeypatch.setattr(nfst.train.sampler, "validate", lambda *args: next(curve))
+    monkeypatch.setattr(nfst.train.sampler_trainer, "validate", lambda *args: next(curve))
     for min_delta, steps, stopped_by in ((0.0, 12, "steps"), (0.1, 6, "patience")):
         curve = iter(10.0 - 0.02 * i for i in range(100))  # validation after validation
         sampler = new_sampler("swa", lats).float()
@@ -399,7 +399,7 @@ def test_improvements_smaller_than_min_delta_do_not_count():
     """A validation curve that creeps down by 0.02 a check: every check improves on the last,
     so without a threshold training never stops; with min_delta 0.1 three checks (0.06) do not
     count, and training stops after ``patience`` = 3 checks, keeping the first parameters."""
-    from nfst.train.sampler import EarlyStopping
+    from nfst.train.early_stopping import EarlyStopping
 
     module = torch.nn.Linear(1, 1)
     for min_delta, stops_at in ((0.0, None), (0.1, 3)):

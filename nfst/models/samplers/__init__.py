@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .base import Sampler, SamplerConfig
+from .base import Sampler
 from .choices import choosing, forced_log_probs, legal_log_softmax, with_forced
+from .config import SamplerConfig
 from .dropout import WalkDropout
 from .hybrids import SWPSWS, SWPPrefix
 from .nolookahead import NoLookahead

@@ -32,9 +32,9 @@ lattice, record)`` and to the pass: each walker's dropout masks, and what the wa
 that the pass would compute again.
 
 How :meth:`Sampler.sample` walks: on a CPU, step by step, computing the heads only for the
-walkers with a choice; on a GPU (``SamplerConfig.static_walk``), with static shapes and the
-step captured as a CUDA graph and replayed (``graph``). A sampler that scores in one pass
-reports the pass's log q, which equals the walk's (``_walk`` returns the walk's, for tests).
+walkers with a choice (``eager``); on a GPU (``SamplerConfig.static_walk``), with static shapes
+and the step captured as a CUDA graph and replayed (``graph``). A sampler that scores in one
+pass reports the pass's log q, which equals the walk's (``_walk`` returns the walk's, for tests).
 
 Mark ids index the task's mark vocabulary (``lattice.mark_vocab``, shared by all lattices of a
 task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the first mark.
@@ -43,42 +43,20 @@ task); samplers embed a beginning-of-string id ``BOS = vocab_size`` before the f
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 
 import torch
 from torch import Tensor
 
 from ...dp.batch import LatticeBatch
-from ...errors import PathTooLongError
 from ...runtime.threads import cpu_threads
-from .choices import choose
+from .config import SamplerConfig
+from .eager import eager_walk
 from .graph import static_walk
 from .record import WalkRecord
 from .route import Route, route_of_arcs
 from .symbols import Vocabulary
 from .walk import Paths, Walk
-
-
-@dataclass
-class SamplerConfig:
-    """Sizes shared by all samplers (003 App. D: one hidden size d for every recurrent net)."""
-
-    d: int = 256
-    """Hidden size of the recurrent nets and of every embedding (mark, symbol, arc)."""
-    dropout: float = field(default=0.3, metadata={"range": "[0, 1)"})
-    """Dropout of the per-step activations, one mask per walker (``dropout.WalkDropout``),
-    rounded to a multiple of 1/256; the encoders' dropout is plain."""
-    budget: float = field(default=1.0, metadata={"range": "(0, 1]"})
-    """SWP only: share of each level's states that Algorithm 1 evaluates (randomized, see
-    ``swp_randomized``); 1 is exact."""
-    max_length: Optional[int] = None
-    """Most marks a sampled path may have; None: the batch's longest path (acyclic lattices
-    cannot go further, so the cap is never hit)."""
-    static_walk: Optional[bool] = None
-    """Whether sampling walks with static shapes, every step replaying one CUDA graph on a
-    GPU (``graph``; samplers that score in one pass only). None: on a GPU, not on a CPU
-    (where the eager walk skips the walkers without a choice, which is faster)."""
 
 
 class Sampler(torch.nn.Module):
@@ -271,39 +249,10 @@ class Sampler(torch.nn.Module):
         """Walk ``lattice`` (N,) (k walkers per lattice) to the end: the paths' route, their
         arcs (N, L) and log q of each choice (N, L + 1) as the walk computed it (None from an
         eager walk without gradients that has a record: the one pass gives it). With a static
-        record, the walk of ``graph``."""
+        record, the walk of ``graph``; else the step-by-step walk of ``eager``."""
         if record is not None and record.static:
             return static_walk(self, batch, context, lattice, k, generator, cap, record)
-        # A GPU would wait for every check of the loop's end: check every 16 steps there.
-        check_every = 1 if batch.device.type == "cpu" else 16
-        states, choices, arcs, steps = [], [], [], []
-        gather = record is None or torch.is_grad_enabled()
-        walk = self.start(batch, context, lattice, record)
-        for t in range(cap + 1):
-            lp = self.log_probs(batch, context, walk)
-            choice, arc = choose(batch, walk, lp.detach(), generator)
-            states.append(walk.state)
-            choices.append(choice)
-            arcs.append(arc)
-            if gather:
-                step = lp.gather(1, choice[:, None]).squeeze(1)
-                steps.append(torch.where(walk.alive, step, torch.zeros_like(step)))
-            walk = self.advance(batch, context, walk, choice)
-            if (t + 1) % check_every == 0 and not bool(walk.alive.any()):
-                break
-        if bool(walk.alive.any()):
-            raise PathTooLongError(f"{self.name}: a sampled path exceeded max_length={cap} marks")
-        L = int(walk.length.max())
-        arcs_t = torch.stack(arcs, 1)[:, :L]
-        route = Route(
-            lattice,
-            torch.stack(states, 1)[:, : L + 1],
-            torch.stack(choices, 1)[:, : L + 1],
-            batch.marks_of(arcs_t),
-            walk.length,
-            per_lattice=k,
-        )
-        return route, arcs_t, torch.stack(steps, dim=1)[:, : L + 1] if gather else None
+        return eager_walk(self, batch, context, lattice, k, generator, cap, record)
 
     def _route_log_q(
         self, batch: LatticeBatch, context: Any, route: Route, record: Optional[WalkRecord] = None

@@ -29,8 +29,8 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import SamplerConfig
 from .choices import choosing, forced_log_probs, with_forced
+from .config import SamplerConfig
 from .dropout import WalkDropout
 from .prefix import PrefixGRU
 from .record import ReplayedLinear, WalkRecord

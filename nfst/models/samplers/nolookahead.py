@@ -13,8 +13,9 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import Sampler, SamplerConfig
+from .base import Sampler
 from .choices import choosing, forced_log_probs, legal_log_softmax, with_forced
+from .config import SamplerConfig
 from .dropout import WalkDropout
 from .prefix import PrefixGRU
 from .record import WalkRecord

@@ -19,8 +19,9 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ...dp.batch import LatticeBatch
-from .base import Sampler, SamplerConfig
+from .base import Sampler
 from .choices import forced_log_probs, legal_log_softmax
+from .config import SamplerConfig
 from .dropout import WalkDropout
 from .prefix import PrefixGRU
 from .record import WalkRecord

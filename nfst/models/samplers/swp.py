@@ -28,7 +28,8 @@ from ...dp.passes import transition_log_probs, transition_table
 from ...dp.selection import RDPConfig
 from ...dp.semiring import LogSemiring
 from ...runtime.threads import cpu_threads
-from .base import Sampler, SamplerConfig
+from .base import Sampler
+from .config import SamplerConfig
 from .record import WalkRecord
 from .route import Route
 from .swp_randomized import defensive_table, randomized_weights

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from ...dp.batch import LatticeBatch
-from .base import SamplerConfig
+from .config import SamplerConfig
 from .record import WalkRecord
 from .sws import SWS, Suffixes
 from .symbols import Vocabulary

@@ -1,5 +1,5 @@
-"""The walk that draws a sampler's paths (``Sampler._walk``), eager and with static shapes
-(``graph``): the log q it computes along the way is the teacher-forced log q of the paths it
+"""The walk that draws a sampler's paths (``Sampler._walk``), eager (``eager``) and with static
+shapes (``graph``): the log q it computes along the way is the teacher-forced log q of the paths it
 drew, its samples are those the walk drew before the static walk existed, and the static walk
 draws the eager walk's samples (on a CPU), capture or no capture."""
 

@@ -1,6 +1,7 @@
-"""The sleep phase of train_sampler (sampler.sleep_steps): a fixed number of steps or ``auto``
-(until the validation partial KL stops improving, or a cap), the switch to the usual
-training, and resuming across it."""
+"""The sleep phase of the sampler's training loop (``nfst.train.sampler_trainer``), through
+train_sampler (sampler.sleep_steps): a fixed number of steps or ``auto`` (until the validation
+partial KL stops improving, or a cap), the switch to the usual training, and resuming across
+it."""
 
 import logging
 
