@@ -1,6 +1,6 @@
-"""Steps 3–5 of the direct path (``nfst.fst.compile_direct``): from the trimmed product of a
-batch of pairs, deterministic over marks, to each pair's minimal lattice, numbered as the
-OpenFst path numbers it.
+"""Steps 3–4 of the direct path (``nfst.fst.compile_direct``): from the trimmed product of a
+batch of pairs, deterministic over marks, to the batch's minimal acceptor with each state's
+height and position (``nfst.fst.direct_number`` numbers it per pair).
 
 3. Heights h(s), the most arcs on a path to a dead end: Kahn's algorithm from the sinks, one
    frontier per height.
@@ -20,10 +20,6 @@ OpenFst path numbers it.
    - the minimal acceptor (Revuz 1992): s ≡ s' iff they have the same finality, position and
      set of (mark, class of target); equivalent states have equal heights, so one sort of
      each height's signatures finds its classes.
-5. Number each lattice's classes as the OpenFst path does (it minimizes a topologically sorted
-   FST in reverse): the reverse postorder of a depth-first search from the start, out-arcs by
-   mark. The search walks chains (a class whose one out-arc enters a class with one in-arc is
-   always followed by it), found for the whole batch by pointer doubling.
 """
 
 from __future__ import annotations
