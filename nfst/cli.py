@@ -24,6 +24,7 @@ from importlib import metadata
 from typing import Callable, Optional
 
 from . import cli_arguments as arguments
+from . import cli_run_arguments as run_arguments
 from .bench import bench_command
 from .cli_config import config_arguments
 from .errors import Interrupted, NfstError
@@ -72,7 +73,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "run": Command(
         "the whole pipeline for a task: compile, train, evaluate, SMC, report",
-        arguments.run_all,
+        run_arguments.run_all,
         commands.run,
         "nfst run cipher --preset small\n"
         "nfst run tr --data-dir DATA --samplers swa,swp-prefix --run-dir runs/tr\n"
@@ -83,20 +84,20 @@ COMMANDS: dict[str, Command] = {
     ),
     "reproduce": Command(
         "003's comparison: run tr, scan and cipher at a preset, then merge them into one report",
-        arguments.reproduce,
+        run_arguments.reproduce,
         commands.reproduce,
         "nfst reproduce --preset small --data-dir DATA\n"
         "nfst reproduce --preset large --data-dir DATA --jobs 2",
     ),
     "train-scorer": Command(
         "train (or reuse) the frozen LSTM scorer of a run",
-        arguments.train_scorer,
+        run_arguments.train_scorer,
         commands.train_scorer,
         "nfst train-scorer cipher --run-dir runs/c --new --samplers swa,swp",
     ),
     "train-sampler": Command(
         "train (or reuse) one sampler of a run, and add it to the run's samplers",
-        arguments.train_sampler,
+        run_arguments.train_sampler,
         commands.train_sampler,
         "nfst train-sampler --run-dir runs/c --sampler swp-prefix\n"
         "nfst train-sampler --run-dir runs/c --sampler swp --seeds 3 "
@@ -104,13 +105,13 @@ COMMANDS: dict[str, Command] = {
     ),
     "evaluate": Command(
         "partial KL, ESS and expected length of a run's samplers",
-        arguments.run,
+        run_arguments.run,
         commands.evaluate,
         "nfst evaluate --run-dir runs/c\nnfst evaluate --run-dir runs/c --samplers swa,swp",
     ),
     "smc": Command(
         "particle smoothing with a run's reference sampler: offset KL against M",
-        arguments.run,
+        run_arguments.run,
         commands.smc,
         "nfst smc --run-dir runs/c",
     ),
@@ -132,7 +133,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "sample": Command(
         "sample alignments of one pair (and draw its lattice) or of a split",
-        arguments.sample,
+        run_arguments.sample,
         commands.sample,
         "nfst sample --run-dir runs/c "
         "--sampler swa --x 'n l c i u' --y 'h o s' --png lattice.png\n"
