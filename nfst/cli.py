@@ -3,7 +3,7 @@
 
 Settings come, in increasing priority, from the defaults, a TOML file (``--config FILE``, with a
 table per subcommand, e.g. ``[stats]``, and shared keys at the top level; each key a flag's name,
-read as the flag would be) and the command line.
+read as the flag would be: ``nfst.cli_config``) and the command line.
 Errors on bad input print one line and a hint and exit with status 2; ``--debug`` shows the
 traceback. A command stopped by SIGINT or SIGTERM exits with 128 + the signal's number (130,
 143: ``nfst.runtime.interrupt``), in whichever stage it was; one whose reader closed the pipe
@@ -19,13 +19,14 @@ import logging
 import os
 import signal
 import sys
-import tomllib
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Callable, Optional
 
 from . import cli_arguments as arguments
+from . import cli_run_arguments as run_arguments
 from .bench import bench_command
+from .cli_config import config_arguments
 from .errors import Interrupted, NfstError
 from .experiment import commands
 from .experiment.opening import RunRequest
@@ -72,7 +73,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "run": Command(
         "the whole pipeline for a task: compile, train, evaluate, SMC, report",
-        arguments.run_all,
+        run_arguments.run_all,
         commands.run,
         "nfst run cipher --preset small\n"
         "nfst run tr --data-dir DATA --samplers swa,swp-prefix --run-dir runs/tr\n"
@@ -83,20 +84,20 @@ COMMANDS: dict[str, Command] = {
     ),
     "reproduce": Command(
         "003's comparison: run tr, scan and cipher at a preset, then merge them into one report",
-        arguments.reproduce,
+        run_arguments.reproduce,
         commands.reproduce,
         "nfst reproduce --preset small --data-dir DATA\n"
         "nfst reproduce --preset large --data-dir DATA --jobs 2",
     ),
     "train-scorer": Command(
         "train (or reuse) the frozen LSTM scorer of a run",
-        arguments.train_scorer,
+        run_arguments.train_scorer,
         commands.train_scorer,
         "nfst train-scorer cipher --run-dir runs/c --new --samplers swa,swp",
     ),
     "train-sampler": Command(
         "train (or reuse) one sampler of a run, and add it to the run's samplers",
-        arguments.train_sampler,
+        run_arguments.train_sampler,
         commands.train_sampler,
         "nfst train-sampler --run-dir runs/c --sampler swp-prefix\n"
         "nfst train-sampler --run-dir runs/c --sampler swp --seeds 3 "
@@ -104,13 +105,13 @@ COMMANDS: dict[str, Command] = {
     ),
     "evaluate": Command(
         "partial KL, ESS and expected length of a run's samplers",
-        arguments.run,
+        run_arguments.run,
         commands.evaluate,
         "nfst evaluate --run-dir runs/c\nnfst evaluate --run-dir runs/c --samplers swa,swp",
     ),
     "smc": Command(
         "particle smoothing with a run's reference sampler: offset KL against M",
-        arguments.run,
+        run_arguments.run,
         commands.smc,
         "nfst smc --run-dir runs/c",
     ),
@@ -132,7 +133,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "sample": Command(
         "sample alignments of one pair (and draw its lattice) or of a split",
-        arguments.sample,
+        run_arguments.sample,
         commands.sample,
         "nfst sample --run-dir runs/c "
         "--sampler swa --x 'n l c i u' --y 'h o s' --png lattice.png\n"
@@ -181,68 +182,6 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     return parser, parsers
 
 
-def _config_arguments(args, parser: argparse.ArgumentParser) -> list[str]:
-    """The settings of ``args.config`` (shared keys, then the command's table) as arguments of
-    the command's ``parser``, to parse before the command line's own: argparse checks each as it
-    checks the line (its type, its choices; ``limit = 1.5`` as ``--limit 1.5``), and a flag on
-    the line overrides it. A key is a flag's name or its attribute (``run-dir`` or ``run_dir``,
-    ``option`` or ``overrides``); a repeatable flag takes a list."""
-    try:
-        with open(args.config, "rb") as f:
-            data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise NfstError(
-            f"cannot read config {args.config}: {exc}", "check the path and TOML syntax"
-        ) from None
-    settings = {k: v for k, v in data.items() if not isinstance(v, dict)} | data.get(
-        args.command, {}
-    )
-    actions = {}
-    for action in parser._actions:  # argparse lists a parser's arguments nowhere public
-        if action.dest not in ("help", "config"):
-            for name in (action.dest, *action.option_strings):  # the first one wins
-                actions.setdefault(name.lstrip("-").replace("-", "_"), action)
-    unknown = sorted(key for key in settings if key.replace("-", "_") not in actions)
-    if unknown:
-        raise NfstError(
-            f"{args.config}: unknown settings for `nfst {args.command}`: {', '.join(unknown)}",
-            f"see `nfst {args.command} --help`",
-        )
-    arguments = []
-    for key, value in settings.items():
-        action = actions[key.replace("-", "_")]
-        texts = _config_texts(
-            action,
-            value,
-            f"{args.config}: {key} = {value!r}: expected",
-            f"see `nfst {args.command} --help`",
-        )
-        if not action.option_strings:  # the task
-            parser.set_defaults(**{action.dest: texts[0]})
-        elif action.nargs == 0:  # a switch
-            arguments += [action.option_strings[0]] if value else []
-        else:
-            flag = max(action.option_strings, key=len)
-            arguments += [f"{flag}={text}" for text in texts]
-    return arguments
-
-
-def _config_texts(action: argparse.Action, value, error: str, hint: str) -> list[str]:
-    """A ``--config`` value for ``action`` as the texts it would have on the command line: a
-    switch takes true or false, a repeatable flag (a list by default) a list or one value, any
-    other flag one string or number."""
-    repeated = isinstance(action.default, list)
-    values = value if repeated and isinstance(value, list) else [value]
-    if action.nargs == 0:
-        if type(value) is not bool:
-            raise NfstError(f"{error} true or false", hint)
-    elif any(type(v) not in (str, int, float) for v in values):
-        raise NfstError(
-            f"{error} a string or a number" + (", or a list of them" if repeated else ""), hint
-        )
-    return [str(v) for v in values]
-
-
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     """The parsed command line, with the settings of ``--config`` and old spellings applied;
     warns (stderr) of each old spelling used."""
@@ -252,7 +191,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     if args.config:
         at = argv.index(args.command) + 1
         args = parser.parse_args(
-            argv[:at] + _config_arguments(args, parsers[args.command]) + argv[at:]
+            argv[:at] + config_arguments(args, parsers[args.command]) + argv[at:]
         )
     renamed = getattr(args, "renamed", [])
     if getattr(args, "task_option", None):

@@ -20,7 +20,7 @@ LAYERS = [
     ("train",),
     ("fsts", "tasks"),
     ("experiment",),
-    ("cli", "cli_arguments", "bench"),
+    ("cli", "cli_arguments", "cli_run_arguments", "cli_config", "bench"),
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 FOLDERS = {"nfst": ROOT / "nfst", "nfst.tasks": ROOT / "tasks", "nfst.fsts": ROOT / "fsts"}

@@ -74,35 +74,10 @@ def bench_abstract(
     lattices = run.lattices("test")[:pairs]
     train = run.lattices("train")[:256]
     config = SMCEvalConfig(batch_size=pairs)
-    names = {
-        "abstract": "ABSTRACT",
-        "beam": "BEAM",
-        "ps_r": f"PS:R[{sampler}]",
-        "is": f"IS[{sampler}]",
-        "is_wor": f"IS-WOR[{sampler}]",
-    }
-    result = evaluate_smc(
-        proposal,
-        scorer,
-        lattices,
-        particles=particles,
-        runs=runs,
-        seed=seed,
-        device=device,
-        train_lattices=train,
-        config=config,
-        only=list(names.values()),
+    out = {"bench": "abstract", "pairs": len(lattices), "M": list(particles), "sampler": sampler}
+    out |= _methods(
+        proposal, scorer, lattices, train, sampler, particles, runs, config, seed, device
     )
-    methods = result["methods"]
-    out = {
-        "bench": "abstract",
-        "pairs": len(lattices),
-        "M": list(particles),
-        "sampler": sampler,
-        "offset_kl": {k: [round(v, 3) for v in methods[n]["offset_kl"]] for k, n in names.items()},
-        "scorer_calls": {k: methods[n]["scorer_calls"] for k, n in names.items()},
-        "dedup_ess": {k: [round(v, 3) for v in methods[n]["dedup_ess"]] for k, n in names.items()},
-    }
     abstract = fit_abstract_proposal(
         scorer,
         proposal,
@@ -129,6 +104,49 @@ def bench_abstract(
             for name, m in ess.items()
         },
     }
+    return out | _unbiasedness(
+        proposal, abstract, scorer, lattices, z_particles, z_runs, z_reference, device, seed
+    )
+
+
+def _methods(
+    proposal, scorer, lattices, train, sampler, particles, runs, config, seed, device
+) -> dict:
+    """Offset KL, scorer calls and deduplicated ESS of each method (``nfst.evaluate.smc``), per
+    M of ``particles``."""
+    names = {
+        "abstract": "ABSTRACT",
+        "beam": "BEAM",
+        "ps_r": f"PS:R[{sampler}]",
+        "is": f"IS[{sampler}]",
+        "is_wor": f"IS-WOR[{sampler}]",
+    }
+    result = evaluate_smc(
+        proposal,
+        scorer,
+        lattices,
+        particles=particles,
+        runs=runs,
+        seed=seed,
+        device=device,
+        train_lattices=train,
+        config=config,
+        only=list(names.values()),
+    )
+    methods = result["methods"]
+    return {
+        "offset_kl": {k: [round(v, 3) for v in methods[n]["offset_kl"]] for k, n in names.items()},
+        "scorer_calls": {k: methods[n]["scorer_calls"] for k, n in names.items()},
+        "dedup_ess": {k: [round(v, 3) for v in methods[n]["dedup_ess"]] for k, n in names.items()},
+    }
+
+
+def _unbiasedness(
+    proposal, abstract, scorer, lattices, z_particles, z_runs, z_reference, device, seed
+) -> dict:
+    """``z_ratio_*`` (of ``proposal``) and ``z_ratio_abstract_*`` (of ``abstract``): the mean
+    and standard error over pairs of :func:`z_ratios`, against the importance-sampling Ẑ of
+    ``z_reference`` paths of ``abstract``."""
     batch = LatticeBatch(lattices, device)
     generator = torch.Generator(device=device).manual_seed(seed + 1)
     with torch.no_grad():
@@ -140,7 +158,7 @@ def bench_abstract(
             SMCConfig(particles=z_reference, resample_threshold=0.0),
             generator,
         ).log_z
-    out |= {"z_particles": z_particles, "z_runs": z_runs, "z_reference": z_reference}
+    out = {"z_particles": z_particles, "z_runs": z_runs, "z_reference": z_reference}
     for key, source in (("z_ratio", proposal), ("z_ratio_abstract", abstract)):
         ratio = z_ratios(source, scorer, batch, ref, z_particles, z_runs, generator)
         out |= {

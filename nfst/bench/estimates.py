@@ -70,6 +70,35 @@ def bench_estimates(
     train = cipher_lattices(train_pairs, "train", cache_dir)
     test = cipher_lattices(lattices, "test", cache_dir)
     scorer = fit_ngram(train, NgramConfig(order=order), device=device, quiet=True).scorer
+    untrained, trained = _samplers(names, scorer, train, steps, d, seed, device, quiet)
+    common = dict(k=k, seed=seed, device=device, quiet=quiet, without_replacement=False, examples=0)
+    result = evaluate(trained, scorer, test, **common)
+    for name, m in evaluate(untrained, scorer, test, **common)["samplers"].items():
+        result["samplers"][name]["untrained_per_pair_partial_kl"] = m["per_pair_partial_kl"]
+    result["log_z"] = estimate_log_z(trained, scorer, test, M, seed=seed, device=device)
+    add_exclusive_kl(result)
+    add_exact(result, scorer, trained, test, k=k, seed=seed, device=device)
+    own = {
+        name: estimate_log_z({name: trained[name]}, scorer, test, M, seed=seed, device=device)
+        for name in names
+    }
+    out = {
+        "bench": "estimates",
+        "pairs": len(test),
+        "train_pairs": len(train),
+        "steps": steps,
+        "d": d,
+        "k": k,
+        "M": M,
+        "scorer": f"{order}-gram (WFST)",
+    } | _against_exact(result, own)
+    out["seconds"] = round(time.time() - started, 1)
+    return out
+
+
+def _samplers(names, scorer, train, steps: int, d: int, seed: int, device, quiet: bool):
+    """Each sampler of ``names`` untrained, and trained ``steps`` inclusive-KL steps against
+    ``scorer`` from the same initial weights: two dicts, name -> sampler."""
     vocabulary = Vocabulary.of(get_task("cipher").mfst())
     config = SamplerTrainConfig(
         sampler=SamplerConfig(d=d, dropout=0.0),
@@ -88,28 +117,15 @@ def bench_estimates(
         train_sampler(
             trained[name], scorer, train, train[:16], config, seed=seed, device=device, quiet=quiet
         )
-    common = dict(k=k, seed=seed, device=device, quiet=quiet, without_replacement=False, examples=0)
-    result = evaluate(trained, scorer, test, **common)
-    for name, m in evaluate(untrained, scorer, test, **common)["samplers"].items():
-        result["samplers"][name]["untrained_per_pair_partial_kl"] = m["per_pair_partial_kl"]
-    result["log_z"] = estimate_log_z(trained, scorer, test, M, seed=seed, device=device)
-    add_exclusive_kl(result)
-    add_exact(result, scorer, trained, test, k=k, seed=seed, device=device)
-    own = {
-        name: estimate_log_z({name: trained[name]}, scorer, test, M, seed=seed, device=device)
-        for name in names
-    }
+    return untrained, trained
 
+
+def _against_exact(result: dict, own: dict) -> dict:
+    """The estimates of the evaluation ``result`` (with exact values: ``add_exact``) and of
+    each sampler's own log Ẑ (``own``: name -> ``estimate_log_z``'s) beside the exact values,
+    and whether each bound holds."""
     exact_z = result["exact_log_z"]["mean"]
     out: dict = {
-        "bench": "estimates",
-        "pairs": len(test),
-        "train_pairs": len(train),
-        "steps": steps,
-        "d": d,
-        "k": k,
-        "M": M,
-        "scorer": f"{order}-gram (WFST)",
         "exact_log_z": exact_z,
         "estimated_log_z": {},
         "estimated_log_z_se": {},
@@ -142,5 +158,4 @@ def bench_estimates(
         out["exact_inclusive_kl_se"][name] = m["inclusive_kl_se"]
     out["all_checks_pass"] = all(out["checks"].values())
     out["log_z_gap"] = exact_z - out["estimated_log_z"]["mixture"]
-    out["seconds"] = round(time.time() - started, 1)
     return out

@@ -8,7 +8,8 @@ statistics, `nfst sample` and lattice pictures.
 - ``opening``  – the run a command works on, from its :class:`~.opening.RunRequest`;
 - ``rundir``   – a run directory's bookkeeping: recorded settings, stage files, barriers;
 - ``run``      – :class:`Run`: the pipeline's stages, with its data (``data_stage``), its
-  samplers (``sampler_stage``) and its evaluation (``evaluation``);
+  scorer (``scorer_stage``), its samplers (``sampler_stage``) and its evaluation
+  (``evaluation``);
 - ``schema``   – ``results.json``'s typed, versioned schema (:class:`Results`);
 - ``results``  – ``results.json`` built from the stage files;
 - ``report``   – ``report.md`` with tables and plots from one or more runs;

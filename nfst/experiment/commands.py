@@ -199,7 +199,7 @@ def compare(o: RunRequest, runs: list[str], json: bool) -> None:
     JSON object); only within-run gaps for runs that do not (``report.between``)."""
     from .report import load_runs
     from .report.between import compare as compare_runs
-    from .report.between import format_text
+    from .report.between_text import format_text
     from .report.labels import named
 
     def instead(run: str) -> str:

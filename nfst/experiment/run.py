@@ -22,8 +22,9 @@ Stages, each skipped when its result is already in the run directory:
 Settings are recorded and checked by ``nfst.experiment.rundir``, so results never mix;
 training stages checkpoint (``checkpoints/``) and resume after an interruption;
 ``results.json`` is built from the stage files (``nfst.experiment.results``). The pairs and
-lattices (stage 1) are ``nfst.experiment.data_stage``'s, the samplers (stage 3)
-``nfst.experiment.sampler_stage``'s, the evaluation (stage 4) ``nfst.experiment.evaluation``'s.
+lattices (stage 1) are ``nfst.experiment.data_stage``'s, the scorer (stage 2)
+``nfst.experiment.scorer_stage``'s, the samplers (stage 3) ``nfst.experiment.sampler_stage``'s,
+the evaluation (stage 4) ``nfst.experiment.evaluation``'s.
 """
 
 from __future__ import annotations
@@ -31,23 +32,17 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 
 from ..errors import RunConfigError
 from ..fst.lattice import Lattice
-from ..models.files import load_state, save_scorer
-from ..models.ngram import NgramScorer
 from ..models.samplers import Vocabulary
-from ..models.scorer import LSTMScorer, Scorer
 from ..runtime import storage
 from ..runtime.distributed import stream_seed
 from ..tasks import Task, file_of_task, get_task, load_task_file, resolve_data_dir, task_names
 from ..train.checkpoint import training_words
-from ..train.ngram import fit_ngram
-from ..train.scorer import train_scorer
-from .branch import adopt
 from .config import RunConfig, check_run, json_default
 from .data_stage import RunData
 from .evaluation import evaluate_run
@@ -55,11 +50,13 @@ from .provenance import check_made_from, made_from, recorded
 from .results import build_results
 from .rundir import RunDir, recorded_where
 from .sampler_stage import RunSamplers
+from .scorer_stage import RunScorer
 
 
-class Run(RunData, RunSamplers):
+class Run(RunData, RunScorer, RunSamplers):
     """One run directory and its stages: its pairs and lattices (:class:`RunData`), its
-    samplers (:class:`RunSamplers`), its scorer, evaluation and SMC stages here."""
+    scorer (:class:`RunScorer`), its samplers (:class:`RunSamplers`), its evaluation and SMC
+    stages here."""
 
     def __init__(
         self,
@@ -156,90 +153,6 @@ class Run(RunData, RunSamplers):
             print(f"[{self.config.task}] {text}", flush=True)
 
     # -- stages -------------------------------------------------------------------------------
-    def _once(self, name: str, make: Callable[[list[Lattice]], None]) -> None:
-        """Make the model file ``NAME.pt`` (``ngram``, ``scorer``) with ``make``, given the
-        training lattices, unless it is there: once they have loaded and the directory is
-        claimed, under the run's lock ``name``, so that of several processes sharing the run
-        one makes it and the others, having waited, load it. A run made ``--from`` another
-        copies it from there instead (``nfst.experiment.branch.adopt``), never trains it."""
-        path = self.dir / f"{name}.pt"
-        if path.exists():
-            return
-        train = self.lattices("train")
-        self.run_dir.claim()  # before the first checkpoint
-        with self.run_dir.lock(name):
-            # made by another process while this one waited? (torchrun's ranks decided above)
-            if self.run_dir.world == 1 and path.exists():
-                return
-            if self.config.from_run:
-                adopt(self.run_dir, Path(self.config.from_run), name)
-            else:
-                make(train)
-
-    def ngram(self) -> NgramScorer:
-        """The mark n-gram scorer fitted by exact maximum likelihood (``nfst.train.ngram``)."""
-        self._once("ngram", self._fit_ngram)
-        path = self.dir / "ngram.pt"
-        state = storage.load(path)["state"]  # files of every version hold it
-        scorer = NgramScorer(
-            self.vocabulary.size, self.preset.scorer.ngram.order, histories=state.get("histories")
-        )
-        load_state(scorer, state, path)
-        return scorer.to(self.device).freeze()
-
-    def _fit_ngram(self, train: list[Lattice]) -> None:
-        cfg = self.preset.scorer.ngram
-        started = time.time()
-        result = fit_ngram(train, cfg, device=self.device, quiet=self.quiet)
-        if self.rank == 0:
-            save_scorer(result.scorer, self.dir / "ngram.pt")
-        self.run_dir.finish(
-            "ngram",
-            {"seconds": time.time() - started, "order": cfg.order, "history": result.history},
-        )
-
-    def scorer(self) -> Scorer:
-        """p̃_θ: the LSTM scorer, trained on first use, or the n-gram (``scorer.kind``)."""
-        cfg = self.preset.scorer
-        if cfg.kind == "ngram":
-            return self.ngram()
-        self._once("scorer", self._train_scorer)
-        scorer = LSTMScorer(self.vocabulary.size, cfg.hidden, cfg.layers, cfg.dropout)
-        path = self.dir / "scorer.pt"
-        load_state(scorer, storage.load(path)["state"], path)
-        return scorer.to(self.device).freeze()
-
-    def _train_scorer(self, train: list[Lattice]) -> None:
-        cfg = self.preset.scorer
-        ngram = None if cfg.proposal == "bootstrap" else self.ngram()
-        started = time.time()
-        result = train_scorer(
-            train,
-            cfg,
-            vocabulary=self.vocabulary,
-            seed=stream_seed(self.config.seed, "scorer"),
-            device=self.device,
-            ngram=ngram,
-            checkpoint=self.dir / "checkpoints" / "scorer.ckpt",
-            quiet=self.quiet,
-        )
-        if self.rank == 0:
-            save_scorer(result.scorer, self.dir / "scorer.pt")
-        tail = result.history[-max(1, len(result.history) // 10) :]
-        self.run_dir.finish(
-            "scorer",
-            {
-                "seconds": time.time() - started,
-                "proposal": cfg.proposal,
-                "final_iwae": result.history[-1]["iwae"],
-                "train_iwae": sum(h["iwae"] for h in tail) / len(tail),
-                "curve": {
-                    "step": [h["step"] for h in result.history],
-                    "iwae": [h["iwae"] for h in result.history],
-                },
-            },
-        )
-
     def check_models(self) -> None:
         """An error if a model file of the run does not fit its vocabulary (a run recorded
         before nfst recorded what it is made from, whose topology changed since), before a

@@ -8,8 +8,8 @@ import shutil
 import pytest
 import torch
 
-import nfst.experiment.run
 import nfst.experiment.sampler_stage
+import nfst.experiment.scorer_stage
 from nfst.cli import main
 from nfst.experiment.branch import raise_budget
 from nfst.experiment.run import Run
@@ -39,8 +39,8 @@ def test_from_trains_samplers_only_against_the_runs_scorer(scored, tmp_path, cap
     def never(*args, **kwargs):
         raise AssertionError("a run made --from another trained a scorer")
 
-    monkeypatch.setattr(nfst.experiment.run, "train_scorer", never)
-    monkeypatch.setattr(nfst.experiment.run, "fit_ngram", never)
+    monkeypatch.setattr(nfst.experiment.scorer_stage, "train_scorer", never)
+    monkeypatch.setattr(nfst.experiment.scorer_stage, "fit_ngram", never)
     new = tmp_path / "b"
     argv = [
         "run",

@@ -9,7 +9,7 @@ import pytest
 
 from nfst.cli import main
 from nfst.evaluate.paired_gaps import gap
-from nfst.experiment.report import samplers as sampler_part
+from nfst.experiment.report import training as training_part
 from nfst.experiment.report import write_report
 from nfst.experiment.report.labels import named
 from tests.experiment.constructed import SAMPLERS, constructed_results
@@ -137,7 +137,7 @@ def test_the_curves_have_a_panel_from_the_first_validation_after_step_0(tmp_path
     trained samplers' (24-35 nats), where a difference of a nat shows."""
     figures = []
     monkeypatch.setattr(
-        sampler_part, "save_figure", lambda fig, ax, out, name: figures.append(fig) or name
+        training_part, "save_figure", lambda fig, ax, out, name: figures.append(fig) or name
     )
     write_report([write_run(tmp_path / "run")], tmp_path / "out")
     whole, trained = figures[0].axes

@@ -10,7 +10,7 @@ by different log Z: they are not compared, only each run's within-run gaps (ever
 against its run's reference) are given, and said to be so. Within a group, every run's
 samplers are also set against one reference, the (run, sampler) with the lowest validation
 partial KL of them all: which settings and sampler to use, chosen as a run chooses its
-reference.
+reference. ``between_text`` prints the comparison as ``nfst compare`` does.
 """
 
 from __future__ import annotations
@@ -18,17 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from textwrap import fill as wrap
 from typing import Optional
 
 from ...evaluate.paired_gaps import gap, mean_over_seeds_and_pairs, ordering
 from ...evaluate.tables import text_table
 from .format import SAMPLER_ORDER, fmt, ordered
-from .labels import settings_words
 from .reference_gaps import Z
-
-WIDTH = 100
-"""The text's paragraphs are wrapped at this many columns."""
 
 
 def scorer_file(run: dict) -> Path:
@@ -175,101 +170,6 @@ def compare(runs: list[dict]) -> dict:
             },
         }
     return result
-
-
-def format_text(result: dict) -> str:
-    """:func:`compare`'s result as text: per group, a table per sampler of each run's partial
-    KL and its paired gap to the baseline, and the ordering; then the within-run gaps of runs
-    that are not compared, with the reason."""
-    lines = ["Runs:"] + [
-        f"  {r['short']}: {r['run_dir']}, {r['task']}"
-        + (f", {settings_words(r['differs'])}" if r["differs"] else "")
-        + f"; reference sampler {r['reference']}"
-        for r in result["runs"]
-    ]
-    for group in result["groups"]:
-        seeds = group["seeds"]
-        more = any(r["seeds"] > seeds for r in result["runs"] if r["short"] in group["runs"])
-        lines += [
-            "",
-            wrap(
-                f"{', '.join(group['runs'])}: one scorer ({group['scorer']}, sha256 "
-                f"{group['scorer_sha256'][:12]}) and {group['pairs']} test pairs. Per "
-                f"sampler, each run's test partial KL and its gap to the baseline run, "
-                f"paired over {seeds} training seed{'s' if seeds > 1 else ''}"
-                f"{' (the first of each run)' if more else ''} and the test pairs, mean ± "
-                f"SE; in the order, `<` where the gap between neighbours exceeds "
-                f"{result['z']:g} SE, `≈` where not.",
-                WIDTH,
-            ),
-        ]
-        for name, s in group["samplers"].items():
-            rows = [("run", "partial KL", f"gap to {s['baseline']}")]
-            rows += [
-                (
-                    label,
-                    fmt(kl["mean"], kl["se"], 2),
-                    "baseline"
-                    if label == s["baseline"]
-                    else fmt(s["gap"][label]["mean"], s["gap"][label]["se"], 2),
-                )
-                for label, kl in s["partial_kl"].items()
-            ]
-            lines += ["", name, text_table(rows), f"order: {s['ordering']}"]
-        lines += [
-            "",
-            wrap(
-                f"Every run's samplers against {group['reference']}, the lowest "
-                f"validation partial KL of them all: the test partial KL's gap, "
-                f"paired as above; level where within {result['z']:g} SE.",
-                WIDTH,
-            ),
-            "",
-        ]
-        rows = [("run:sampler", f"gap to {group['reference']}", "")]
-        rows += [
-            (c, "reference", "")
-            if c == group["reference"]
-            else (c, fmt(g["mean"], g["se"], 2), _side(g, result["z"]))
-            for c, g in group["configurations"].items()
-        ]
-        lines.append(text_table(rows))
-    if "within_run" in result:
-        lines += [
-            "",
-            wrap(
-                "Runs without one scorer and one set of test pairs are not "
-                "compared (" + "; ".join(result["apart"]) + "): a partial KL is offset "
-                "by −log Z of its run's scorer. Each run's own gaps, every sampler's "
-                "test partial KL minus its run's reference's, mean ± SE:",
-                WIDTH,
-            ),
-            "",
-        ]
-        within = result["within_run"]
-        samplers = ordered({s for gaps in within.values() for s in gaps}, SAMPLER_ORDER)
-        rows = [("sampler", *within)]
-        rows += [
-            (
-                s,
-                *(
-                    "–"
-                    if s not in gaps
-                    else "reference"
-                    if gaps[s] is None
-                    else fmt(gaps[s]["mean"], gaps[s]["se"], 2)
-                    for gaps in within.values()
-                ),
-            )
-            for s in samplers
-        ]
-        lines.append(text_table(rows))
-    return "\n".join(lines)
-
-
-def _side(g: dict, z: float) -> str:
-    """Where a gap ``g`` to the reference puts a configuration: behind, level or ahead."""
-    return "behind" if g["mean"] > z * g["se"] else "ahead" if -g["mean"] > z * g["se"] else "level"
 
 
 def between_section(runs: list[dict]) -> list[str]:

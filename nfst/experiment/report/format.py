@@ -1,5 +1,5 @@
-"""What every part of the report shares: the order of samplers and tasks, number formatting,
-reliability warnings and matplotlib set-up."""
+"""What every part of the report shares: the order of samplers and tasks, a run's samples per
+pair, number formatting, reliability warnings and matplotlib set-up."""
 
 from __future__ import annotations
 
@@ -22,6 +22,13 @@ def fmt(value, se=None, digits=1) -> str:
         return "–"
     text = f"{value:.{digits}f}"
     return f"{text} ± {se:.{digits}f}" if se is not None else text
+
+
+def samples_per_pair(run: dict, setting: str = "evaluate") -> int:
+    """Samples per pair of the run's evaluation (``evaluate.k``), or of training's
+    validation (``setting="sampler"``: ``sampler.eval_k``)."""
+    preset = run["config"]["preset"]
+    return preset["evaluate"]["k"] if setting == "evaluate" else preset["sampler"]["eval_k"]
 
 
 def reliability(name: str, pareto: Optional[dict]) -> list[str]:
