@@ -100,30 +100,24 @@ class CommonPrefixes:
         i = self.witness[self.row[states], self.end[states]].astype(np.int64)
         return i, self.end[states] - i
 
-    def advance(self, level, entries, owner, counts, first) -> None:
-        """e and W of the states of one height, from those of their targets."""
-        p, top, witness, row, diag, reach_end = (
-            self.p,
-            self.top,
-            self.witness,
-            self.row,
-            self.diag,
-            self.end,
-        )
-        src, dst, arc_of, final, si, width = p.src, p.dst, p.arc_of, p.final, p.si, p.width
-        columns = np.arange(width)
-        ends = diag[level].copy()
-        if len(entries):
-            a_ = arc_of[entries]
+    def advance(self, level: slice, arcs: slice, owner, counts, first) -> None:
+        """e and W of the states of one height (``level``, their out-arcs ``arcs``, each
+        arc's state in the level ``owner``), from those of their targets."""
+        p, top, witness, row, reach_end = self.p, self.top, self.witness, self.row, self.end
+        diag, si, width = self.diag[level], p.si[level], p.width
+        witness_, row_ = witness[level], row[level]  # views: writing them writes the level's
+        ends = diag.copy()
+        if len(owner):
+            a_, targets = p.arc_of[arcs], p.dst[arcs]
             units = np.where(a_ >= 0, top.di[a_] + top.dj[a_], 0)
             many = counts[owner] > 1
             built = many | (units > 0)  # arcs whose path u_a · W(dst) is written out
             at_built = np.cumsum(built) - 1
-            paths = witness[row[dst[entries[built]]]]
+            paths = witness[row[targets[built]]]
             with_units = np.flatnonzero(units[built] > 0)
             a_u = a_[built][with_units]
-            d0 = diag[src[entries[built][with_units]]]
-            i0 = si[src[entries[built][with_units]]][:, None]
+            mine_u = owner[built][with_units]
+            d0, i0 = diag[mine_u], si[mine_u][:, None]
             code = np.where(
                 top.unit_skip[a_u],
                 -1
@@ -133,29 +127,29 @@ class CommonPrefixes:
             )
             r_, col = np.nonzero(np.arange(code.shape[1]) < units[built][with_units][:, None])
             paths[with_units[r_], d0[r_] + col] = code[r_, col]
-            e_arc = reach_end[dst[entries]]
+            e_arc = reach_end[targets]
             one = counts == 1
             ends[one] = e_arc[first[one]]
             shares = one & ~built[first]
-            row[level[shares]] = row[dst[entries[first[shares]]]]
+            row_[shares] = row[targets[first[shares]]]
             owns = one & built[first]
-            witness[level[owns]] = paths[at_built[first[owns]]]
+            witness_[owns] = paths[at_built[first[owns]]]
             if many.any():  # states with several arcs: where their paths part
                 several = counts > 1
                 segments = np.cumsum(counts[several]) - counts[several]
                 mine = at_built[first[owner[many]]]
                 differs = (paths[at_built[many]] != paths[mine]) & (
-                    columns >= diag[level][owner[many]][:, None]
+                    np.arange(width) >= diag[owner[many]][:, None]
                 )
                 differs = np.logical_or.reduceat(differs, segments, axis=0)
                 split = np.where(differs.any(1), differs.argmax(1) - 1, width)
                 stay = np.minimum.reduceat(e_arc[many], segments)
                 ends[several] = np.minimum(stay, split)
-                witness[level[several]] = paths[at_built[first[several]]]
-        ends_final = final[level]  # STOP is a future that consumes nothing
-        ends[ends_final] = diag[level][ends_final]
-        row[level[ends_final]] = level[ends_final]
-        witness[level[ends_final], diag[level][ends_final]] = si[level][ends_final]
+                witness_[several] = paths[at_built[first[several]]]
+        final = np.flatnonzero(p.final[level])  # STOP is a future that consumes nothing
+        ends[final] = diag[final]
+        row_[final] = level.start + final
+        witness_[final, diag[final]] = si[final]
         reach_end[level] = ends
 
 
@@ -174,34 +168,58 @@ class Minimal:
 
 
 def minimize(p: Product, top, max_i: int) -> Minimal:
-    """Heights, positions and classes, one height at a time."""
+    """Heights, positions and classes, one height at a time (on the product renumbered so that
+    each height's states are contiguous: the loop then reads memory in order)."""
     S = len(p.final)
     height, levels = heights(p)
+    by_height = np.concatenate(levels) if levels else np.zeros(0, dtype=np.int64)
+    number = np.empty(S, dtype=np.int64)
+    number[by_height] = np.arange(S)
+    p = _renumbered(p, by_height, number)
+    bounds = np.cumsum([0] + [len(level) for level in levels]).tolist()
     out_offsets = offsets(p.src, S)
     degree = np.diff(out_offsets)
     prefixes = CommonPrefixes(p, top, max_i)
     cls = np.full(S, -1, dtype=np.int64)
     representative, num_classes = [], 0
-    for level in levels:
-        entries, owner = gather(out_offsets, level)
+    for lo, hi in zip(bounds[:-1], bounds[1:]):  # a height's states, and their arcs, in a row
+        level, arcs = slice(lo, hi), slice(int(out_offsets[lo]), int(out_offsets[hi]))
         counts = degree[level]
+        owner = np.repeat(np.arange(hi - lo), counts)
         first = np.cumsum(counts) - counts
-        prefixes.advance(level, entries, owner, counts, first)
+        prefixes.advance(level, arcs, owner, counts, first)
         pos_i, pos_j = prefixes.position(level)
-        signature = np.full((len(level), 3 + int(counts.max())), -1, dtype=np.int64)
+        signature = np.full((hi - lo, 3 + int(counts.max())), -1, dtype=np.int64)
         signature[:, 0] = p.pair[level]
         signature[:, 1] = p.final[level]
         signature[:, 2] = pos_i * p.width + pos_j
-        if len(entries):
-            signature[owner, 3 + np.arange(len(entries)) - first[owner]] = (
-                p.mark[entries] * S + cls[p.dst[entries]]
+        if len(owner):
+            signature[owner, 3 + np.arange(len(owner)) - first[owner]] = (
+                p.mark[arcs] * S + cls[p.dst[arcs]]
             )
         order = np.lexsort(signature.T[::-1])
         ranked = signature[order]
         new = np.ones(len(order), dtype=bool)
         new[1:] = (ranked[1:] != ranked[:-1]).any(1)
-        cls[level[order]] = num_classes + np.cumsum(new) - 1
-        representative.append(level[order[new]])
+        cls[level][order] = num_classes + np.cumsum(new) - 1
+        representative.append(lo + order[new])
         num_classes += int(new.sum())
     rep = np.concatenate(representative) if representative else np.zeros(0, dtype=np.int64)
-    return Minimal(cls, rep, prefixes.position(rep), height)
+    return Minimal(cls[number], by_height[rep], prefixes.position(rep), height)
+
+
+def _renumbered(p: Product, order: np.ndarray, new: np.ndarray) -> Product:
+    """p with state order[k] numbered k (``new`` the inverse), arcs sorted by source and mark:
+    each state's arcs, in their order, taken in the new order of the states."""
+    by_source, _ = gather(offsets(p.src, len(order)), order)
+    return Product(
+        src=new[p.src[by_source]],
+        dst=new[p.dst[by_source]],
+        mark=p.mark[by_source],
+        arc_of=p.arc_of[by_source],
+        pair=p.pair[order],
+        si=p.si[order],
+        sj=p.sj[order],
+        final=p.final[order],
+        width=p.width,
+    )
