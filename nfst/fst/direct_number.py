@@ -17,7 +17,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import depth_first_order
 
-from .direct_minimize import Minimal, Product, offsets
+from .direct_minimize import Minimal, Product, gather, offsets
 from .lattice import Lattice
 
 
@@ -63,23 +63,17 @@ def lattices(
     sizes ``sizes[k]`` = (states, arcs)) from the batch's minimal acceptor."""
     cls, rep = minimal.cls, minimal.representative
     n = len(rep)
-    kept = np.zeros(len(p.final), dtype=bool)
-    kept[rep] = True
-    kept = kept[p.src]
-    src, mark, dst = cls[p.src[kept]], p.mark[kept], cls[p.dst[kept]]
-    M = len(marks)  # (state, mark) is unique: one key sorts by both
-    by_source = np.argsort(src * M + mark)
-    src, mark, dst = src[by_source], mark[by_source], dst[by_source]
+    # class c's arcs are its representative's, in mark order: sorted by source as gathered
+    entries, src = gather(offsets(p.src, len(p.final)), rep)
+    mark, dst = p.mark[entries], cls[p.dst[entries]]
     order = reverse_postorder(n, src, dst, cls[starts[todo]])  # pair by pair, starts first
     pair = p.pair[rep]
     bounds = offsets(pair[order], len(pairs))
-    new = np.full(n, -1, dtype=np.int64)  # a class's state number in the batch
+    new = np.empty(n, dtype=np.int64)  # a class's state number in the batch
     new[order] = np.arange(len(order))
-    live = new[src] >= 0
-    src, mark, dst = new[src[live]], mark[live], new[dst[live]]
-    by_source = np.argsort(src * M + mark)
-    src, mark, dst = src[by_source], mark[by_source], dst[by_source]
-    arc_bounds = np.searchsorted(src, bounds)
+    entries, src = gather(offsets(src, n), order)  # the arcs again, by their new source
+    mark, dst = mark[entries], new[dst[entries]]
+    arc_bounds = offsets(src, len(order))[bounds]
     pos_i, pos_j = minimal.positions
     positions = np.stack([pos_i[order], pos_j[order]], axis=1)
     positions[bounds[todo]] = 0  # nothing is consumed before the first mark
