@@ -189,12 +189,11 @@ def minimize(p: Product, top, max_i: int) -> Minimal:
         first = np.cumsum(counts) - counts
         prefixes.advance(level, arcs, owner, counts, first)
         pos_i, pos_j = prefixes.position(level)
-        signature = np.full((hi - lo, 3 + int(counts.max())), -1, dtype=np.int64)
-        signature[:, 0] = p.pair[level]
-        signature[:, 1] = p.final[level]
-        signature[:, 2] = pos_i * p.width + pos_j
+        # (pair, finality, position) as one key, then the (mark, class of target) of each arc
+        signature = np.full((hi - lo, 1 + int(counts.max())), -1, dtype=np.int64)
+        signature[:, 0] = ((p.pair[level] * 2 + p.final[level]) * p.width + pos_i) * p.width + pos_j
         if len(owner):
-            signature[owner, 3 + np.arange(len(owner)) - first[owner]] = (
+            signature[owner, 1 + np.arange(len(owner)) - first[owner]] = (
                 p.mark[arcs] * S + cls[p.dst[arcs]]
             )
         order = np.lexsort(signature.T[::-1])
