@@ -25,10 +25,11 @@ def reverse_postorder(n: int, src: np.ndarray, dst: np.ndarray, roots: np.ndarra
     """The nodes reached by a depth-first search from each of ``roots`` in turn (each node's
     out-arcs in the order given, ``src`` ascending): for each root, its nodes in reverse
     postorder. ``roots`` must lie in disjoint graphs, none reachable from another."""
-    tree = _search_tree(n, np.append(src, np.full(len(roots), n)), np.append(dst, roots))
+    preorder, parent = _search_tree(
+        n, np.append(src, np.full(len(roots), n)), np.append(dst, roots)
+    )
     # the tree's preorder with each node's children taken last first is its reverse postorder;
     # the roots keep their order
-    preorder, parent = tree
     rank = np.empty(n + 1, dtype=np.int64)
     rank[preorder] = np.arange(len(preorder))
     child = preorder[1:]
