@@ -18,7 +18,7 @@ from nfst.train.sleep import TripleFeed
 from nfst.train.triples import MarkReader, draw_triples
 from tests.helpers.brute import chi_square_critical
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
-from tests.helpers.samplers import exact_exclusive_kl, new_sampler
+from tests.helpers.samplers import exact_exclusive_kl, new_sampler, small_config
 from tests.helpers.scorers import random_scorer
 
 
@@ -290,19 +290,7 @@ def test_no_sleep_steps_train_as_before():
     for (name, lam), today in zip((("swp", 0.0), ("sws", 0.5)), TODAY):
         scorer = random_scorer(len(lats[0].mark_vocab), seed=0)
         sampler = new_sampler(name, lats).double()
-        config = SamplerTrainConfig(
-            sampler=SamplerConfig(d=8, dropout=0.2),
-            lr=0.01,
-            steps=6,
-            batch_size=2,
-            k=4,
-            eval_every=2,
-            eval_k=4,
-            patience=10,
-            lam=lam,
-            sleep_steps=0,
-            sleep_share=0.0,
-        )
+        config = small_config(lam=lam, sleep_steps=0, sleep_share=0.0)
         result = train_sampler(sampler, scorer, lats[:3], lats[:3], config, quiet=True, seed=3)
         got = [(h["step"], h.get("loss"), h.get("dev_partial_kl")) for h in result.history]
         assert [g[0] for g in got] == [t[0] for t in today]
