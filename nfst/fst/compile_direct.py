@@ -4,14 +4,16 @@ deterministic over marks (docs/design.md §3, "The direct path"). Many pairs at 
 For the MFSTs that qualify (``nfst.fst.direct_topology``: every arc marked, mark strings
 prefix-free at each state, no cycle of arcs without symbols), spell the mark strings of each
 state's out-arcs through a trie rooted at the state (nodes v: T's states and the proper
-prefixes; the last mark of arc a leads to the root dst(a)). The product over cells (i, j) of the (|x|+1)(|y|+1) grid
+prefixes; the last mark of arc a leads to the root dst(a)). The product over the cells (i, j)
+of the (|x|+1)(|y|+1) grid
 
     (i, v, j) --ω--> (i, v', j)                     for a trie edge v --ω--> v' inside an arc,
     (i, v, j) --ω--> (i + |a_Σ|, dst(a), j + |a_Δ|)  for arc a's last mark ω, where
                                                     x[i:i+|a_Σ|] = a_Σ and y[j:j+|a_Δ|] = a_Δ,
 
-is x ∘ T ∘ y with marks spelled one per arc; a mark prefix leads to one node only, so the product is deterministic over marks as built, and T is unambiguous (two paths
-never share a mark string). Symbols are consumed when an arc completes.
+is x ∘ T ∘ y with marks spelled one per arc; a mark prefix leads to one node only, so the
+product is deterministic over marks as built, and T is unambiguous (two paths never share a
+mark string). Symbols are consumed when an arc completes.
 
 1. Reach: the arc-level product over (q, i, j), its arcs the arcs of T that match, searched
    forwards from (q0, 0, 0) and backwards from (F, |x|, |y|).
