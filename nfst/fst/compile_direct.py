@@ -31,11 +31,10 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 
 from ..errors import LatticeTooLargeError, NfstError, NoPathError
-from .direct_minimize import Product, gather, minimize, offsets
+from .direct_minimize import Product, gather, minimize, offsets, rooted_graph
 from .direct_number import lattices
 from .direct_topology import DirectTopology
 from .lattice import Lattice
@@ -72,10 +71,8 @@ def _matches(
 def _reach(num: int, src: np.ndarray, dst: np.ndarray, sources: np.ndarray) -> np.ndarray:
     """(num,) bool: the nodes reachable from ``sources`` along arcs src -> dst (a breadth-first
     search from a node above the sources)."""
-    src, dst = np.append(src, np.full(len(sources), num)), np.append(dst, sources)
     by_src = np.argsort(src, kind="stable")
-    indptr = offsets(src[by_src], num + 1)
-    graph = csr_matrix((np.ones(len(dst)), dst[by_src], indptr), shape=(num + 1, num + 1))
+    graph = rooted_graph(num, src[by_src], dst[by_src], sources)
     seen = np.zeros(num + 1, dtype=bool)
     seen[breadth_first_order(graph, num, directed=True, return_predecessors=False)] = True
     return seen[:num]

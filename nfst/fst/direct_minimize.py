@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 
 @dataclass
@@ -53,6 +54,15 @@ def offsets(keys: np.ndarray, n: int) -> np.ndarray:
     out = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(keys, minlength=n), out=out[1:])
     return out
+
+
+def rooted_graph(n: int, src: np.ndarray, dst: np.ndarray, roots: np.ndarray) -> csr_matrix:
+    """The (n + 1)-node graph of arcs src -> dst (``src`` ascending) and a root n above
+    ``roots``, for SciPy's searches: each node's arcs in their order. (Its data are float64,
+    the searches' own type: a conversion would sort each row's targets by number.)"""
+    src, dst = np.append(src, np.full(len(roots), n)), np.append(dst, roots)
+    indptr = offsets(src, n + 1)
+    return csr_matrix((np.ones(len(dst)), dst, indptr), shape=(n + 1, n + 1))
 
 
 def gather(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

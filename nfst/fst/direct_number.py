@@ -14,10 +14,9 @@ reversed (the root, then its subtrees from the last to the first).
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import depth_first_order
 
-from .direct_minimize import Minimal, Product, gather, offsets
+from .direct_minimize import Minimal, Product, gather, offsets, rooted_graph
 from .lattice import Lattice
 
 
@@ -25,29 +24,23 @@ def reverse_postorder(n: int, src: np.ndarray, dst: np.ndarray, roots: np.ndarra
     """The nodes reached by a depth-first search from each of ``roots`` in turn (each node's
     out-arcs in the order given, ``src`` ascending): for each root, its nodes in reverse
     postorder. ``roots`` must lie in disjoint graphs, none reachable from another."""
-    preorder, parent = _search_tree(
-        n, np.append(src, np.full(len(roots), n)), np.append(dst, roots)
-    )
-    # the tree's preorder with each node's children taken last first is its reverse postorder;
-    # the roots keep their order
+    preorder, parent = _search(rooted_graph(n, src, dst, roots), n)
+    # the tree's preorder with each node's children taken last first is its reverse postorder
+    # (the roots, the root's children, keep their order)
     rank = np.empty(n + 1, dtype=np.int64)
     rank[preorder] = np.arange(len(preorder))
-    child = preorder[1:]
+    child = preorder[1:][parent[preorder[1:]] != n]
     up = parent[child]
-    key = up * (n + 1) + np.where(up == n, rank[child], n - rank[child])
-    by_key = np.argsort(key)
-    flipped, _ = _search_tree(n, up[by_key], child[by_key])
+    by_key = np.argsort(up * (n + 1) + n - rank[child])
+    tree = rooted_graph(n, up[by_key], child[by_key], roots)
+    flipped, _ = _search(tree, n)
     return flipped[1:]
 
 
-def _search_tree(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The depth-first search from node n over arcs src -> dst (``src`` ascending, a node's
-    arcs taken in their order): the nodes in preorder, and each node's parent in the search
-    tree (int64)."""
-    indptr = offsets(src, n + 1)
-    # float64, the search's own type: a conversion would sort each row's targets by number
-    graph = csr_matrix((np.ones(len(dst)), dst, indptr), shape=(n + 1, n + 1))
-    preorder, parent = depth_first_order(graph, n, directed=True, return_predecessors=True)
+def _search(graph, root: int) -> tuple[np.ndarray, np.ndarray]:
+    """The depth-first search of ``graph`` from ``root``: the nodes in preorder, and each
+    node's parent in the search tree (int64)."""
+    preorder, parent = depth_first_order(graph, root, directed=True, return_predecessors=True)
     return preorder.astype(np.int64), parent.astype(np.int64)
 
 
