@@ -5,9 +5,8 @@ The OpenFst path minimizes a topologically sorted FST in reverse, which leaves t
 the reverse postorder of a depth-first search from the start, out-arcs taken in mark order.
 One search covers the batch: a root above every pair's start, its arcs in pair order. The
 pairs' graphs are disjoint, so each one's search is the one from its own start. The search is
-compiled code (``scipy.sparse.csgraph``), which gives the preorder and the search tree; the
-reverse postorder is then a second search, of the tree alone, that takes each state's
-children last first: in a tree, the postorder reversed is the preorder with the children
+compiled code (``scipy.sparse.csgraph``), which gives the search tree; the reverse postorder
+is then a second search, of the tree alone, that takes each state's children last first: in a tree, the postorder reversed is the preorder with the children
 reversed (the root, then its subtrees from the last to the first).
 """
 
@@ -24,15 +23,20 @@ def reverse_postorder(n: int, src: np.ndarray, dst: np.ndarray, roots: np.ndarra
     """The nodes reached by a depth-first search from each of ``roots`` in turn (each node's
     out-arcs in the order given, ``src`` ascending): for each root, its nodes in reverse
     postorder. ``roots`` must lie in disjoint graphs, none reachable from another."""
-    preorder, parent = _search(rooted_graph(n, src, dst, roots), n)
-    # the tree's preorder with each node's children taken last first is its reverse postorder
-    # (the roots, the root's children, keep their order)
-    rank = np.empty(n + 1, dtype=np.int64)
-    rank[preorder] = np.arange(len(preorder))
-    child = preorder[1:][parent[preorder[1:]] != n]
-    up = parent[child]
-    by_key = np.argsort(up * (n + 1) + n - rank[child])
-    tree = rooted_graph(n, up[by_key], child[by_key], roots)
+    _, parent = _search(rooted_graph(n, src, dst, roots), n)
+    # a search enters a node's children in the order of its arcs: the tree's arcs are the
+    # graph's arcs u -> v with u the parent of v (the first of several such), in their order
+    tree = np.flatnonzero(parent[dst] == src)
+    first = np.full(n, len(src))
+    np.minimum.at(first, dst[tree], tree)
+    tree = tree[first[dst[tree]] == tree]
+    up, child = src[tree], dst[tree]
+    # each row reversed: the k-th of a row's entries goes to the row's end minus k
+    counts = np.bincount(up, minlength=n)
+    ends = np.cumsum(counts)
+    reversed_rows = np.empty_like(child)
+    reversed_rows[2 * ends[up] - counts[up] - 1 - np.arange(len(up))] = child
+    tree = rooted_graph(n, up, reversed_rows, roots)
     flipped, _ = _search(tree, n)
     return flipped[1:]
 
