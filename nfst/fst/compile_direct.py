@@ -34,8 +34,9 @@ import numpy as np
 from scipy.sparse.csgraph import breadth_first_order
 
 from ..errors import LatticeTooLargeError, NfstError, NoPathError
-from .direct_minimize import Product, gather, minimize, offsets, rooted_graph
+from .direct_minimize import minimize
 from .direct_number import lattices
+from .direct_product import Product, gather, offsets, rooted_graph
 from .direct_topology import DirectTopology
 from .lattice import Lattice
 from .mfst import MarkedFST
@@ -139,13 +140,17 @@ def _live_arcs(top: DirectTopology, pairs, X: np.ndarray, Y: np.ndarray):
     cells = X * Y
     base = np.concatenate([[0], np.cumsum(top.num_states * cells)])
     found = []
+    by_input = np.argsort(top.in_id, kind="stable")  # T's arcs by their input string
+    with_input = offsets(top.in_id[by_input], len(top.in_strings))
     step = max(1, _MATCH_CELLS // max(1, len(top.src) * int(X.max())))
     for lo in range(0, len(pairs), step):  # slices of pairs: arcs × offsets stay bounded
         some = pairs[lo : lo + step]
         mx = _matches(top.in_strings, [x for x, _ in some], top.inputs)
         my = _matches(top.out_strings, [y for _, y in some], top.outputs)
-        bx, a, i = np.nonzero(mx[:, top.in_id])  # where each arc's input matches ...
-        by, uy, jy = np.nonzero(my)  # ... times where its output does
+        bx, ux, i = np.nonzero(mx)  # where each input string matches: the arcs that read it ...
+        entries, owner = gather(with_input, ux)
+        bx, a, i = bx[owner], by_input[entries], i[owner]
+        by, uy, jy = np.nonzero(my)  # ... times where their output matches
         width = len(top.out_strings)
         in_rows = offsets(by * width + uy, len(some) * width)
         entries, owner = gather(in_rows, bx * width + top.out_id[a])

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse.csgraph import depth_first_order
 
-from .direct_minimize import Minimal, Product, gather, offsets, rooted_graph
+from .direct_minimize import Minimal
+from .direct_product import Product, gather, offsets, rooted_graph
 from .lattice import Lattice
 
 
