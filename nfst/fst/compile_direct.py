@@ -43,8 +43,6 @@ from .mfst import MarkedFST
 
 _MATCH_CELLS = 1 << 24
 """Arcs × input offsets of the pairs whose matching arcs are found at once."""
-_DENSE_CODES = 1 << 25
-"""Product states are numbered through a table over all their codes up to this many."""
 
 
 def _matches(
@@ -77,21 +75,6 @@ def _reach(num: int, src: np.ndarray, dst: np.ndarray, sources: np.ndarray) -> n
     seen = np.zeros(num + 1, dtype=bool)
     seen[breadth_first_order(graph, num, directed=True, return_predecessors=False)] = True
     return seen[:num]
-
-
-def _index(total: int, *codes: np.ndarray):
-    """The distinct codes (sorted, each < ``total``) and a function giving a code's index
-    among them: a table over every code where it fits in memory, else a sort."""
-    if total <= _DENSE_CODES:
-        present = np.zeros(total, dtype=bool)
-        for c in codes:
-            present[c] = True
-        distinct = np.flatnonzero(present)
-        table = np.empty(total, dtype=np.int32)  # read only where a code is present
-        table[distinct] = np.arange(len(distinct))
-        return distinct, lambda c: table[c]
-    distinct = np.unique(np.concatenate(codes))
-    return distinct, lambda c: np.searchsorted(distinct, c)
 
 
 def compile_direct(
@@ -169,40 +152,49 @@ def _live_arcs(top: DirectTopology, pairs, X: np.ndarray, Y: np.ndarray):
 
 
 def _spell(top: DirectTopology, live, has_path: np.ndarray, X: np.ndarray, Y: np.ndarray):
-    """Step 2: the live arcs spelled through their tries, as a :class:`Product` (states coded
-    base[b] + node·cells + i·Y + j, then numbered), and each pair's start state (-1 where it
-    has no path)."""
+    """Step 2: the live arcs spelled through their tries, as a :class:`Product`, and each
+    pair's start state (-1 where it has no path). A state is coded base[b] + node·cells + i·Y
+    + j; the states with out-arcs are numbered in the order of their codes, then the others
+    (final states, roots of T's tries)."""
     b, a, i, j = live
     cells = X * Y
     base = np.concatenate([[0], np.cumsum(top.num_nodes * cells)])
-    t = np.arange(top.path.shape[1])
-    spelled = t < top.length[a][:, None]
-    last = t == top.length[a][:, None] - 1
-    cell = (i * Y[b] + j)[:, None]
-    s_code = base[b][:, None] + top.path[a] * cells[b][:, None] + cell
-    within = base[b][:, None] + np.roll(top.path[a], -1, axis=1) * cells[b][:, None] + cell
-    onward = (base[b] + top.dst[a] * cells[b] + (i + top.di[a]) * Y[b] + j + top.dj[a])[:, None]
-    d_code = np.where(last, onward, within)[spelled]
-    s_code, mark = s_code[spelled], top.mark[a][spelled]
-    arc_of = np.where(last, a[:, None], -1)[spelled]
-    _, first = np.unique(s_code * len(top.marks) + mark, return_index=True)
-    s_code, mark, d_code, arc_of = s_code[first], mark[first], d_code[first], arc_of[first]
-    state_codes, index = _index(int(base[-1]), s_code, d_code, base[:-1][has_path])
-    pair = np.searchsorted(base, state_codes, side="right") - 1
-    node, c = np.divmod(state_codes - base[pair], cells[pair])
-    si, sj = np.divmod(c, Y[pair])
+    spelled = np.arange(top.path.shape[1]) < top.length[a][:, None]
+    last = (np.cumsum(spelled, axis=1) == top.length[a][:, None])[spelled]
+    owner = np.repeat(np.arange(len(a)), top.length[a])  # the live arc of each spelled mark
+    s_code = (base[b] + i * Y[b] + j)[owner] + top.path[a][spelled] * cells[b][owner]
+    key = s_code * len(top.marks) + top.mark[a][spelled]
+    order = np.argsort(key, kind="stable")
+    source = np.empty(len(key), dtype=np.int64)  # each spelled mark's state, numbered
+    starts_run = np.ones(len(key), dtype=bool)
+    starts_run[1:] = s_code[order][1:] != s_code[order][:-1]
+    source[order] = np.cumsum(starts_run) - 1
+    keep = np.ones(len(key), dtype=bool)  # arcs that share a trie edge, once
+    keep[1:] = key[order][1:] != key[order][:-1]
+    keep = order[keep]
+    # a mark inside an arc leads to the next mark's state; an arc's last to a root
+    roots = _Roots(top, base, cells, s_code[order][starts_run], b[owner][order][starts_run])
+    target = np.empty(len(key), dtype=np.int64)
+    target[:-1] = source[1:]
+    ends = np.flatnonzero(last)
+    onward = roots.code(b, top.dst[a], (i + top.di[a]) * Y[b] + j + top.dj[a])[owner[ends]]
+    start_codes = roots.code(np.flatnonzero(has_path), 0, 0)
+    numbers = roots.number(np.concatenate([onward, start_codes]))
+    target[ends] = numbers[: len(ends)]
+    starts = np.full(len(X), -1, dtype=np.int64)
+    starts[has_path] = numbers[len(ends) :]
+    pair, node, c = roots.states()
     final = (
         (node < top.num_states)
         & top.is_final[np.minimum(node, top.num_states - 1)]
         & (c == cells[pair] - 1)
     )
-    starts = np.full(len(X), -1, dtype=np.int64)
-    starts[has_path] = index(base[:-1][has_path])
+    si, sj = np.divmod(c, Y[pair])
     product = Product(
-        src=index(s_code),
-        dst=index(d_code),
-        mark=mark,
-        arc_of=arc_of,
+        src=source[keep],
+        dst=target[keep],
+        mark=top.mark[a][spelled][keep],
+        arc_of=np.where(last, a[owner], -1)[keep],
         pair=pair,
         si=si,
         sj=sj,
@@ -210,3 +202,36 @@ def _spell(top: DirectTopology, live, has_path: np.ndarray, X: np.ndarray, Y: np
         width=int((X + Y).max()) - 1,
     )
     return product, starts
+
+
+class _Roots:
+    """The states of a batch's product: those with out-arcs (``codes`` ascending, ``pairs``
+    theirs) numbered first, then the roots only arcs enter, numbered as they are met."""
+
+    def __init__(self, top: DirectTopology, base, cells, codes, pairs):
+        self.top, self.cells = top, cells
+        self.root_base = np.concatenate([[0], np.cumsum(top.num_states * cells)])
+        node, c = np.divmod(codes - base[pairs], cells[pairs])
+        self.pair, self.node, self.c = [pairs], [node], [c]
+        self.table = np.full(int(self.root_base[-1]), -1, dtype=np.int64)
+        is_root = node < top.num_states
+        self.table[self.code(pairs[is_root], node[is_root], c[is_root])] = np.flatnonzero(is_root)
+        self.size = len(codes)
+
+    def code(self, pairs, node, cell) -> np.ndarray:
+        """The root (pair, T's state, cell)'s index into the table."""
+        return self.root_base[pairs] + node * self.cells[pairs] + cell
+
+    def number(self, codes: np.ndarray) -> np.ndarray:
+        """The states of root ``codes``, numbering those not yet numbered."""
+        missing = np.unique(codes[self.table[codes] < 0])
+        pairs = np.searchsorted(self.root_base, missing, side="right") - 1
+        node, c = np.divmod(missing - self.root_base[pairs], self.cells[pairs])
+        self.table[missing] = self.size + np.arange(len(missing))
+        self.size += len(missing)
+        self.pair.append(pairs), self.node.append(node), self.c.append(c)
+        return self.table[codes]
+
+    def states(self):
+        """(S,) thrice: each state's pair, node and cell."""
+        return tuple(np.concatenate(v) for v in (self.pair, self.node, self.c))

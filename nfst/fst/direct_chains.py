@@ -48,9 +48,13 @@ class Chains:
         end = np.arange(S)
         end[link] = p.dst[first_arc[:-1][link]]
         length = link.astype(np.int64)
-        while link[end].any():  # pointer jumping: each pass doubles the arcs spanned
+        for _ in range(S.bit_length() + 1):  # pointer jumping: each pass doubles the span
+            if not link[end].any():
+                break
             length = length + length[end]
             end = end[end]
+        else:  # a chain longer than S arcs: the product is not acyclic
+            raise AssertionError("the direct path built a product with a cycle")
         return cls(link, end, length, string_ids(p, link, length, first_arc), first_arc)
 
 
