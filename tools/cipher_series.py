@@ -27,7 +27,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,10 +39,12 @@ import cipher_choice  # noqa: E402  (the examples are scripts, not a package)
 
 from nfst.evaluate.drawing import draw  # noqa: E402
 from nfst.evaluate.metrics import partial_kl  # noqa: E402
+from nfst.evaluate.paired_gaps import gap  # noqa: E402
 from nfst.experiment.config import RunConfig  # noqa: E402
 from nfst.experiment.run import Run  # noqa: E402
 from nfst.runtime import storage  # noqa: E402
 from nfst.runtime.distributed import stream_seed  # noqa: E402
+from tools.checkout import head_commit  # noqa: E402
 from tools.cipher_series_tables import tables  # noqa: E402
 
 SIZES = tuple(int(n) for n in os.environ.get("SIZES", "2000 20000").split())
@@ -186,13 +187,6 @@ def usual(run_dir: str, name: str, out_json: str) -> None:
         Path(out_json).write_text(json.dumps(result, indent=1))
 
 
-def paired_gap(kl: list, reference: list) -> tuple[float, float]:
-    """Mean and SE over test pairs of kl − reference (the same pairs, in order)."""
-    diff = [a - b for a, b in zip(kl, reference)]
-    mean = sum(diff) / len(diff)
-    return mean, math.sqrt(sum((d - mean) ** 2 for d in diff) / (len(diff) - 1) / len(diff))
-
-
 def summary(out: str) -> None:
     """OUT/cipher-series.json from every job's output, and the tables (markdown) on stdout."""
     jobs = Path(out) / "jobs"
@@ -206,7 +200,8 @@ def summary(out: str) -> None:
         kl = {s: r["test"]["per_pair_partial_kl"] for s, r in runs.items() if "test" in r}
         for name, r in runs.items():
             if "swp" in kl and name in kl and name != "swp":
-                r["gap_to_swp"], r["gap_to_swp_se"] = paired_gap(kl[name], kl["swp"])
+                g = gap([kl[name]], [kl["swp"]])  # one seed: the SE is the pairs'
+                r["gap_to_swp"], r["gap_to_swp_se"] = g["mean"], g["se"]
             for split in ("train", "dev", "test"):
                 r.get(split, {}).pop("per_pair_partial_kl", None)
         usual_runs[str(size)] = runs
@@ -217,7 +212,7 @@ def summary(out: str) -> None:
         }
     result = {
         "command": f"bash tools/cipher_series.sh {out}",
-        "commit": commit(),
+        "commit": head_commit(),
         "machine": os.environ.get("MACHINE", f"{os.cpu_count()} cores"),
         "scorer": f"c{SIZES[0]}'s n-gram and scorer, for every size",
         "fitted_to_generating_paths": fitted,
@@ -230,16 +225,6 @@ def summary(out: str) -> None:
 def last_line(path: Path) -> dict:
     lines = [line for line in path.read_text().splitlines() if line.startswith("{")]
     return json.loads(lines[-1]) if lines else {}
-
-
-def commit() -> str:
-    found = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).parent,
-    )
-    return found.stdout.strip() or os.environ.get("COMMIT", "unknown")
 
 
 if __name__ == "__main__":

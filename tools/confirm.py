@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -34,6 +33,8 @@ sys.path.insert(0, str(ROOT))
 from nfst.evaluate.paired_gaps import upper_bound  # noqa: E402
 from nfst.experiment.config import training_seed, upgraded  # noqa: E402
 from nfst.experiment.report import load_results  # noqa: E402
+from nfst.experiment.rundir import sampler_key  # noqa: E402
+from tools.checkout import head_commit  # noqa: E402
 
 FOLDER = ROOT / "docs" / "results"
 CANDIDATE = "default"
@@ -61,13 +62,23 @@ def collect(task: str, runs: dict[str, Path], command: str, commit: str) -> list
                         "validation_partial_kl": m["validation_partial_kl"],
                         "partial_kl": m["partial_kl"],
                         "per_pair_partial_kl_by_seed": m["per_pair_partial_kl_by_seed"],
-                        **({"sleep": m["sleep"]} if m.get("sleep") else {}),
+                        **_sleep_by_seed(Path(run_dir), name, len(results["seeds"])),
                     }
                     for name, m in results["samplers"].items()
                 },
             }
         )
     return out
+
+
+def _sleep_by_seed(run_dir: Path, sampler: str, seeds: int) -> dict:
+    """``{"sleep_by_seed": [...]}``, each training seed's sleep record from its stage file
+    (results.json keeps the first seed's), or {} for a sampler trained without sleep."""
+    records = []
+    for s in range(seeds):
+        stage = run_dir / "stages" / f"sampler-{sampler_key(sampler, s)}.json"
+        records.append(json.loads(stage.read_text()).get("sleep"))
+    return {"sleep_by_seed": records} if any(records) else {}
 
 
 def check(runs: list[dict], delta: float) -> dict:
@@ -115,12 +126,7 @@ def main(argv=None) -> None:
     o = parser.parse_args(argv)
     if o.what == "collect":
         runs = dict(item.split("=", 1) for item in o.runs)
-        commit = (
-            o.commit
-            or subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-            ).stdout.strip()
-        )
+        commit = o.commit or head_commit()
         path = FOLDER / f"confirm-{o.task}.json"
         path.write_text(
             json.dumps(

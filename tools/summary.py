@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -44,6 +43,7 @@ from nfst.experiment.report.format import SAMPLER_ORDER, ordered
 
 if not __package__:  # run as a script (python tools/summary.py): the checkout's root first
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tools.checkout import head_commit  # noqa: E402
 from tools.render import plot_series, render, render_gaps, render_proposals  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -199,16 +199,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> None:
     o = _parser().parse_args(argv)
     if o.what in ("add", "group", "series"):
-        commit = (
-            o.commit
-            or subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.strip()
-        )
+        commit = o.commit or head_commit()
         if o.what == "series":
             _write(
                 o.name, series(json.loads(Path(o.rows).read_text()), o.command, commit, o.machine)

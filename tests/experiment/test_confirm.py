@@ -17,7 +17,8 @@ PROTOCOL_SEEDS = [training_seed(100, j, "hashed") for j in range(5)]
 
 def test_committed_confirmation_files_follow_the_protocol():
     """Each confirm-TASK.json (none until a task's runs are done): the three labels, the
-    protocol's five seeds, and per-pair values for each of them."""
+    protocol's five seeds, and per-pair values for each of them; each seed's sleep record
+    where the label sleeps (the candidate's ended by patience or its cap)."""
     for path in sorted(FOLDER.glob("confirm-*.json")):
         runs = json.loads(path.read_text(encoding="utf-8"))
         assert sorted(run["label"] for run in runs) == ["default", "recommended", "usual"]
@@ -26,6 +27,10 @@ def test_committed_confirmation_files_follow_the_protocol():
             for name, m in run["samplers"].items():
                 by_seed = m["per_pair_partial_kl_by_seed"]
                 assert len(by_seed) == 5 and len({len(v) for v in by_seed}) == 1, (path, name)
+                sleeps = m.get("sleep_by_seed", [])
+                assert len(sleeps) == (0 if run["label"] == "usual" else 5), (path, name)
+                if run["label"] == "default":
+                    assert {s["stopped_by"] for s in sleeps} <= {"patience", "cap"}, (path, name)
 
 
 def test_the_protocol_names_its_seeds_and_they_are_fresh():
