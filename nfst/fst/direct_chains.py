@@ -7,7 +7,8 @@ state that is not one, the *end* of its chain. A link's class in the minimal acc
 by the mark string of its chain and the class of its end (a link and a core state never share a
 class: they differ in finality or in their number of arcs), and its position is its end's
 (its one future's common prefix runs on into the end's). So minimization takes the *core*
-states, final or not of one out-arc, and each core arc as the chain it enters, with
+states, those final or with other than one out-arc, and each core arc as the chain it
+enters, with
 
 - the id of the chain's mark string from the arc on (:func:`string_ids`): equal ids, equal
   strings;
@@ -94,9 +95,9 @@ def _ranks(key: np.ndarray, size: int, n: int) -> tuple[np.ndarray, int]:
 
 @dataclass
 class Core:
-    """The core states, numbered layer by layer (``layer``: a Kahn frontier from the sinks, so
-    every arc enters a lower layer), and their arcs sorted by source and mark, each the chain
-    it enters."""
+    """The core states, numbered layer by layer (the frontiers of Kahn's algorithm from the
+    sinks: every arc enters a lower layer), and their arcs sorted by source and mark, each
+    the chain it enters."""
 
     state: np.ndarray
     """(K,): the product state of each core state; ``pair``, ``si``, ``sj``, ``final`` its."""
