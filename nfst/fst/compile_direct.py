@@ -21,7 +21,8 @@ mark string). Symbols are consumed when an arc completes.
    prefixes merge. ``states_before_min`` and ``arcs_before_min`` count this trimmed product:
    OpenFst's determinized x ∘ T ∘ y up to state numbers, but for copies OpenFst may add of a
    state that an arc with several delayed symbols enters (equal counts on tr, scan, cipher).
-3–4. Heights, positions and the minimal acceptor: ``nfst.fst.direct_minimize``.
+3–4. Heights, positions and the minimal acceptor of the product's core, then of its chains of
+   one-arc states: ``nfst.fst.direct_minimize`` (the chains: ``nfst.fst.direct_chains``).
 5. The OpenFst path's numbering: ``nfst.fst.direct_number``. The lattice is the OpenFst
    path's, array for array.
 """
