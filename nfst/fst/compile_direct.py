@@ -165,17 +165,19 @@ def _spell(top: DirectTopology, live, has_path: np.ndarray, X: np.ndarray, Y: np
     last = (np.cumsum(spelled, axis=1) == top.length[a][:, None])[spelled]
     owner = np.repeat(np.arange(len(a)), top.length[a])  # the live arc of each spelled mark
     s_code = (base[b] + i * Y[b] + j)[owner] + top.path[a][spelled] * cells[b][owner]
-    key = s_code * len(top.marks) + top.mark[a][spelled]
+    mark = top.mark[a][spelled]
+    key = s_code * len(top.marks) + mark
     order = np.argsort(key, kind="stable")
+    ranked, ranked_key = s_code[order], key[order]
     source = np.empty(len(key), dtype=np.int64)  # each spelled mark's state, numbered
     starts_run = np.ones(len(key), dtype=bool)
-    starts_run[1:] = s_code[order][1:] != s_code[order][:-1]
+    starts_run[1:] = ranked[1:] != ranked[:-1]
     source[order] = np.cumsum(starts_run) - 1
     keep = np.ones(len(key), dtype=bool)  # arcs that share a trie edge, once
-    keep[1:] = key[order][1:] != key[order][:-1]
+    keep[1:] = ranked_key[1:] != ranked_key[:-1]
     keep = order[keep]
     # a mark inside an arc leads to the next mark's state; an arc's last to a root
-    roots = _Roots(top, base, cells, s_code[order][starts_run], b[owner][order][starts_run])
+    roots = _Roots(top, base, cells, ranked[starts_run], b[owner][order][starts_run])
     target = np.empty(len(key), dtype=np.int64)
     target[:-1] = source[1:]
     ends = np.flatnonzero(last)
@@ -195,7 +197,7 @@ def _spell(top: DirectTopology, live, has_path: np.ndarray, X: np.ndarray, Y: np
     product = Product(
         src=source[keep],
         dst=target[keep],
-        mark=top.mark[a][spelled][keep],
+        mark=mark[keep],
         arc_of=np.where(last, a[owner], -1)[keep],
         pair=pair,
         si=si,
