@@ -73,7 +73,8 @@ def collect(task: str, runs: dict[str, Path], command: str, commit: str) -> list
 
 def _sleep_by_seed(run_dir: Path, sampler: str, seeds: int) -> dict:
     """``{"sleep_by_seed": [...]}``, each training seed's sleep record from its stage file
-    (results.json keeps the first seed's), or {} for a sampler trained without sleep."""
+    (runs of an nfst before results.json's ``training_by_seed`` keep only the first seed's
+    there), or {} for a sampler trained without sleep."""
     records = []
     for s in range(seeds):
         stage = run_dir / "stages" / f"sampler-{sampler_key(sampler, s)}.json"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..evaluate.evaluation import Evaluation
 from ..evaluate.metrics import mean_and_se
-from .rundir import RunDir
+from .rundir import RunDir, sampler_key
 from .schema import Results, SamplerResults, ScorerResults
 
 
@@ -30,23 +30,37 @@ def training_summary(history: list[dict]) -> dict:
 
 def _samplers(run_dir: RunDir, evaluation: Evaluation) -> dict[str, SamplerResults]:
     """Per sampler: its evaluation (``stages/evaluate.json``), its validation curve and a
-    summary of its training (``stages/sampler-NAME.json``)."""
+    summary of its training (``stages/sampler-NAME.json``), both of training seed 0, and
+    every training seed's record (:func:`training_record`)."""
     samplers = {}
     for name, evaluated in evaluation.samplers.items():
         trained = run_dir.done(f"sampler-{name}") or {}
         history = [h for h in trained.get("history", []) if "dev_partial_kl" in h]
         samplers[name] = SamplerResults(
             **vars(evaluated),
-            **_stopping(trained),
-            train_seconds=trained.get("seconds"),
+            **training_record(trained),
             curve={
                 "step": [h["step"] for h in history],
                 "val_partial_kl": [h["dev_partial_kl"] for h in history],
             },
             training=training_summary(trained.get("history", [])),
-            sleep=trained.get("sleep"),
+            training_by_seed=[
+                training_record(run_dir.done(f"sampler-{sampler_key(name, s)}") or {})
+                for s in evaluation.seeds
+            ],
         )
     return samplers
+
+
+def training_record(trained: dict) -> dict:
+    """One training run's record from its stage file (``stages/sampler-KEY.json``, {} where
+    there is none): ``train_seconds``, what ended training, and its sleep phase (``sleep``,
+    None without one)."""
+    return {
+        "train_seconds": trained.get("seconds"),
+        **_stopping(trained),
+        "sleep": trained.get("sleep"),
+    }
 
 
 def _stopping(trained: dict) -> dict:

@@ -103,6 +103,10 @@ class SamplerResults(SamplerEvaluation):
     share, the sleep phase's seconds, the triples' draw (``triples`` kept of ``drawn``,
     ``acceptance``, x, y and ω lengths beside the training pairs') and the triples whose
     lattice failed; None without."""
+    training_by_seed: Optional[list] = field(default=None, metadata={"added": True})
+    """One record per training seed (``seeds``), seed 0's first: ``train_seconds``,
+    ``stopped_by``, ``steps``, ``best_step`` and ``sleep``, the fields above that are seed
+    0's alone."""
 
     @classmethod
     def from_json(cls, data: dict, structure: Optional[str], name: str = "") -> "SamplerResults":

@@ -143,3 +143,28 @@ def test_the_sleep_phase_table_gives_each_samplers_switch_and_acceptance(tmp_pat
     table = section(write_report([run], tmp_path / "out").read_text(), ": the sleep phase")
     assert "| swa | 350 (auto; patience) | 12.2 | 61 | 64,000 | 0.800 (of 80,000) |" in table
     assert "| sws |" not in table
+
+
+def test_the_sleep_phase_table_gives_every_training_seeds_sleep_steps(tmp_path):
+    """With more than one training seed, the row for seed 0 ends with each seed's sleep
+    steps, in seed order."""
+    results = constructed_results(SAMPLERS)
+    assert results["seeds"] == [0, 1]
+    sleep = {
+        "setting": "auto",
+        "steps": 350,
+        "stopped_by": "patience",
+        "triples": 10,
+        "drawn": 20,
+        "acceptance": 0.5,
+    }
+    results["samplers"]["swa"]["sleep"] = sleep
+    results["samplers"]["swa"]["training_by_seed"] = [
+        {"sleep": sleep},
+        {"sleep": sleep | {"steps": 900}},
+    ]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.json").write_text(json.dumps(results))
+    table = section(write_report([run], tmp_path / "out").read_text(), ": the sleep phase")
+    assert "| 0.500 (of 20) | 350, 900 |" in table

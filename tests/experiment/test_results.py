@@ -64,7 +64,12 @@ def sampler_metrics(per_pair: list[float], **extra) -> dict:
 
 
 def finish_evaluate(
-    run_dir: RunDir, samplers: dict, per_pair_log_z: list[float], structure=None, **log_z
+    run_dir: RunDir,
+    samplers: dict,
+    per_pair_log_z: list[float],
+    structure=None,
+    seeds=(0,),
+    **log_z,
 ) -> None:
     run_dir.finish(
         "evaluate",
@@ -73,7 +78,7 @@ def finish_evaluate(
             "k": 8,
             "seed": 0,
             "samplers": samplers,
-            "seeds": [0],
+            "seeds": list(seeds),
             "reference": next(iter(samplers), "swa"),
             "validation_pairs": len(per_pair_log_z),
             "structure": structure,
@@ -119,6 +124,34 @@ def test_what_stopped_a_samplers_training_old_stage_files_included(stage, stoppe
     finish_evaluate(run_dir, {"swa": sampler_metrics([1.0])}, [-1.0])
     swa = build_results(run_dir).samplers["swa"]
     assert (swa.stopped_by, swa.steps, swa.best_step) == (stopped_by, 4, 4)
+
+
+def test_every_training_seeds_record_is_carried_seed_0s_also_at_the_top(tmp_path):
+    """Each training seed's seconds, stopping and sleep phase come from its own stage file
+    (``sampler-swa``, ``sampler-swa-seed1``), in seed order; the top-level fields stay seed
+    0's."""
+    run_dir = run_dir_of(tmp_path)
+    for key, steps, sleep in [("swa", 4, 300), ("swa-seed1", 8, 700)]:
+        run_dir.finish(
+            f"sampler-{key}",
+            {
+                "seconds": float(steps),
+                "best_step": steps,
+                "steps": steps,
+                "stopped_by": "patience",
+                "history": [{"step": steps, "dev_partial_kl": 1.0}],
+                "sleep": {"steps": sleep},
+            },
+        )
+    finish_evaluate(run_dir, {"swa": sampler_metrics([1.0])}, [-1.0], seeds=(0, 1))
+    swa = build_results(run_dir).samplers["swa"]
+    assert [
+        (t["steps"], t["train_seconds"], t["sleep"]["steps"]) for t in swa.training_by_seed
+    ] == [
+        (4, 4.0, 300),
+        (8, 8.0, 700),
+    ]
+    assert (swa.steps, swa.sleep["steps"]) == (4, 300)
 
 
 def test_the_scorers_training_curve_is_carried(tmp_path):

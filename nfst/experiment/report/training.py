@@ -63,19 +63,20 @@ def learning_section(runs: list[dict]) -> list[str]:
 def sleep_section(runs: list[dict]) -> list[str]:
     """Per run with sleep training, of training seed 0: each sampler's sleep phase (its steps
     and what ended them, its best validation partial KL and seconds) and its triples (kept of
-    drawn)."""
+    drawn); with more training seeds, every seed's sleep steps too."""
     lines = []
     for run in runs:
         slept = {s: r["sleep"] for s, r in run["samplers"].items() if r.get("sleep")}
         if not slept:
             continue
-        seed = ", training seed 0" if len(run["seeds"]) > 1 else ""
+        seeds = len(run["seeds"]) > 1
         lines += [
-            f"### {run['label']}: the sleep phase{seed}",
+            f"### {run['label']}: the sleep phase" + (", training seed 0" if seeds else ""),
             "",
             "| sampler | sleep steps (setting; ended by) | best validation partial KL "
-            "| seconds | triples | acceptance (of strings drawn) |",
-            "|---|---|---|---|---|---|",
+            "| seconds | triples | acceptance (of strings drawn) |"
+            + (" sleep steps, every seed |" if seeds else ""),
+            "|---|---|---|---|---|---|" + ("---|" if seeds else ""),
         ]
         for s in ordered(slept, SAMPLER_ORDER):
             r = slept[s]
@@ -84,6 +85,7 @@ def sleep_section(runs: list[dict]) -> list[str]:
                 f"{r.get('stopped_by') or '–'}) | {fmt(r.get('best_dev_partial_kl'))} "
                 f"| {fmt(r.get('sleep_seconds'), digits=0)} | {r['triples']:,} "
                 f"| {r['acceptance']:.3f} (of {r['drawn']:,}) |"
+                + (f" {_sleep_steps_by_seed(run['samplers'][s])} |" if seeds else "")
             )
         lines += [
             "",
@@ -96,6 +98,15 @@ def sleep_section(runs: list[dict]) -> list[str]:
             "",
         ]
     return lines
+
+
+def _sleep_steps_by_seed(sampler: dict) -> str:
+    """Each training seed's sleep steps, comma-separated ("–" for results.json files written
+    before they were recorded)."""
+    by_seed = sampler.get("training_by_seed")
+    if not by_seed:
+        return "–"
+    return ", ".join(str((t.get("sleep") or {}).get("steps", 0)) for t in by_seed)
 
 
 def _stopping(r: dict) -> str:
