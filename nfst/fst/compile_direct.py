@@ -161,11 +161,11 @@ def _spell(top: DirectTopology, live, has_path: np.ndarray, X: np.ndarray, Y: np
     b, a, i, j = live
     cells = X * Y
     base = np.concatenate([[0], np.cumsum(top.num_nodes * cells)])
-    spelled = np.arange(top.path.shape[1]) < top.length[a][:, None]
-    last = (np.cumsum(spelled, axis=1) == top.length[a][:, None])[spelled]
-    owner = np.repeat(np.arange(len(a)), top.length[a])  # the live arc of each spelled mark
-    s_code = (base[b] + i * Y[b] + j)[owner] + top.path[a][spelled] * cells[b][owner]
-    mark = top.mark[a][spelled]
+    spelled, owner = gather(top.spelled, a)  # each spelled mark, and its live arc
+    last = np.zeros(len(owner), dtype=bool)
+    last[np.cumsum(top.length[a]) - 1] = True
+    s_code = (base[b] + i * Y[b] + j)[owner] + top.path[spelled] * cells[b][owner]
+    mark = top.mark[spelled]
     key = s_code * len(top.marks) + mark
     order = np.argsort(key, kind="stable")
     ranked, ranked_key = s_code[order], key[order]

@@ -48,11 +48,13 @@ class DirectTopology:
         self.num_states = T.num_states
         self.is_final = np.zeros(T.num_states, dtype=bool)
         self.is_final[list(T.finals)] = True
-        num, width = len(arcs), max(len(a.marks) for a in arcs) if arcs else 1
-        self.path = np.zeros((num, width), dtype=np.int64)
-        """(A, K): the trie node each of the arc's marks leaves (the first is the arc's src)."""
-        self.mark = np.zeros((num, width), dtype=np.int64)
         self.length = np.asarray([len(a.marks) for a in arcs], dtype=np.int64)
+        self.spelled = np.concatenate([[0], np.cumsum(self.length)])
+        """(A + 1,) CSR offsets: arc a's marks are entries spelled[a]:spelled[a + 1] of
+        ``path`` and ``mark``."""
+        self.path = np.zeros(self.spelled[-1], dtype=np.int64)
+        """(M,): the trie node each mark leaves (an arc's first leaves the arc's src)."""
+        self.mark = np.zeros(self.spelled[-1], dtype=np.int64)
         self.src = np.asarray([a.src for a in arcs], dtype=np.int64)
         self.dst = np.asarray([a.dst for a in arcs], dtype=np.int64)
         self.di = np.asarray([len(a.input) for a in arcs], dtype=np.int64)
@@ -62,7 +64,7 @@ class DirectTopology:
         for a, arc in enumerate(arcs):
             node = arc.src
             for t, m in enumerate(arc.marks):
-                self.path[a, t], self.mark[a, t] = node, mark_id[m]
+                self.path[self.spelled[a] + t], self.mark[self.spelled[a] + t] = node, mark_id[m]
                 if t < len(arc.marks) - 1:
                     if (node, mark_id[m]) not in child:
                         child[node, mark_id[m]] = nodes
