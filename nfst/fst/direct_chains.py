@@ -49,11 +49,13 @@ class Chains:
         end = np.arange(S)
         end[link] = p.dst[first_arc[:-1][link]]
         length = link.astype(np.int64)
+        on = np.flatnonzero(link[end])  # the states whose end is not yet found
         for _ in range(S.bit_length() + 1):  # pointer jumping: each pass doubles the span
-            if not link[end].any():
+            if not len(on):
                 break
-            length = length + length[end]
-            end = end[end]
+            length[on] += length[end[on]]
+            end[on] = end[end[on]]
+            on = on[link[end[on]]]
         else:  # a chain longer than S arcs: the product is not acyclic
             raise AssertionError("the direct path built a product with a cycle")
         return cls(link, end, length, string_ids(p, link, length, first_arc), first_arc)
