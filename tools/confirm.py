@@ -16,21 +16,24 @@ From the checkout's root::
 
     python tools/confirm.py collect TASK LABEL=RUN_DIR [LABEL=RUN_DIR ...] --command CMD
     python tools/confirm.py check docs/results/confirm-TASK.json --delta 1.0
+    python tools/confirm.py table docs/results/confirm-TASK.json
 
-``check`` prints the result, its last line one JSON object.
+``check`` prints the result, its last line one JSON object; ``table`` the protocol page's
+table of every configuration and each sampler's own change (``default`` − ``usual``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nfst.evaluate.paired_gaps import upper_bound  # noqa: E402
+from nfst.evaluate.paired_gaps import gap, upper_bound  # noqa: E402
 from nfst.experiment.config import training_seed, upgraded  # noqa: E402
 from nfst.experiment.report import load_results  # noqa: E402
 from nfst.experiment.rundir import sampler_key  # noqa: E402
@@ -113,6 +116,54 @@ def check(runs: list[dict], delta: float) -> dict:
     }
 
 
+def table(runs: list[dict]) -> list[str]:
+    """The protocol page's table: every (label, sampler) by validation partial KL, its test
+    partial KL (mean over seeds and pairs), its paired gap to the best configuration on
+    validation, and its sleep steps per seed (with what ended them, for the candidate)."""
+    configurations = {
+        (run["label"], name): m for run in runs for name, m in run["samplers"].items()
+    }
+    ranked = sorted(configurations, key=lambda k: configurations[k]["validation_partial_kl"])
+    best = configurations[ranked[0]]["per_pair_partial_kl_by_seed"]
+    lines = [
+        "| label | sampler | validation partial KL | test partial KL | gap to the best (test) "
+        "| sleep steps by seed |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key in ranked:
+        m = configurations[key]
+        values = m["per_pair_partial_kl_by_seed"]
+        test = statistics.mean(statistics.mean(v) for v in values)
+        g = gap(values, best)
+        shown = "best" if key == ranked[0] else f"{g['mean']:+.2f} ± {g['se']:.2f}"
+        lines.append(
+            f"| {key[0]} | {key[1]} | {m['validation_partial_kl']:.2f} | {test:.2f} | {shown} "
+            f"| {_sleep_steps(m.get('sleep_by_seed'), key[0] == CANDIDATE)} |"
+        )
+    return lines
+
+
+def _sleep_steps(sleeps, ended: bool) -> str:
+    """Each seed's sleep steps ("N each" where equal), and with ``ended`` what ended them."""
+    if not sleeps:
+        return "–"
+    steps = [s["steps"] for s in sleeps]
+    shown = f"{steps[0]:,} each" if len(set(steps)) == 1 else ", ".join(f"{n:,}" for n in steps)
+    why = ", ".join(sorted({s["stopped_by"] for s in sleeps}))
+    return f"{shown} ({why})" if ended else shown
+
+
+def own_changes(runs: list[dict]) -> dict[str, dict]:
+    """Each sampler's paired gap ``default`` − ``usual`` on the test pairs."""
+    by_label = {run["label"]: run["samplers"] for run in runs}
+    default, usual = by_label[CANDIDATE], by_label["usual"]
+    return {
+        name: gap(m["per_pair_partial_kl_by_seed"], usual[name]["per_pair_partial_kl_by_seed"])
+        for name, m in default.items()
+        if name in usual
+    }
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python tools/confirm.py")
     sub = parser.add_subparsers(dest="what", required=True)
@@ -124,7 +175,15 @@ def main(argv=None) -> None:
     test = sub.add_parser("check", help="the protocol's bound from a confirmation file")
     test.add_argument("file", type=Path)
     test.add_argument("--delta", type=float, required=True, help="the margin, in nats")
+    shown = sub.add_parser("table", help="the protocol page's table from a confirmation file")
+    shown.add_argument("file", type=Path)
     o = parser.parse_args(argv)
+    if o.what == "table":
+        runs = json.loads(o.file.read_text())
+        print("\n".join(table(runs)) + "\n")
+        for name, g in sorted(own_changes(runs).items(), key=lambda kv: kv[1]["mean"]):
+            print(f"{name}: default − usual {g['mean']:+.2f} ± {g['se']:.2f} (df {g['df']:.1f})")
+        return
     if o.what == "collect":
         runs = dict(item.split("=", 1) for item in o.runs)
         commit = o.commit or head_commit()

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from nfst.evaluate.paired_gaps import upper_bound
+from nfst.evaluate.paired_gaps import gap, upper_bound
 from nfst.experiment.config import training_seed
-from tools.confirm import FOLDER, check, collect
+from tools.confirm import FOLDER, check, collect, own_changes, table
 
 PROTOCOL_SEEDS = [training_seed(100, j, "hashed") for j in range(5)]
 """``--seed 100 --seeds 5``: none of them a seed a committed summary used (0, 1, 2)."""
@@ -31,6 +31,35 @@ def test_committed_confirmation_files_follow_the_protocol():
                 assert len(sleeps) == (0 if run["label"] == "usual" else 5), (path, name)
                 if run["label"] == "default":
                     assert {s["stopped_by"] for s in sleeps} <= {"patience", "cap"}, (path, name)
+
+
+def test_the_protocol_pages_tables_are_the_committed_files():
+    """Each confirmation file's table (``tools/confirm.py table``) stands on the protocol
+    page row for row, so the page shows what the committed values give."""
+    page = (FOLDER / "confirm-protocol.md").read_text(encoding="utf-8")
+    for path in sorted(FOLDER.glob("confirm-*.json")):
+        rows = table(json.loads(path.read_text(encoding="utf-8")))
+        assert len(rows) == 2 + sum(len(r["samplers"]) for r in json.loads(path.read_text()))
+        missing = [row for row in rows if row not in page]
+        assert not missing, (path.name, missing)
+
+
+def test_a_table_ranks_by_validation_and_gaps_to_the_best_and_changes_are_paired():
+    rng = random.Random(5)
+    best, other = _values(0.0, rng), _values(2.0, rng)
+    runs = [
+        _run("default", {"swa": (20.0, other)}),
+        _run("usual", {"swa": (19.0, best)}),
+    ]
+    runs[0]["samplers"]["swa"]["sleep_by_seed"] = [
+        {"steps": 300, "stopped_by": "patience"},
+        {"steps": 500, "stopped_by": "cap"},
+    ]
+    rows = table(runs)
+    assert rows[2].startswith("| usual | swa | 19.00 |") and rows[2].endswith("| best | – |")
+    g = gap(other, best)
+    assert rows[3].endswith(f"| {g['mean']:+.2f} ± {g['se']:.2f} | 300, 500 (cap, patience) |")
+    assert own_changes(runs)["swa"]["mean"] == pytest.approx(g["mean"]) and g["mean"] > 0
 
 
 def test_the_protocol_names_its_seeds_and_they_are_fresh():
