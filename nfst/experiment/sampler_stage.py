@@ -180,7 +180,6 @@ class RunSamplers:
                 else {
                     "sleep": {
                         "setting": config.sleep_steps,
-                        "watch": config.sleep_watch if config.sleep_steps == "auto" else None,
                         "steps": result.sleep_steps,
                         "stopped_by": result.sleep_stopped_by,
                         "share": config.sleep_share,

@@ -65,12 +65,7 @@ class SamplerTrainConfig(LoopConfig):
     usual training only."""
     sleep_patience: int = 3
     """With ``sleep_steps=auto``: end the sleep phase after this many validations without an
-    improvement larger than ``min_delta`` of what ``sleep_watch`` names."""
-    sleep_watch: Literal["partial_kl", "loss"] = "partial_kl"
-    """With ``sleep_steps=auto``, what the sleep phase's patience watches: ``partial_kl``, the
-    validation partial KL; ``loss``, the sleep loss, the mean −log q(ω) of the triples of the
-    steps since the last validation (each triple is fresh, so this is a held-out estimate of
-    E_p[−log q(ω | x, y)] over the scorer's own triples: the inclusive KL up to p's entropy)."""
+    improvement larger than ``min_delta``."""
     sleep_cap: int = 4000
     """With ``sleep_steps=auto``: the most sleep steps (the triples drawn are enough for
     these)."""

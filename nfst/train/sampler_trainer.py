@@ -21,7 +21,7 @@ from ..fst.dataset import minibatch
 from ..fst.lattice import Lattice
 from ..models.samplers import Sampler
 from ..models.scorer import Scorer
-from ..runtime.distributed import from_every_rank, stream_seed
+from ..runtime.distributed import stream_seed
 from ..smc.lookahead import Lookahead
 from .early_stopping import EarlyStopping, copy_params
 from .loop import Trainer
@@ -72,8 +72,6 @@ class SamplerTrainer(Trainer):
         self.switch: Optional[int] = None if config.sleep_steps == "auto" else config.sleep_steps
         self.switched_by = "steps" if config.sleep_steps not in (0, "auto") else None
         self.sleep_since_best = 0  # sleep validations since the last improvement (``auto``)
-        self.sleep_window = [0.0, 0]  # the sleep loss summed since the last validation, steps
-        self.best_sleep_loss = float("inf")
         self.done = 0
         self.sampler, self.scorer, self.dev, self.triples = sampler, scorer, dev, triples
         opt = torch.optim.Adam(sampler.parameters(), lr=config.lr)
@@ -138,7 +136,6 @@ class SamplerTrainer(Trainer):
         sleeping = self.sleeping(step)
         if sleeping:
             record["phase"] = "sleep"
-            self.sleep_window = [self.sleep_window[0] + record["loss"], self.sleep_window[1] + 1]
         last = (
             step == config.sleep_cap
             if self.switch is None
@@ -150,12 +147,7 @@ class SamplerTrainer(Trainer):
             improved = self.early.update(
                 step, record["dev_partial_kl"], self.sampler, count=not sleeping
             )
-            if sleeping:
-                record["sleep_loss"] = self._sleep_loss()
             if self.switch is None:  # ``auto``: does the sleep phase end here?
-                if config.sleep_watch == "loss":
-                    improved = record["sleep_loss"] < self.best_sleep_loss - config.min_delta
-                    self.best_sleep_loss = min(self.best_sleep_loss, record["sleep_loss"])
                 self.sleep_since_best = 0 if improved else self.sleep_since_best + 1
                 if self.sleep_since_best >= config.sleep_patience:
                     self.switch, self.switched_by = step, "patience"
@@ -166,8 +158,7 @@ class SamplerTrainer(Trainer):
             why = {
                 "steps": f"sleep_steps={step}",
                 "cap": f"the cap, sleep_cap={step}",
-                "patience": f"{config.sleep_patience} validations without improvement of the "
-                + ("sleep loss" if config.sleep_watch == "loss" else "validation partial KL"),
+                "patience": f"{config.sleep_patience} validations without improvement",
             }
             log.info(
                 "%s: the sleep phase ends after step %d (%s; best validation partial KL "
@@ -179,13 +170,6 @@ class SamplerTrainer(Trainer):
                 self.early.best_step,
             )
         return record
-
-    def _sleep_loss(self) -> float:
-        """The mean sleep loss of the steps since the last validation, over every rank's
-        share of them (under torchrun each rank has its own), and a new window begun."""
-        windows = from_every_rank(self.sleep_window, self.world)
-        self.sleep_window = [0.0, 0]
-        return sum(w[0] for w in windows) / max(1, sum(w[1] for w in windows))
 
     def progress(self, record: dict) -> dict:
         if "dev_partial_kl" not in record:
@@ -203,8 +187,6 @@ class SamplerTrainer(Trainer):
                 "switched_by": self.switched_by,
                 "since_best": self.sleep_since_best,
                 "done": self.done,
-                "window": self.sleep_window,
-                "best_loss": self.best_sleep_loss,
             },
         }
 
@@ -216,6 +198,3 @@ class SamplerTrainer(Trainer):
         sleep = state["sleep"]
         self.switch, self.switched_by = sleep["switch"], sleep["switched_by"]
         self.sleep_since_best, self.done = sleep["since_best"], sleep["done"]
-        # checkpoints written before the sleep loss was watched: a fresh window
-        self.sleep_window = sleep.get("window", [0.0, 0])
-        self.best_sleep_loss = sleep.get("best_loss", float("inf"))
