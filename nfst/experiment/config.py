@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,8 +97,9 @@ MOVED = {
 def upgraded(settings: dict) -> dict:
     """The settings of a run's ``config.json`` as this nfst records them: a setting of
     :data:`MOVED` goes from ``run`` into ``preset.evaluate``, and, where it is not the default,
-    into the run's overrides as ``--option evaluate.NAME=VALUE`` would put it. So a run
-    recorded before the move opens, and continues, with the same values."""
+    into the run's overrides as ``--option evaluate.NAME=VALUE`` would put it; a preset
+    setting whose default has changed since the run was recorded is pinned
+    (:func:`_pinned`). So a run recorded before opens, and continues, with the same values."""
     settings = copy.deepcopy(settings)
     run = settings.get("run", {})
     if run:
@@ -112,7 +114,44 @@ def upgraded(settings: dict) -> dict:
                     *run.get("overrides", []),
                     f"evaluate.{new}={json.dumps(value)}",
                 ]
+    return _pinned(settings)
+
+
+def _pinned(settings: dict) -> dict:
+    """``settings`` with each preset setting whose recorded value is not the one its preset
+    and overrides give today (its default changed since) added to the overrides with the
+    recorded value, as ``--option KEY=VALUE`` would put it. Settings nfst no longer has are
+    left for the directory's check to refuse."""
+    run, recorded = settings.get("run"), settings.get("preset")
+    if not run or recorded is None:
+        return settings
+    today = json.loads(
+        json.dumps(
+            apply_overrides(preset(run["preset"]), run.get("overrides", [])), default=json_default
+        )
+    )
+    for key, value in _leaves(recorded):
+        now = functools.reduce(
+            lambda d, part: d.get(part, _ABSENT) if isinstance(d, dict) else _ABSENT,
+            key.split("."),
+            today,
+        )
+        if now is not _ABSENT and now != value:
+            text = "None" if value is None else json.dumps(value)
+            run["overrides"] = [*run.get("overrides", []), f"{key}={text}"]
     return settings
+
+
+_ABSENT = object()
+
+
+def _leaves(tree: dict, prefix: str = ""):
+    """(dotted key, value) of every leaf of a nest of dicts."""
+    for name, value in tree.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, f"{prefix}{name}.")
+        else:
+            yield prefix + name, value
 
 
 def check_samplers(names: Sequence[str]) -> tuple[str, ...]:
