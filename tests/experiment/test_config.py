@@ -127,19 +127,20 @@ def test_a_run_recorded_with_the_evaluation_sizes_in_its_run_config_opens_with_t
 def test_a_run_recorded_before_a_preset_default_changed_opens_with_its_recorded_value(
     tmp_path, monkeypatch
 ):
-    """A default of the run's preset changed since the run was recorded (here the sleep phase,
-    and a nested sampler size): the run opens with the values it was made with, each pinned
+    """Defaults of the run's preset changed since the run was recorded (here a nested sampler
+    size and a string setting): the run opens with the values it was made with, each pinned
     as an --option, and the directory's check agrees; a run recorded after the change gets no
     such option."""
     recorded_run(tmp_path / "old")
     small = PRESETS["small"]
-    monkeypatch.setattr(small.sampler, "sleep_steps", "auto")
-    monkeypatch.setattr(small.sampler.sampler, "d", 32)
+    d, objective = small.sampler.sampler.d, small.sampler.objective
+    monkeypatch.setattr(small.sampler.sampler, "d", d + 1)
+    monkeypatch.setattr(small.sampler, "objective", "mixture")
     run = Run.open(tmp_path / "old", quiet=True)  # RunDir's check agrees
     assert [o.text for o in run.config.overrides] == [
-        "sampler.sampler.d=64",
-        "sampler.sleep_steps=0",
+        f"sampler.sampler.d={d}",
+        f'sampler.objective="{objective}"',
     ]
-    assert (run.preset.sampler.sleep_steps, run.preset.sampler.sampler.d) == (0, 64)
+    assert (run.preset.sampler.sampler.d, run.preset.sampler.objective) == (d, objective)
     recorded_run(tmp_path / "new")
     assert Run.open(tmp_path / "new", quiet=True).config.overrides == ()
