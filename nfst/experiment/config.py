@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,7 @@ from ..models.samplers import SAMPLERS
 from ..runtime.distributed import item_seed
 from ..runtime.settings import check_settings
 from .options import Assignment, Option, apply_overrides, as_options
-from .presets import EvaluationConfig, Preset, preset
+from .presets import Preset, preset
 
 DEFAULT_SAMPLERS = ("nolookahead", "swa", "sws", "swp", "swp-prefix")
 
@@ -96,53 +95,37 @@ MOVED = {
 
 def upgraded(settings: dict) -> dict:
     """The settings of a run's ``config.json`` as this nfst records them: a setting of
-    :data:`MOVED` goes from ``run`` into ``preset.evaluate``, and, where it is not the default,
-    into the run's overrides as ``--option evaluate.NAME=VALUE`` would put it; a preset
-    setting whose default has changed since the run was recorded is pinned
-    (:func:`_pinned`). So a run recorded before opens, and continues, with the same values."""
+    :data:`MOVED` goes from ``run`` into ``preset.evaluate``, and every preset setting whose
+    recorded value is not the one its preset and overrides give today (a default changed
+    since, or a setting moved there) joins the overrides with the recorded value, as
+    ``--option KEY=VALUE`` would put it. So a run recorded before opens, and continues, with
+    the same values; settings nfst no longer has are left for the directory's check to
+    refuse."""
     settings = copy.deepcopy(settings)
     run = settings.get("run", {})
     if run:
         run.setdefault("seeding", "consecutive")  # recorded before training seeds were hashed
-    default = json.loads(json.dumps(dataclasses.asdict(EvaluationConfig())))
     for old, new in MOVED.items():
         if old in run:
-            value = run.pop(old)
-            settings.setdefault("preset", {}).setdefault("evaluate", {})[new] = value
-            if value != default[new]:
-                run["overrides"] = [
-                    *run.get("overrides", []),
-                    f"evaluate.{new}={json.dumps(value)}",
-                ]
-    return _pinned(settings)
-
-
-def _pinned(settings: dict) -> dict:
-    """``settings`` with each preset setting whose recorded value is not the one its preset
-    and overrides give today (its default changed since) added to the overrides with the
-    recorded value, as ``--option KEY=VALUE`` would put it. Settings nfst no longer has are
-    left for the directory's check to refuse."""
-    run, recorded = settings.get("run"), settings.get("preset")
+            settings.setdefault("preset", {}).setdefault("evaluate", {})[new] = run.pop(old)
+    recorded = settings.get("preset")
     if not run or recorded is None:
         return settings
-    today = json.loads(
-        json.dumps(
-            apply_overrides(preset(run["preset"]), run.get("overrides", [])), default=json_default
+    today = dict(
+        _leaves(
+            json.loads(
+                json.dumps(
+                    apply_overrides(preset(run["preset"]), run.get("overrides", [])),
+                    default=json_default,
+                )
+            )
         )
     )
     for key, value in _leaves(recorded):
-        now = functools.reduce(
-            lambda d, part: d.get(part, _ABSENT) if isinstance(d, dict) else _ABSENT,
-            key.split("."),
-            today,
-        )
-        if now is not _ABSENT and now != value:
+        if key in today and today[key] != value:
             text = "None" if value is None else json.dumps(value)
             run["overrides"] = [*run.get("overrides", []), f"{key}={text}"]
     return settings
-
-
-_ABSENT = object()
 
 
 def _leaves(tree: dict, prefix: str = ""):
