@@ -114,6 +114,7 @@ class RunSamplers:
             device=self.device,
             seed=stream_seed(self.training_seed(seed), "triples"),
             max_length=config.sleep_max_length,
+            progress=not self.quiet,
         )
         if self.rank == 0:
             storage.save(path, drawn.triples)

@@ -13,6 +13,7 @@ from nfst.fst.compile import compile_lattice
 from nfst.fst.mfst import MarkedFST
 from nfst.models.samplers import SamplerConfig
 from nfst.models.scorer import ArcFactoredScorer, Scorer
+from nfst.runtime.threads import loop_threads
 from nfst.train.sampler import SamplerTrainConfig, train_sampler
 from nfst.train.sleep import TripleFeed
 from nfst.train.triples import MarkReader, draw_triples
@@ -319,3 +320,26 @@ def test_strings_over_max_length_are_rejected_not_cut():
     assert stats.kept == stats.drawn - stats.too_long  # every string that ended is kept
     share = sum(len(marks) == 2 for _, _, marks in drawn.triples) / n
     assert abs(share - 1 / 7) < 4 * math.sqrt(1 / 7 * 6 / 7 / n), share
+
+
+def test_strings_are_drawn_with_the_level_loops_thread_count():
+    """Drawing is one scorer step per mark, small ops: it runs with the level loops' threads
+    (one unless --threads says otherwise), whatever torch's own count, as the other loops do
+    (spare threads spinning on a busy machine made it 43x slower)."""
+    T = pairs_topology()
+    scorer = unigram(T, {"d": 0.15, "i": 0.15, "s": 0.5, "EOS": 0.2})
+    seen = []
+    step = scorer.next_log_probs
+
+    def counted(state):
+        seen.append(torch.get_num_threads())
+        return step(state)
+
+    scorer.next_log_probs = counted
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        draw_triples(scorer, T, 50, seed=0)
+    finally:
+        torch.set_num_threads(before)
+    assert seen and set(seen) == {loop_threads()}
