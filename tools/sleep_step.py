@@ -1,9 +1,10 @@
-"""Seconds per sleep step of SWA with a run's preset, on its frozen scorer, with whichever nfst
-this interpreter imports (run it with an older checkout's interpreter for the figures before).
-Two samplers one after the other on the same triples, as a run trains them (the second reads
-the lattice cache where the code has one); a step's time includes compiling its triples.
+"""Seconds per sleep step with a run's preset, on its frozen scorer, with whichever nfst this
+interpreter imports (run it with an older checkout's interpreter for the figures before).
+The samplers SAMPLERS (default: swa twice) one after the other on the same triples, as a run
+trains them (the later ones read the lattice cache where the code has one); a step's time
+includes compiling its triples, so the first sampler's includes all the compiling.
 
-    python tools/sleep_step.py RUN_DIR STEPS OUT.json    # the JSON also printed
+    python tools/sleep_step.py RUN_DIR STEPS OUT.json [SAMPLERS]   # the JSON also printed
 """
 
 import dataclasses
@@ -20,6 +21,7 @@ from nfst.train.sleep import TripleFeed
 from nfst.train.triples import draw_triples
 
 run_dir, steps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+names = (sys.argv[4] if len(sys.argv) > 4 else "swa,swa").split(",")
 torch.set_num_threads(1)
 run = Run.open(run_dir, quiet=True, processes=2)
 scorer, T = run.scorer(), run.T
@@ -29,7 +31,7 @@ triples = getattr(drawn, "triples", drawn)
 train, dev = run.lattices("train"), run.lattices("dev")[:8]
 cache = tempfile.mkdtemp()
 result = {"steps": steps, "batch_size": config.batch_size, "samplers": []}
-for k in range(2):
+for k, name in enumerate(names):
     try:
         feed = TripleFeed(T, triples, cache_dir=cache, processes=2)
     except TypeError:  # before: one background process, no cache
@@ -40,14 +42,15 @@ for k in range(2):
         stamps[step] = time.perf_counter()
 
     torch.manual_seed(k)
-    sampler = run.untrained_sampler("swa", k)
+    sampler = run.untrained_sampler(name, k)
     started = time.perf_counter()  # the first step's compiling counts; so does step 0's
     train_sampler(
         sampler, scorer, train, dev, config, seed=k, quiet=True, callback=tick, triples=feed
     )
     feed.close()
     result["samplers"].append(
-        {  # validation of 8 dev pairs (the same in both) included
+        {  # validation of 8 dev pairs (the same for all) included
+            "sampler": name,
             "seconds_per_sleep_step": (stamps[steps] - started) / steps,
             "after_the_first": (stamps[steps] - stamps[1]) / (steps - 1),
         }
