@@ -147,18 +147,10 @@ class RunSamplers:
             teacher_name = self.teacher_of(name)
             teacher = self.train_sampler(teacher_name, seed) if teacher_name else None
             config = dataclasses.replace(self.preset.sampler, teacher=teacher_name)
-            started = time.time()
             untrained = self.untrained_sampler(name, seed).train()
             train, dev = self.lattices("train"), self.lattices("dev")
             self.run_dir.claim()  # before its first checkpoint
-            triples, phases = self.triples(seed), {}
-
-            def timed(step: int, record: dict) -> None:
-                if "sleep_stopped_by" in record:  # the sleep phase ends
-                    phases["sleep_seconds"] = time.time() - started
-                if callback is not None:
-                    callback(step, record)
-
+            triples = self.triples(seed)
             result = train_sampler(
                 untrained,
                 scorer,
@@ -169,7 +161,7 @@ class RunSamplers:
                 device=self.device,
                 quiet=self.quiet,
                 teacher=teacher,
-                callback=timed,
+                callback=callback,
                 checkpoint=self.dir / "checkpoints" / f"{key}.ckpt",
                 triples=triples,
             )
@@ -184,7 +176,7 @@ class RunSamplers:
                         "steps": result.sleep_steps,
                         "stopped_by": result.sleep_stopped_by,
                         "share": config.sleep_share,
-                        **phases,
+                        "sleep_seconds": result.sleep_seconds,
                         "best_dev_partial_kl": min(
                             (
                                 h["dev_partial_kl"]
@@ -201,7 +193,7 @@ class RunSamplers:
             self.run_dir.finish(
                 f"sampler-{key}",
                 {
-                    "seconds": time.time() - started,
+                    "seconds": result.seconds,
                     "best_step": result.best_step,
                     "best_dev_partial_kl": result.best_dev_partial_kl,
                     "steps": result.steps,

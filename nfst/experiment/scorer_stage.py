@@ -81,7 +81,6 @@ class RunScorer:
     def _train_scorer(self, train: list[Lattice]) -> None:
         cfg = self.preset.scorer
         ngram = None if cfg.proposal == "bootstrap" else self.ngram()
-        started = time.time()
         result = train_scorer(
             train,
             cfg,
@@ -98,7 +97,7 @@ class RunScorer:
         self.run_dir.finish(
             "scorer",
             {
-                "seconds": time.time() - started,
+                "seconds": result.seconds,
                 "proposal": cfg.proposal,
                 "final_iwae": result.history[-1]["iwae"],
                 "train_iwae": sum(h["iwae"] for h in tail) / len(tail),

@@ -9,10 +9,10 @@ checks that each loss is finite, backpropagates their sum once, clips each optim
 gradient norm (checked finite too) and steps the optimisers; the trainer then makes the step's
 record (and may validate, or decide to stop). The loop writes a checkpoint every
 ``checkpoint_every`` steps, when the trainer stops and at the end (``nfst.train.checkpoint``:
-the trainer's state, the history and every rank's RNG states), and a later call with the same
-checkpoint resumes exactly where it stopped. A SIGINT or SIGTERM (inside
-``nfst.runtime.interrupt.graceful_interrupts``) stops every rank after the same step, with a
-checkpoint.
+the trainer's state, the history, the seconds trained so far and every rank's RNG states),
+and a later call with the same checkpoint resumes exactly where it stopped. A SIGINT or
+SIGTERM (inside ``nfst.runtime.interrupt.graceful_interrupts``) stops every rank after the
+same step, with a checkpoint.
 
 The loop draws from one generator per rank, seeded with ``stream_seed(seed, "train", rank)``
 (``nfst.runtime.distributed``: every random stream's seed) and handed to the loss; the global
@@ -22,6 +22,7 @@ torch RNG (initialisation, dropout) is the trainer's to seed. Checkpoints keep b
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -105,6 +106,13 @@ class Trainer:
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
         self.saved: dict[str, Any] = {}
         self.train_modules: tuple[torch.nn.Module, ...] = ()
+        # seconds trained by earlier processes (from the checkpoint), and since when this one
+        self.seconds_before, self._since = 0.0, time.perf_counter()
+
+    def elapsed(self) -> float:
+        """Seconds this training has run: in this call of :func:`train_loop` and, resumed from
+        a checkpoint, before it."""
+        return self.seconds_before + time.perf_counter() - self._since
 
     @property
     def stopped(self) -> bool:
@@ -165,16 +173,17 @@ def train_loop(
     )
     state = load_checkpoint(checkpoint, config)
     history, done = [], 0
+    trainer._since = time.perf_counter()
     if state is not None:
         restore_state(checkpoint, state, trainer.restore, generator)
         history, done = state["history"], state["step"]
+        trainer.seconds_before = state.get("seconds", 0.0)  # checkpoints before it: none
     if not history:
         history = trainer.first_records()
 
     def save(step: int) -> None:
-        save_checkpoint(
-            checkpoint, config, step, {"history": history, **trainer.state()}, generator
-        )
+        state = {"history": history, "seconds": trainer.elapsed(), **trainer.state()}
+        save_checkpoint(checkpoint, config, step, state, generator)
 
     bar = tqdm(
         range(done, config.steps),

@@ -44,6 +44,11 @@ class SamplerResult:
     sleep_stopped_by: Optional[str] = None
     """What ended the sleep phase: ``"steps"`` (a fixed ``sleep_steps``), ``"patience"`` or
     ``"cap"`` (``sleep_steps=auto``); None without one."""
+    seconds: float = 0.0
+    """The training's wall time, every process that resumed it counted."""
+    sleep_seconds: Optional[float] = None
+    """The wall time to the end of the sleep phase (the first validation included); None
+    without one."""
 
     @property
     def stopped_by(self) -> str:
@@ -130,6 +135,8 @@ def train_sampler(
         trainer.early.stopped,
         trainer.switch or 0,
         trainer.switched_by,
+        trainer.elapsed(),
+        trainer.sleep_seconds,
     )
 
 

@@ -72,6 +72,7 @@ class SamplerTrainer(Trainer):
         self.switch: Optional[int] = None if config.sleep_steps == "auto" else config.sleep_steps
         self.switched_by = "steps" if config.sleep_steps not in (0, "auto") else None
         self.sleep_since_best = 0  # sleep validations since the last improvement (``auto``)
+        self.sleep_seconds: Optional[float] = None  # :meth:`elapsed` where the sleep phase ended
         self.done = 0
         self.sampler, self.scorer, self.dev, self.triples = sampler, scorer, dev, triples
         opt = torch.optim.Adam(sampler.parameters(), lr=config.lr)
@@ -155,6 +156,7 @@ class SamplerTrainer(Trainer):
                     self.switch, self.switched_by = step, "cap"
         if step == self.switch and self.switched_by:  # the optimiser's state carries on
             record["sleep_stopped_by"] = self.switched_by
+            self.sleep_seconds = self.elapsed()
             why = {
                 "steps": f"sleep_steps={step}",
                 "cap": f"the cap, sleep_cap={step}",
@@ -187,6 +189,7 @@ class SamplerTrainer(Trainer):
                 "switched_by": self.switched_by,
                 "since_best": self.sleep_since_best,
                 "done": self.done,
+                "seconds": self.sleep_seconds,
             },
         }
 
@@ -198,3 +201,4 @@ class SamplerTrainer(Trainer):
         sleep = state["sleep"]
         self.switch, self.switched_by = sleep["switch"], sleep["switched_by"]
         self.sleep_since_best, self.done = sleep["since_best"], sleep["done"]
+        self.sleep_seconds = sleep.get("seconds")  # checkpoints before it: none

@@ -89,6 +89,8 @@ class ScorerResult:
     history: list[dict]
     """Per logged step: step, iwae (mean bound, nats), sampler_loss (None without a
     bootstrap sampler)."""
+    seconds: float = 0.0
+    """The training's wall time, every process that resumed it counted."""
 
 
 def train_scorer(
@@ -131,7 +133,7 @@ def train_scorer(
     torch.manual_seed(stream_seed(seed, "train"))
     trainer = _ScorerTrainer(train, config, scorer, boot, ngram, seed, device)
     history = train_loop(trainer, checkpoint=checkpoint, quiet=quiet, callback=callback)
-    return ScorerResult(scorer.freeze(), history)
+    return ScorerResult(scorer.freeze(), history, trainer.elapsed())
 
 
 class _ScorerTrainer(Trainer):

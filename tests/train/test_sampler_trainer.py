@@ -4,6 +4,7 @@ partial KL stops improving, or a cap), the switch to the usual training, and res
 it."""
 
 import logging
+import time
 
 import pytest
 import torch
@@ -126,6 +127,30 @@ def test_resume_across_the_switch_gives_the_uninterrupted_result(tmp_path, cut):
     assert (resumed.sleep_steps, resumed.sleep_stopped_by) == (4, "patience")
     for key, value in full.sampler.state_dict().items():
         assert torch.equal(value, resumed.sampler.state_dict()[key]), key
+
+
+@pytest.mark.parametrize("cut", [3, 6])
+def test_a_resumed_training_counts_the_seconds_of_every_process(tmp_path, cut):
+    """Each step takes at least 0.1 s (its callback sleeps). Cut after step ``cut`` (the
+    checkpoint of step ``cut`` written before its callback) and resumed: the training's seconds
+    count the first process's steps 1..cut-1 and the second's, the sleep phase's (to step 4)
+    those before the switch in either process; before, each counted the last process only,
+    and a sleep phase that ended before the cut had no seconds at all."""
+    cfg = config(sleep_steps="auto", sleep_patience=2, min_delta=10.0, steps=4, checkpoint_every=1)
+
+    def slow(step, record):
+        time.sleep(0.1)
+        if step == cut and first:
+            raise Interrupt
+
+    first = True
+    with pytest.raises(Interrupt):
+        run(cfg, tmp_path / "cut.ckpt", slow)
+    first = False
+    resumed = run(cfg, tmp_path / "cut.ckpt", slow)
+    assert (resumed.sleep_steps, resumed.steps) == (4, 8)
+    assert resumed.seconds >= 0.1 * (cut - 1 + 8 - cut)
+    assert 0.1 * min(cut - 1, 3) <= resumed.sleep_seconds < resumed.seconds
 
 
 def test_a_larger_budget_trains_on_after_the_switch(tmp_path):
