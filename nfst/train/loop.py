@@ -107,12 +107,13 @@ class Trainer:
         self.saved: dict[str, Any] = {}
         self.train_modules: tuple[torch.nn.Module, ...] = ()
         # seconds trained by earlier processes (from the checkpoint), and since when this one
-        self.seconds_before, self._since = 0.0, time.perf_counter()
+        # has (set by train_loop)
+        self.seconds_before, self.since = 0.0, time.perf_counter()
 
     def elapsed(self) -> float:
         """Seconds this training has run: in this call of :func:`train_loop` and, resumed from
         a checkpoint, before it."""
-        return self.seconds_before + time.perf_counter() - self._since
+        return self.seconds_before + time.perf_counter() - self.since
 
     @property
     def stopped(self) -> bool:
@@ -173,7 +174,7 @@ def train_loop(
     )
     state = load_checkpoint(checkpoint, config)
     history, done = [], 0
-    trainer._since = time.perf_counter()
+    trainer.since = time.perf_counter()
     if state is not None:
         restore_state(checkpoint, state, trainer.restore, generator)
         history, done = state["history"], state["step"]

@@ -195,8 +195,9 @@ def draw_triples(
     reader, rng = MarkReader(T), random.Random(f"triples:{seed}")
     generator = torch.Generator(device=device).manual_seed(seed)
     triples: list[Triple] = []
-    bar = tqdm(total=n, desc="draw triples", unit="triple", disable=not progress, leave=False)
-    try:
+    with tqdm(
+        total=n, desc="draw triples", unit="triple", disable=not progress, leave=False
+    ) as bar:
         while len(triples) < n:
             for ids in draw_strings(scorer, batch_size, max_length, generator, device):
                 stats.drawn += 1
@@ -232,8 +233,6 @@ def draw_triples(
                     "the scorer rarely writes a path of this MFST: check that it was "
                     "trained on its lattices, or raise max_length",
                 )
-    finally:
-        bar.close()
     return DrawnTriples(triples, stats)
 
 
