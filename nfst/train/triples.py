@@ -30,6 +30,7 @@ have at most ``max_length`` marks are exact; longer paths are never drawn.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from dataclasses import dataclass
@@ -169,71 +170,134 @@ def draw_triples(
     device: torch.device | str = "cpu",
     progress: bool = False,
 ) -> DrawnTriples:
-    """``n`` triples (x, y, ω) drawn from ``scorer`` and read off T (module docstring).
+    """``n`` triples (x, y, ω) drawn from ``scorer`` and read off T (module docstring): the
+    first ``n`` of :class:`TripleStream` with these settings. ``progress``: a bar of the
+    triples kept."""
+    if n < 0:
+        raise ValueError(f"draw_triples: n must be ≥ 0, got {n}")
+    stream = TripleStream(
+        scorer,
+        T,
+        seed=seed,
+        max_length=max_length,
+        batch_size=batch_size,
+        max_readings=max_readings,
+        keep=keep,
+        min_acceptance=min_acceptance,
+        device=device,
+    )
+    return DrawnTriples(stream.take(n, progress=progress), stream.stats)
+
+
+class TripleStream:
+    """Triples (x, y, ω) drawn from ``scorer`` and read off T, as many at a time as asked for
+    (:meth:`take`): together, exactly the triples of one larger draw. Its state
+    (:meth:`state_dict`) lets another stream, in another process, go on where it stopped.
 
     The scorer's mark ids are those of ``Vocabulary.of(T)`` (T's sorted mark alphabet; EOS is
     ``scorer.eos``). Strings are drawn ``batch_size`` at a time through the scorer's step
     interface (``start``, ``next_log_probs``, ``advance``, ``select_state``), from one
-    generator seeded with ``seed``; reading them off T runs on the CPU. Raises NfstError where,
-    after ``10 / min_acceptance`` draws, fewer than ``min_acceptance`` of them were kept.
-    ``progress``: a bar of the triples kept."""
-    if n < 0:
-        raise ValueError(f"draw_triples: n must be ≥ 0, got {n}")
-    if type(scorer).start is Scorer.start:
-        raise NfstError(
-            f"the scorer {type(scorer).__name__} has no step interface (start, "
-            "next_log_probs, advance), so no mark string can be drawn from it",
-            "draw triples from an LSTM, n-gram or arc-factored scorer",
+    generator seeded with ``seed``; reading them off T runs on the CPU. A batch's triples past
+    those asked for wait for the next :meth:`take`. Raises NfstError where, after
+    ``10 / min_acceptance`` draws, fewer than ``min_acceptance`` of them were kept."""
+
+    def __init__(
+        self,
+        scorer: Scorer,
+        T: MarkedFST,
+        *,
+        seed: int = 0,
+        max_length: int = 400,
+        batch_size: int = 512,
+        max_readings: int = 1,
+        keep: Optional[Callable[[tuple, tuple], float]] = None,
+        min_acceptance: float = 1e-3,
+        device: torch.device | str = "cpu",
+    ):
+        if type(scorer).start is Scorer.start:
+            raise NfstError(
+                f"the scorer {type(scorer).__name__} has no step interface (start, "
+                "next_log_probs, advance), so no mark string can be drawn from it",
+                "draw triples from an LSTM, n-gram or arc-factored scorer",
+            )
+        if scorer.vocab_size != len(T.mark_alphabet):
+            raise NfstError(
+                f"the scorer reads {scorer.vocab_size} marks but {T.name} has "
+                f"{len(T.mark_alphabet)}",
+                "draw with the scorer trained on this MFST's lattices",
+            )
+        self.scorer, self.T, self.reader = scorer, T, MarkReader(T)
+        self.max_length, self.batch_size, self.max_readings = max_length, batch_size, max_readings
+        self.keep, self.min_acceptance, self.device = keep, min_acceptance, device
+        self.stats = TripleStats()
+        self.rng = random.Random(f"triples:{seed}")
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+        self.waiting: list[Triple] = []  # kept, not yet taken
+
+    def take(self, n: int, *, progress: bool = False) -> list[Triple]:
+        """The next ``n`` triples; ``progress``: a bar of them."""
+        with tqdm(
+            total=n, desc="draw triples", unit="triple", disable=not progress, leave=False
+        ) as bar:
+            while len(self.waiting) < n:
+                self._draw_batch()
+                bar.update(min(len(self.waiting), n) - bar.n)
+        out, self.waiting = self.waiting[:n], self.waiting[n:]
+        return out
+
+    def _draw_batch(self) -> None:
+        stats, rng, vocab, k = self.stats, self.rng, self.T.mark_alphabet, self.max_readings
+        strings = draw_strings(
+            self.scorer, self.batch_size, self.max_length, self.generator, self.device
         )
-    vocab = T.mark_alphabet
-    if scorer.vocab_size != len(vocab):
-        raise NfstError(
-            f"the scorer reads {scorer.vocab_size} marks but {T.name} has {len(vocab)}",
-            "draw with the scorer trained on this MFST's lattices",
-        )
-    stats = TripleStats()
-    reader, rng = MarkReader(T), random.Random(f"triples:{seed}")
-    generator = torch.Generator(device=device).manual_seed(seed)
-    triples: list[Triple] = []
-    with tqdm(
-        total=n, desc="draw triples", unit="triple", disable=not progress, leave=False
-    ) as bar:
-        while len(triples) < n:
-            for ids in draw_strings(scorer, batch_size, max_length, generator, device):
-                stats.drawn += 1
-                if ids is None:
-                    stats.too_long += 1
-                    continue
-                marks = tuple(vocab[m] for m in ids)
-                readings = reader.readings(marks)
-                if not readings:
-                    continue
-                stats.paths += 1
-                if len(readings) > max_readings:
-                    raise NfstError(
-                        f"{T.name}: the mark string {' '.join(marks)!r} is the mark "
-                        f"string of paths with {len(readings)} different (x, y)",
-                        f"pass max_readings ≥ {len(readings)} (keeps each string with "
-                        "probability n(ω) / max_readings: exact, but slower)",
-                    )
-                if rng.random() * max_readings >= len(readings):
-                    continue
-                x, y = readings[rng.randrange(len(readings))]
-                if keep is not None and rng.random() >= keep(x, y):
-                    continue
-                stats.kept += 1
-                if len(triples) < n:
-                    triples.append((x, y, marks))
-            bar.update(len(triples) - bar.n)
-            if stats.drawn >= 10 / min_acceptance and stats.acceptance < min_acceptance:
+        for ids in strings:
+            stats.drawn += 1
+            if ids is None:
+                stats.too_long += 1
+                continue
+            marks = tuple(vocab[m] for m in ids)
+            readings = self.reader.readings(marks)
+            if not readings:
+                continue
+            stats.paths += 1
+            if len(readings) > k:
                 raise NfstError(
-                    f"{T.name}: only {stats.kept} of {stats.drawn} strings drawn from "
-                    f"the scorer were kept (acceptance {stats.acceptance:.2g}; "
-                    f"{stats.too_long} longer than {max_length} marks)",
-                    "the scorer rarely writes a path of this MFST: check that it was "
-                    "trained on its lattices, or raise max_length",
+                    f"{self.T.name}: the mark string {' '.join(marks)!r} is the mark "
+                    f"string of paths with {len(readings)} different (x, y)",
+                    f"pass max_readings ≥ {len(readings)} (keeps each string with "
+                    "probability n(ω) / max_readings: exact, but slower)",
                 )
-    return DrawnTriples(triples, stats)
+            if rng.random() * k >= len(readings):
+                continue
+            x, y = readings[rng.randrange(len(readings))]
+            if self.keep is not None and rng.random() >= self.keep(x, y):
+                continue
+            stats.kept += 1
+            self.waiting.append((x, y, marks))
+        if stats.drawn >= 10 / self.min_acceptance and stats.acceptance < self.min_acceptance:
+            raise NfstError(
+                f"{self.T.name}: only {stats.kept} of {stats.drawn} strings drawn from "
+                f"the scorer were kept (acceptance {stats.acceptance:.2g}; "
+                f"{stats.too_long} longer than {self.max_length} marks)",
+                "the scorer rarely writes a path of this MFST: check that it was "
+                "trained on its lattices, or raise max_length",
+            )
+
+    def state_dict(self) -> dict:
+        """Where the stream stands: its counts, random states and waiting triples."""
+        return {
+            "stats": dataclasses.asdict(self.stats),
+            "rng": self.rng.getstate(),
+            "generator": self.generator.get_state(),
+            "waiting": list(self.waiting),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Go on from another stream's :meth:`state_dict` (made with the same settings)."""
+        self.stats = TripleStats(**state["stats"])
+        self.rng.setstate(state["rng"])
+        self.generator.set_state(state["generator"])
+        self.waiting = list(state["waiting"])
 
 
 @torch.no_grad()

@@ -16,7 +16,7 @@ from nfst.models.scorer import ArcFactoredScorer, Scorer
 from nfst.runtime.threads import loop_threads
 from nfst.train.sampler import SamplerTrainConfig, train_sampler
 from nfst.train.sleep import TripleFeed
-from nfst.train.triples import MarkReader, draw_triples
+from nfst.train.triples import MarkReader, TripleStream, draw_triples
 from tests.helpers.brute import chi_square_critical
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import exact_exclusive_kl, new_sampler, small_config
@@ -343,3 +343,19 @@ def test_strings_are_drawn_with_the_level_loops_thread_count():
     finally:
         torch.set_num_threads(before)
     assert seen and set(seen) == {loop_threads()}
+
+
+def test_a_stream_taken_in_parts_or_resumed_elsewhere_gives_one_draws_triples():
+    """TripleStream.take in parts of any size, and a second stream loaded from the first's
+    state, give exactly the triples of one draw of their total, with its counts: a run can
+    draw its triples as training needs them, in whichever process needs them."""
+    T = pairs_topology()
+    scorer = unigram(T, {"d": 0.15, "i": 0.15, "s": 0.5, "EOS": 0.2})
+    whole = draw_triples(scorer, T, 700, seed=3, batch_size=64)
+    stream = TripleStream(scorer, T, seed=3, batch_size=64)
+    parts = stream.take(5) + stream.take(0) + stream.take(150)
+    elsewhere = TripleStream(scorer, T, seed=3, batch_size=64)
+    elsewhere.load_state_dict(stream.state_dict())
+    parts += elsewhere.take(545)
+    assert parts == whole.triples
+    assert elsewhere.stats == whole.stats
