@@ -5,6 +5,7 @@ them all, in worker processes with ``--jobs``."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 import torch
@@ -16,10 +17,13 @@ from ..runtime import storage
 from ..runtime.distributed import stream_seed
 from ..train.checkpoint import training_words
 from ..train.sampler import train_sampler
-from ..train.sleep import TripleFeed
-from ..train.triples import draw_triples, length_summary
+from ..train.sleep import TripleBlocks, TripleFeed
+from ..train.triples import Triple, TripleStream, length_summary
 from .config import training_seed
 from .rundir import sampler_key
+
+TRIPLE_BLOCK = 1024
+"""Triples a run draws at a time, as sleep training reaches them (its feed's chunk)."""
 
 
 def _seed_words(seed: int) -> str:
@@ -72,58 +76,64 @@ class RunSamplers:
     def triples(self, seed: int = 0) -> TripleFeed | None:
         """The triples (x, y, ω) drawn from the frozen scorer for sleep training
         (``sampler.sleep_steps``, ``sampler.sleep_share``; ``nfst.train.triples``) of training
-        seed ``seed``, each used once: one draw per seed, shared by every sampler
-        (``triples/seed-S.pt``, its summary in ``stages/triples-S.json``); None without sleep
-        training. A draw that is too small for today's settings is drawn again, larger: the
-        same seed gives the same first triples. Their lattices are compiled as training reaches
-        them, through the run's lattice cache and processes: once for all the seed's
-        samplers. Seeds do not share triples: each training seed is an independent replicate,
-        whose spread is the error bar of the comparison."""
-        path = self._drawn_triples(seed)
-        return (
-            None
-            if path is None
-            else TripleFeed(
-                self.T, storage.load(path), cache_dir=self.cache_dir, processes=self.processes
-            )
-        )
-
-    def _drawn_triples(self, seed: int):
-        """The file of :meth:`triples`, drawn first if need be; None without sleep training."""
+        seed ``seed``, each used once; None without sleep training. One stream per seed,
+        drawn as training reaches it, ``TRIPLE_BLOCK`` triples at a time: each block once for
+        all the seed's samplers and processes (``triples/seed-S/block-K.pt``, with the
+        stream's state after it), so a sleep phase that ``auto`` ends early draws only what it
+        used; ``stages/triples-S.json`` sums up the blocks drawn. Their lattices are compiled
+        as training reaches them, through the run's lattice cache and processes: once for all
+        the seed's samplers. Seeds do not share triples: each training seed is an independent
+        replicate, whose spread is the error bar of the comparison."""
         n = self.preset.sampler.triples_needed()
         if not n:
             return None
-        path = self.dir / "triples" / f"seed-{seed}.pt"
-        with self.run_dir.lock(f"triples-{seed}"):  # one draw, whichever process needs it
-            if not self._triples_drawn(path, seed, n):
-                self._draw_triples(path, seed, n)
-        return path
+        blocks = TripleBlocks(functools.partial(self._triple_block, seed), n, TRIPLE_BLOCK)
+        return TripleFeed(
+            self.T, blocks, cache_dir=self.cache_dir, processes=self.processes, chunk=TRIPLE_BLOCK
+        )
 
-    def _triples_drawn(self, path, seed: int, n: int) -> bool:
-        done = self.done(f"triples-{seed}")
-        return done is not None and done["triples"] >= n and path.exists()
+    def _triple_block(self, seed: int, number: int) -> list[Triple]:
+        """Block ``number`` of :meth:`triples`, drawn first (with any before it) if need be."""
+        folder = self.dir / "triples" / f"seed-{seed}"
+        path = folder / f"block-{number}.pt"
+        if not path.exists():
+            with self.run_dir.lock(f"triples-{seed}"):  # whichever process needs it first
+                if not path.exists():
+                    self._draw_blocks(seed, folder, number)
+        return storage.load(path)["triples"]
 
-    def _draw_triples(self, path, seed: int, n: int) -> None:
+    def _draw_blocks(self, seed: int, folder, last: int) -> None:
+        """The blocks after the last one drawn, to ``last``: the stream goes on from its state
+        (the same triples as one draw of them all)."""
         config = self.preset.sampler
-        self.say(f"drawing {n} triples from the scorer{_seed_words(seed)}")
-        started = time.time()
-        drawn = draw_triples(
+        stream = TripleStream(
             self.scorer(),
             self.T,
-            n,
             device=self.device,
             seed=stream_seed(self.training_seed(seed), "triples"),
             max_length=config.sleep_max_length,
-            progress=not self.quiet,
         )
-        if self.rank == 0:
-            storage.save(path, drawn.triples)
+        first, seconds = 0, 0.0
+        while (folder / f"block-{first}.pt").exists():
+            first += 1
+        if first:
+            before = storage.load(folder / f"block-{first - 1}.pt")
+            stream.load_state_dict(before["stream"])
+            seconds = before["draw_seconds"]
+        else:
+            self.say(f"drawing triples from the scorer{_seed_words(seed)} as training needs them")
+        for number in range(first, last + 1):
+            started = time.time()
+            triples = stream.take(TRIPLE_BLOCK)
+            seconds += time.time() - started
+            block = {"triples": triples, "stream": stream.state_dict(), "draw_seconds": seconds}
+            storage.save(folder / f"block-{number}.pt", block)
         train = self.lattices("train")
         self.run_dir.finish(
             f"triples-{seed}",
             {
-                **drawn.summary(),
-                "draw_seconds": round(time.time() - started, 2),
+                **stream.summary(),
+                "draw_seconds": round(seconds, 2),
                 "train_x_length": length_summary(lat.x for lat in train),
                 "train_y_length": length_summary(lat.y for lat in train),
             },
@@ -243,8 +253,6 @@ class RunSamplers:
         if not todo:
             return
         started = time.time()
-        for seed in sorted({s for _, s in todo}):
-            self._drawn_triples(seed)  # in this process: one draw for every worker
         for seed in sorted({s for _, s in todo} if teacher else ()):
             self.train_sampler(teacher, seed)  # in this process: every worker needs it
         rest = longest_first(self, [(n, s) for n, s in todo if n != teacher])

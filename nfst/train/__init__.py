@@ -18,7 +18,7 @@ from .objectives import (
 from .sampler import SamplerResult, SamplerTrainConfig, train_sampler
 from .scorer import ScorerConfig, ScorerResult, train_scorer
 from .sleep import TripleFeed
-from .triples import DrawnTriples, TripleStats, draw_triples
+from .triples import DrawnTriples, TripleStats, TripleStream, draw_triples
 
 __all__ = [
     "AdaptConfig",
@@ -34,6 +34,7 @@ __all__ = [
     "Trainer",
     "TripleFeed",
     "TripleStats",
+    "TripleStream",
     "draw_triples",
     "adapt",
     "defensive_loss",

@@ -1,13 +1,15 @@
 """Sleep training's minibatches (``sampler.sleep_steps``, ``sampler.sleep_share``): the lattices
 of triples drawn from the scorer (``nfst.train.triples``), compiled a chunk at a time through
-the dataset compiler's process pool and on-disk cache as training reaches them, and the
-minibatch of a step that holds triples."""
+the dataset compiler's process pool and on-disk cache as training reaches them (the triples
+themselves may be drawn as it reaches them: :class:`TripleBlocks`), and the minibatch of a
+step that holds triples."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -20,10 +22,33 @@ from ..fst.mfst import MarkedFST
 from .triples import Triple, path_arcs
 
 
+class TripleBlocks(Sequence):
+    """``length`` triples, fetched a block of ``size`` at a time when first read:
+    ``block(k)`` gives triples k·size .. (k+1)·size − 1 (a run draws them then, see
+    ``RunSamplers.triples``). Only the block last read is held."""
+
+    def __init__(self, block: Callable[[int], list[Triple]], length: int, size: int):
+        self.block, self.length, self.size = block, length, size
+        self._held: tuple[int, list[Triple]] | None = None
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.length))]
+        if not -self.length <= index < self.length:
+            raise IndexError(f"triple {index} of {self.length}")
+        number, offset = divmod(index % self.length, self.size)
+        if self._held is None or self._held[0] != number:
+            self._held = (number, self.block(number))
+        return self._held[1][offset]
+
+
 class TripleFeed:
-    """The lattices of a list of triples, the sleep phase's minibatches: item i is triple
-    i mod n (training cycles through the list when it runs out), so a resumed run takes the
-    same items. They are compiled a chunk of ``chunk`` triples at a time, as training reaches
+    """The lattices of a sequence of triples (a list, or :class:`TripleBlocks`), the sleep
+    phase's minibatches: item i is triple i mod n (training cycles through them when it runs
+    out), so a resumed run takes the same items. They are compiled a chunk of ``chunk`` triples at a time, as training reaches
     it, by :func:`~nfst.fst.dataset.compile_dataset` (``processes`` at once, through the
     on-disk lattice cache in ``cache_dir`` when given): every sampler of a run that shares
     the triples and the cache compiles each lattice once, the others read it. Only the
@@ -37,7 +62,7 @@ class TripleFeed:
     def __init__(
         self,
         T: MarkedFST,
-        triples: list[Triple],
+        triples: Sequence[Triple],
         *,
         cache_dir: Optional[str | os.PathLike] = None,
         processes: int = 1,

@@ -78,17 +78,33 @@ class DrawnTriples:
 
     def summary(self) -> dict:
         """Its counts and acceptance, and the mean and longest x, y and ω."""
-        stats, triples = self.stats, self.triples
-        return {
-            "triples": len(triples),
-            "drawn": stats.drawn,
-            "paths": stats.paths,
-            "too_long": stats.too_long,
-            "acceptance": round(stats.acceptance, 4),
-            "x_length": length_summary(t[0] for t in triples),
-            "y_length": length_summary(t[1] for t in triples),
-            "marks_length": length_summary(t[2] for t in triples),
-        }
+        return _summary(self.stats, len(self.triples), _lengths(self.triples))
+
+
+def _lengths(triples: list[Triple], lengths: Optional[dict] = None) -> dict:
+    """x's, y's and ω's total length and longest over ``triples``, added to ``lengths``."""
+    lengths = lengths or {"x": [0, 0], "y": [0, 0], "marks": [0, 0]}
+    for triple in triples:
+        for tape, string in zip(lengths.values(), triple):
+            tape[0] += len(string)
+            tape[1] = max(tape[1], len(string))
+    return lengths
+
+
+def _summary(stats: TripleStats, count: int, lengths: dict) -> dict:
+    """:meth:`DrawnTriples.summary` of ``count`` triples with these ``lengths``."""
+
+    def mean_max(total: int, longest: int) -> dict:
+        return {"mean": round(total / count, 2) if count else math.nan, "max": longest}
+
+    return {
+        "triples": count,
+        "drawn": stats.drawn,
+        "paths": stats.paths,
+        "too_long": stats.too_long,
+        "acceptance": round(stats.acceptance, 4),
+        **{f"{tape}_length": mean_max(*lengths[tape]) for tape in ("x", "y", "marks")},
+    }
 
 
 class MarkReader:
@@ -233,6 +249,7 @@ class TripleStream:
         self.rng = random.Random(f"triples:{seed}")
         self.generator = torch.Generator(device=device).manual_seed(seed)
         self.waiting: list[Triple] = []  # kept, not yet taken
+        self.taken, self.lengths = 0, _lengths([])
 
     def take(self, n: int, *, progress: bool = False) -> list[Triple]:
         """The next ``n`` triples; ``progress``: a bar of them."""
@@ -243,7 +260,13 @@ class TripleStream:
                 self._draw_batch()
                 bar.update(min(len(self.waiting), n) - bar.n)
         out, self.waiting = self.waiting[:n], self.waiting[n:]
+        self.taken += len(out)
+        _lengths(out, self.lengths)
         return out
+
+    def summary(self) -> dict:
+        """:meth:`DrawnTriples.summary` of every triple taken so far."""
+        return _summary(self.stats, self.taken, self.lengths)
 
     def _draw_batch(self) -> None:
         stats, rng, vocab, k = self.stats, self.rng, self.T.mark_alphabet, self.max_readings
@@ -290,6 +313,8 @@ class TripleStream:
             "rng": self.rng.getstate(),
             "generator": self.generator.get_state(),
             "waiting": list(self.waiting),
+            "taken": self.taken,
+            "lengths": {tape: list(v) for tape, v in self.lengths.items()},
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -298,6 +323,7 @@ class TripleStream:
         self.rng.setstate(state["rng"])
         self.generator.set_state(state["generator"])
         self.waiting = list(state["waiting"])
+        self.taken, self.lengths = state["taken"], {k: list(v) for k, v in state["lengths"].items()}
 
 
 @torch.no_grad()

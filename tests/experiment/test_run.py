@@ -15,10 +15,14 @@ import torch
 
 from nfst.cli import main
 from nfst.errors import RunConfigError
+from nfst.experiment import sampler_stage
 from nfst.experiment.run import Run
 from nfst.runtime import storage
 from nfst.runtime.distributed import stream_seed
 from nfst.train.checkpoint import training_words
+from nfst.train.sampler import train_sampler
+from nfst.train.sleep import TripleFeed
+from nfst.train.triples import draw_triples
 from tests.helpers.tiny import TINY, tiny_config, tiny_options
 
 
@@ -342,3 +346,46 @@ def test_the_compile_stage_records_which_pairs_it_skipped_and_why(
     assert record["test"]["skipped"] == 1 and record["test"]["pairs"] == len(pairs("test"))
     assert "['Q'] not in the MFST's input alphabet" in record["test"]["skipped_why"]
     assert "skipped_why" not in record["train"]
+
+
+def test_triples_are_drawn_as_the_sleep_phase_needs_them(finished_run, tmp_path, monkeypatch):
+    """A sleep phase that ``auto`` ends after a few steps draws the blocks of triples it used
+    (here of 16 triples, a step's: the tiny n-gram keeps 1 string in 100), not the cap's 3,200, every
+    sampler reading them; they hold the first triples of the seed's one stream, as a single
+    draw gives them."""
+    monkeypatch.setattr(sampler_stage, "TRIPLE_BLOCK", 16)
+    run, _ = finished_run
+    sleepy = (*TINY, "scorer.kind=ngram", "sampler.sleep_steps=auto", "sampler.sleep_cap=200")
+    config = tiny_config(overrides=(*sleepy, "sampler.sleep_patience=1"))
+    sleeping = Run(config, tmp_path / "run", cache_dir=run.cache_dir, quiet=True, processes=1)
+    sleeping.train_samplers()
+    assert sleeping.preset.sampler.triples_needed() == 3200  # 200 steps of 16
+    used = max(sleeping.done(f"sampler-{n}")["sleep"]["steps"] for n in ("swa", "swp")) * 16
+    blocks = used // 16
+    folder = tmp_path / "run" / "triples" / "seed-0"
+    assert {p.name for p in folder.iterdir()} == {f"block-{k}.pt" for k in range(blocks)}
+    assert 2 <= blocks < 200
+    summary = sleeping.done("triples-0")
+    assert summary["triples"] == 16 * blocks
+    drawn = draw_triples(
+        sleeping.scorer(),
+        sleeping.T,
+        16 * blocks,
+        seed=stream_seed(sleeping.training_seed(0), "triples"),
+        max_length=sleeping.preset.sampler.sleep_max_length,
+    )
+    read = [t for k in range(blocks) for t in storage.load(folder / f"block-{k}.pt")["triples"]]
+    assert read == drawn.triples
+    assert {k: summary[k] for k in drawn.summary()} == drawn.summary()
+    # and training read them in order: SWA trained again on the one draw's list, the same
+    swa = train_sampler(
+        sleeping.untrained_sampler("swa").train(),
+        sleeping.scorer(),
+        sleeping.lattices("train"),
+        sleeping.lattices("dev"),
+        sleeping.preset.sampler,
+        seed=sleeping.training_seed(0),
+        quiet=True,
+        triples=TripleFeed(sleeping.T, drawn.triples),
+    )
+    assert swa.history == sleeping.done("sampler-swa")["history"]
