@@ -93,18 +93,22 @@ class RunSamplers:
         )
 
     def _triple_block(self, seed: int, number: int) -> list[Triple]:
-        """Block ``number`` of :meth:`triples`, drawn first (with any before it) if need be."""
+        """Block ``number`` of :meth:`triples`, drawn first (with any before it) if need be.
+        The last block of a sequence holds only what the sequence needs (a tiny run's sleep
+        needs fewer than a block); a longer sequence draws it on to its full size."""
+        n = self.preset.sampler.triples_needed()
+        size = min(TRIPLE_BLOCK, n - number * TRIPLE_BLOCK)
         folder = self.dir / "triples" / f"seed-{seed}"
         path = folder / f"block-{number}.pt"
-        if not path.exists():
+        if not path.exists() or len(storage.load(path)["triples"]) < size:
             with self.run_dir.lock(f"triples-{seed}"):  # whichever process needs it first
-                if not path.exists():
-                    self._draw_blocks(seed, folder, number)
+                self._draw_blocks(seed, folder, number, n)
         return storage.load(path)["triples"]
 
-    def _draw_blocks(self, seed: int, folder, last: int) -> None:
-        """The blocks after the last one drawn, to ``last``: the stream goes on from its state
-        (the same triples as one draw of them all)."""
+    def _draw_blocks(self, seed: int, folder, last: int, n: int) -> None:
+        """The blocks of the first ``n`` triples to ``last``, those not yet drawn (or drawn
+        short): the stream goes on from the state kept with the last block drawn (the same
+        triples as one draw of them all)."""
         config = self.preset.sampler
         stream = TripleStream(
             self.scorer(),
@@ -113,19 +117,22 @@ class RunSamplers:
             seed=stream_seed(self.training_seed(seed), "triples"),
             max_length=config.sleep_max_length,
         )
-        first, seconds = 0, 0.0
+        first, seconds, short = 0, 0.0, []
         while (folder / f"block-{first}.pt").exists():
             first += 1
-        if first:
+        if first:  # only the last block drawn can be short: it goes on from its own state
             before = storage.load(folder / f"block-{first - 1}.pt")
             stream.load_state_dict(before["stream"])
             seconds = before["draw_seconds"]
+            if len(before["triples"]) < TRIPLE_BLOCK:
+                first, short = first - 1, before["triples"]
         else:
             self.say(f"drawing triples from the scorer{_seed_words(seed)} as training needs them")
         for number in range(first, last + 1):
+            size = min(TRIPLE_BLOCK, n - number * TRIPLE_BLOCK)
             started = time.time()
-            triples = stream.take(TRIPLE_BLOCK)
-            seconds += time.time() - started
+            triples = short + stream.take(size - len(short))
+            seconds, short = seconds + time.time() - started, []
             block = {"triples": triples, "stream": stream.state_dict(), "draw_seconds": seconds}
             storage.save(folder / f"block-{number}.pt", block)
         train = self.lattices("train")

@@ -1,5 +1,6 @@
 """End-to-end: a tiny `nfst run`, stage skipping, config protection, and crash safety."""
 
+import dataclasses
 import json
 import os
 import re
@@ -389,3 +390,32 @@ def test_triples_are_drawn_as_the_sleep_phase_needs_them(finished_run, tmp_path,
         triples=TripleFeed(sleeping.T, drawn.triples),
     )
     assert swa.history == sleeping.done("sampler-swa")["history"]
+
+
+def test_a_sleep_shorter_than_a_block_draws_what_it_needs_and_a_longer_one_draws_on(
+    finished_run, tmp_path, monkeypatch
+):
+    """Blocks of 24 triples, a fixed sleep of 2 steps of 16: block 1 holds the 8 the run
+    needs, not 24. Asked for 3 steps' triples (a larger budget), block 1 is drawn on to 24:
+    the two blocks hold the first 48 triples of one draw."""
+    monkeypatch.setattr(sampler_stage, "TRIPLE_BLOCK", 24)
+    run, _ = finished_run
+    sleepy = (*TINY, "scorer.kind=ngram", "sampler.sleep_steps=2")
+    config = tiny_config(samplers=("swa",), overrides=sleepy)
+    sleeping = Run(config, tmp_path / "run", cache_dir=run.cache_dir, quiet=True, processes=1)
+    sleeping.train_samplers()
+    folder = tmp_path / "run" / "triples" / "seed-0"
+    assert [len(storage.load(folder / f"block-{k}.pt")["triples"]) for k in (0, 1)] == [24, 8]
+    assert not (folder / "block-2.pt").exists()
+    longer = dataclasses.replace(sleeping.preset.sampler, sleep_steps=3)
+    sleeping.preset = dataclasses.replace(sleeping.preset, sampler=longer)
+    read = sleeping._triple_block(0, 0) + sleeping._triple_block(0, 1)
+    drawn = draw_triples(
+        sleeping.scorer(),
+        sleeping.T,
+        48,
+        seed=stream_seed(sleeping.training_seed(0), "triples"),
+        max_length=longer.sleep_max_length,
+    )
+    assert read == drawn.triples
+    assert sleeping.done("triples-0")["triples"] == 48
