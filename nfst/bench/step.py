@@ -40,12 +40,13 @@ from ..dp.batch import LatticeBatch
 from ..experiment.config import DEFAULT_SAMPLERS
 from ..experiment.presets import preset
 from ..fst.compile import compile_lattice
+from ..fst.mark_strings import MarkReader
 from ..models.samplers import SamplerConfig, Vocabulary, make_sampler
 from ..models.scorer import LSTMScorer, distinct_strings
 from ..runtime.threads import cpu_threads
 from ..tasks import get_task
 from ..train.objectives import inclusive_kl_loss, iwae_loss
-from ..train.triples import MarkReader, draw_strings
+from ..train.triples import draw_strings
 from .common import OpCounter, cipher_lattices, emit
 
 SAMPLER_NAMES = ("nolookahead", "swa", "sws", "swp", "swp-prefix", "swp-sws")

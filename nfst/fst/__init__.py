@@ -8,6 +8,8 @@
   ``compile_from_openfst`` (the determinized result read back as a Lattice);
 - ``dataset``: compiling (and caching) whole datasets (:func:`compile_dataset`);
 - ``history``: lattice states split by the marks read last, for n-gram scorers;
+- ``mark_strings``: reading a mark string off T (every (x, y) of its paths: :class:`MarkReader`)
+  and off a lattice (:func:`path_arcs`);
 - OpenFst interop, one module per direction: ``from_openfst`` reads OpenFst and Pynini FSTs into
   nfst (:func:`read_fst`, :func:`from_pynini`), ``to_openfst`` writes nfst objects as OpenFst
   FSTs (:func:`to_pynini`, :func:`lattice_to_fst`), ``openfst_compose`` composes marked FSTs

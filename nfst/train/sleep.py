@@ -18,8 +18,9 @@ from ..dp.batch import LatticeBatch
 from ..fst.compile import CompileOptions
 from ..fst.dataset import compile_dataset
 from ..fst.lattice import Lattice
+from ..fst.mark_strings import path_arcs
 from ..fst.mfst import MarkedFST
-from .triples import Triple, path_arcs
+from .triples import Triple
 
 
 class TripleBlocks(Sequence):

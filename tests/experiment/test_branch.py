@@ -161,7 +161,7 @@ def test_continue_trains_only_the_steps_past_the_checkpoint(finished_run, tmp_pa
             sampler,
             *args,
             **kwargs,
-            callback=lambda step, record: (steps.append(step), callback(step, record)),
+            callback=lambda step, record: (steps.append(step), callback and callback(step, record)),
         )
 
     class Trained(Exception):

@@ -5,8 +5,9 @@ triples."""
 import numpy as np
 
 from nfst.fst.compile import compile_lattice
+from nfst.fst.mark_strings import path_arcs
 from nfst.train.sleep import TripleFeed
-from nfst.train.triples import draw_triples, path_arcs
+from nfst.train.triples import draw_triples
 from tests.train.test_triples import pairs_topology, unigram
 
 

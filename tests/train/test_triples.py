@@ -10,13 +10,14 @@ import torch
 
 from nfst import NfstError
 from nfst.fst.compile import compile_lattice
+from nfst.fst.mark_strings import MarkReader
 from nfst.fst.mfst import MarkedFST
 from nfst.models.samplers import SamplerConfig
 from nfst.models.scorer import ArcFactoredScorer, Scorer
 from nfst.runtime.threads import loop_threads
 from nfst.train.sampler import SamplerTrainConfig, train_sampler
 from nfst.train.sleep import TripleFeed
-from nfst.train.triples import MarkReader, TripleStream, draw_triples
+from nfst.train.triples import TripleStream, draw_triples
 from tests.helpers.brute import chi_square_critical
 from tests.helpers.lattices import cipher_lattice, del_ins_lattices
 from tests.helpers.samplers import exact_exclusive_kl, new_sampler, small_config
