@@ -100,10 +100,12 @@ class RunSamplers:
         size = min(TRIPLE_BLOCK, n - number * TRIPLE_BLOCK)
         folder = self.dir / "triples" / f"seed-{seed}"
         path = folder / f"block-{number}.pt"
-        if not path.exists() or len(storage.load(path)["triples"]) < size:
+        block = storage.load(path) if path.exists() else None
+        if block is None or len(block["triples"]) < size:
             with self.run_dir.lock(f"triples-{seed}"):  # whichever process needs it first
                 self._draw_blocks(seed, folder, number, n)
-        return storage.load(path)["triples"]
+            block = storage.load(path)
+        return block["triples"]
 
     def _draw_blocks(self, seed: int, folder, last: int, n: int) -> None:
         """The blocks of the first ``n`` triples to ``last``, those not yet drawn (or drawn
