@@ -107,35 +107,15 @@ def _summary(stats: TripleStats, count: int, lengths: dict) -> dict:
 
 
 def draw_triples(
-    scorer: Scorer,
-    T: MarkedFST,
-    n: int,
-    *,
-    seed: int = 0,
-    max_length: int = 400,
-    batch_size: int = 512,
-    max_readings: int = 1,
-    keep: Optional[Callable[[tuple, tuple], float]] = None,
-    min_acceptance: float = 1e-3,
-    device: torch.device | str = "cpu",
-    progress: bool = False,
+    scorer: Scorer, T: MarkedFST, n: int, *, progress: bool = False, **settings
 ) -> DrawnTriples:
     """``n`` triples (x, y, ω) drawn from ``scorer`` and read off T (module docstring): the
-    first ``n`` of :class:`TripleStream` with these settings. ``progress``: a bar of the
-    triples kept."""
+    first ``n`` of ``TripleStream(scorer, T, **settings)`` (its ``seed``, ``max_length``,
+    ``batch_size``, ``max_readings``, ``keep``, ``min_acceptance``, ``device``).
+    ``progress``: a bar of the triples kept."""
     if n < 0:
         raise ValueError(f"draw_triples: n must be ≥ 0, got {n}")
-    stream = TripleStream(
-        scorer,
-        T,
-        seed=seed,
-        max_length=max_length,
-        batch_size=batch_size,
-        max_readings=max_readings,
-        keep=keep,
-        min_acceptance=min_acceptance,
-        device=device,
-    )
+    stream = TripleStream(scorer, T, **settings)
     return DrawnTriples(stream.take(n, progress=progress), stream.stats)
 
 
