@@ -17,6 +17,9 @@ cipher pipeline in under a minute on 2 cores, with models too small and too brie
 its figures to mean anything.
 
 Every preset evaluates the same way (:class:`EvaluationConfig`'s defaults) except ``tiny``.
+Every preset but ``paper`` (003's recipe) sleeps before the usual training
+(``sampler.sleep_steps=auto``, confirmed at the large preset on tr, scan and cipher:
+docs/results/confirm-protocol.md); ``--option sampler.sleep_steps=0`` trains the usual way.
 """
 
 from __future__ import annotations
@@ -99,6 +102,7 @@ PRESETS: dict[str, Preset] = {
             eval_every=50,
             eval_k=8,
             patience=3,
+            sleep_steps="auto",
         ),
         train_pairs=500,
         dev_pairs=32,
@@ -124,6 +128,7 @@ PRESETS: dict[str, Preset] = {
             eval_k=8,
             patience=5,
             min_delta=0.1,
+            sleep_steps="auto",
         ),
         train_pairs=2000,
         dev_pairs=100,
@@ -151,6 +156,10 @@ PRESETS: dict[str, Preset] = {
             eval_every=10,
             eval_k=4,
             patience=3,
+            sleep_steps="auto",
+            # 10 steps, one validation (patience never ends it): the tiny scorer's own strings
+            # are rarely paths of T (1 in 450 on cipher), and 30 steps' triples took 35 s
+            sleep_cap=10,
         ),
         train_pairs=64,
         dev_pairs=8,

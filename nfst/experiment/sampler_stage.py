@@ -4,6 +4,7 @@ them all, in worker processes with ``--jobs``."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import time
@@ -24,6 +25,17 @@ from .rundir import sampler_key
 
 TRIPLE_BLOCK = 1024
 """Triples a run draws at a time, as sleep training reaches them (its feed's chunk)."""
+
+
+@contextlib.contextmanager
+def _sleep_hint():
+    """An NfstError raised inside (drawing triples) also says how to train without the sleep
+    phase: the presets sleep by default."""
+    try:
+        yield
+    except NfstError as e:
+        hint = f"{e.hint}; or train without the sleep phase: --option sampler.sleep_steps=0"
+        raise NfstError(str(e.args[0]), hint) from e
 
 
 def _seed_words(seed: int) -> str:
@@ -112,13 +124,14 @@ class RunSamplers:
         short): the stream goes on from the state kept with the last block drawn (the same
         triples as one draw of them all)."""
         config = self.preset.sampler
-        stream = TripleStream(
-            self.scorer(),
-            self.T,
-            device=self.device,
-            seed=stream_seed(self.training_seed(seed), "triples"),
-            max_length=config.sleep_max_length,
-        )
+        with _sleep_hint():
+            stream = TripleStream(
+                self.scorer(),
+                self.T,
+                device=self.device,
+                seed=stream_seed(self.training_seed(seed), "triples"),
+                max_length=config.sleep_max_length,
+            )
         first, seconds, short = 0, 0.0, []
         while (folder / f"block-{first}.pt").exists():
             first += 1
@@ -133,7 +146,8 @@ class RunSamplers:
         for number in range(first, last + 1):
             size = min(TRIPLE_BLOCK, n - number * TRIPLE_BLOCK)
             started = time.time()
-            triples = short + stream.take(size - len(short))
+            with _sleep_hint():
+                triples = short + stream.take(size - len(short))
             seconds, short = seconds + time.time() - started, []
             block = {"triples": triples, "stream": stream.state_dict(), "draw_seconds": seconds}
             storage.save(folder / f"block-{number}.pt", block)

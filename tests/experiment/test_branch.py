@@ -147,8 +147,9 @@ def test_continue_trains_on_to_the_figures_of_the_larger_budget(finished_run, tm
 
 
 def test_continue_trains_only_the_steps_past_the_checkpoint(finished_run, tmp_path, monkeypatch):
-    """`nfst run --continue` from 12 steps to 20: each sampler's training sees steps 13..20
-    alone, resumed from its checkpoint (a training started over would end with the same
+    """`nfst run --continue` from 12 usual steps to 20 (and a patience that lets every sampler
+    go on): each sampler's training sees steps 21..28 alone (after its 8 sleep steps and 12
+    usual ones), resumed from its checkpoint (a training started over would end with the same
     figures, step 1 on)."""
     run, _ = finished_run
     copy = tmp_path / "run"
@@ -181,11 +182,13 @@ def test_continue_trains_only_the_steps_past_the_checkpoint(finished_run, tmp_pa
                 "--continue",
                 "--option",
                 "sampler.steps=20",
+                "--option",
+                "sampler.patience=10",
                 "--debug",
                 *QUIET,
             ]
         )  # --debug: Trained is raised, not reported
-    assert seen == {name: list(range(13, 21)) for name in ("swa", "swp")}
+    assert seen == {name: list(range(21, 29)) for name in ("swa", "swp")}
 
 
 def test_continue_takes_a_larger_budget_only(finished_run, tmp_path, capsys):

@@ -144,3 +144,18 @@ def test_a_run_recorded_before_a_preset_default_changed_opens_with_its_recorded_
     assert (run.preset.sampler.sampler.d, run.preset.sampler.objective) == (d, objective)
     recorded_run(tmp_path / "new")
     assert Run.open(tmp_path / "new", quiet=True).config.overrides == ()
+
+
+def test_a_run_recorded_before_the_default_slept_opens_with_the_usual_training(tmp_path):
+    """A run recorded when the presets trained without a sleep phase (``sleep_steps`` 0, an
+    int, where the default is now ``"auto"``) opens with ``sampler.sleep_steps=0`` pinned:
+    it goes on training as it was made to."""
+    recorded_run(tmp_path / "run")
+    path = tmp_path / "run" / "config.json"
+    settings = json.loads(path.read_text())
+    assert settings["preset"]["sampler"]["sleep_steps"] == "auto"
+    settings["preset"]["sampler"]["sleep_steps"] = 0
+    path.write_text(json.dumps(settings))
+    run = Run.open(tmp_path / "run", quiet=True)
+    assert [o.text for o in run.config.overrides] == ["sampler.sleep_steps=0"]
+    assert run.preset.sampler.sleep_steps == 0

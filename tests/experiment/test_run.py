@@ -15,8 +15,9 @@ import pytest
 import torch
 
 from nfst.cli import main
-from nfst.errors import RunConfigError
+from nfst.errors import NfstError, RunConfigError
 from nfst.experiment import sampler_stage
+from nfst.experiment.presets import PRESETS
 from nfst.experiment.run import Run
 from nfst.runtime import storage
 from nfst.runtime.distributed import stream_seed
@@ -24,7 +25,7 @@ from nfst.train.checkpoint import training_words
 from nfst.train.sampler import train_sampler
 from nfst.train.sleep import TripleFeed
 from nfst.train.triples import draw_triples
-from tests.helpers.tiny import TINY, tiny_config, tiny_options
+from tests.helpers.tiny import FINISHED, TINY, tiny_config, tiny_options
 
 
 def test_a_teacher_is_trained_first_and_its_paths_train_the_others(tmp_path):
@@ -39,6 +40,58 @@ def test_a_teacher_is_trained_first_and_its_paths_train_the_others(tmp_path):
     assert (tmp_path / "run" / "samplers" / "swp.pt").exists()
     history = run.done("sampler-swa")["history"]
     assert all(1.0 <= h["ess"] <= 16 for h in history[1:])
+
+
+def without_wall_times(stage: dict) -> dict:
+    """A sampler's stage file without its wall times (the whole training's, the sleep's)."""
+    sleep = {k: v for k, v in (stage.get("sleep") or {}).items() if k != "sleep_seconds"}
+    return {k: v for k, v in stage.items() if k != "seconds"} | {"sleep": sleep}
+
+
+def test_the_default_sleeps_and_sleep_steps_0_gives_the_usual_training(finished_run, tmp_path):
+    """Every preset but paper sleeps by default (``sampler.sleep_steps=auto``, confirmed:
+    docs/results/confirm-protocol.md); ``--option sampler.sleep_steps=0`` on the same run
+    trains the usual way: no triples drawn, no sleep phase. (The usual training itself is
+    what the rest of the suite checks: TINY sets ``sampler.sleep_steps=0``.)"""
+    assert {n: p.sampler.sleep_steps for n, p in PRESETS.items()} == {
+        "paper": 0,
+        "small": "auto",
+        "large": "auto",
+        "tiny": "auto",
+    }
+    run, _ = finished_run  # the default
+    assert run.done("sampler-swp")["sleep"]["setting"] == "auto"
+    assert (run.dir / "triples").exists()
+    config = dataclasses.replace(
+        run.config, samplers=("swp",), overrides=(*run.config.overrides, "sampler.sleep_steps=0")
+    )
+    usual_run = Run(config, tmp_path / "usual", cache_dir=run.cache_dir, quiet=True, processes=1)
+    usual_run.train_samplers()
+    usual = usual_run.done("sampler-swp")
+    assert "sleep" not in usual and not (tmp_path / "usual" / "triples").exists()
+    assert all("phase" not in h for h in usual["history"]) and usual["steps"] <= 12
+
+
+def test_a_failed_draw_of_triples_says_how_to_train_without_the_sleep_phase(
+    finished_run, tmp_path, monkeypatch
+):
+    """The presets sleep by default, so an error drawing the triples (here: the scorer has no
+    step interface) adds the way out to its hint, and leaves no triples behind."""
+
+    def no_steps(*args, **kwargs):
+        raise NfstError("the scorer has no step interface", "draw from an LSTM")
+
+    monkeypatch.setattr(sampler_stage, "TripleStream", no_steps)
+    run, _ = finished_run
+    config = dataclasses.replace(run.config, samplers=("swa",))
+    fresh = Run(config, tmp_path / "run", cache_dir=run.cache_dir, quiet=True, processes=1)
+    with pytest.raises(NfstError) as raised:
+        fresh.train_samplers()
+    assert str(raised.value).startswith("the scorer has no step interface")
+    assert raised.value.hint == (
+        "draw from an LSTM; or train without the sleep phase: --option sampler.sleep_steps=0"
+    )
+    assert not (tmp_path / "run" / "triples").exists()
 
 
 def test_samplers_trained_in_parallel_match_those_trained_one_after_another(
@@ -56,9 +109,7 @@ def test_samplers_trained_in_parallel_match_those_trained_one_after_another(
     assert capfd.readouterr().out == ""
     for name in run.config.samplers:
         ours, theirs = (r.done(f"sampler-{name}") for r in (parallel, run))
-        assert {k: v for k, v in ours.items() if k != "seconds"} == {
-            k: v for k, v in theirs.items() if k != "seconds"
-        }
+        assert without_wall_times(ours) == without_wall_times(theirs)
         ours, theirs = (
             storage.load(d / "samplers" / f"{name}.pt")["state"] for d in (copy, run.dir)
         )
@@ -99,7 +150,8 @@ def test_run_writes_everything_and_skips_finished_stages(finished_run, tmp_path)
     assert set(results["samplers"]) == set(run.config.samplers)
     for name, metrics in results["samplers"].items():
         assert metrics["partial_kl"] > 0 and metrics["ess"] >= 1.0
-        assert metrics["curve"]["step"] == [0, 4, 8, 12]  # from the untrained sampler on
+        # from the untrained sampler on: the sleep phase to its cap (8), then 12 usual steps
+        assert metrics["curve"]["step"] == [0, 4, 8, 12, 16, 20]
         # the untrained sampler evaluated is the one training started from
         from nfst.train.sampler_trainer import validate
 
@@ -121,10 +173,12 @@ def test_run_writes_everything_and_skips_finished_stages(finished_run, tmp_path)
         assert metrics["exclusive_kl"] + 3 * metrics["exclusive_kl_se"] >= 0
         assert metrics["inclusive_kl"] + 3 * metrics["inclusive_kl_se"] >= 0
         assert metrics["training"]["mean_ess"] >= 1.0
-        # three validations at 4, 8, 12 without improvement stop it by patience at the cap
+        # patience counts in the usual training: three validations at 12, 16, 20 without
+        # improvement stop it by patience at the cap
         best_step = metrics["best_step"]
-        assert metrics["stopped_by"] == ("patience" if best_step == 0 else "steps")
-        assert metrics["steps"] == run.done(f"sampler-{name}")["history"][-1]["step"] == 12
+        assert metrics["stopped_by"] == ("patience" if best_step <= 8 else "steps")
+        assert metrics["steps"] == run.done(f"sampler-{name}")["history"][-1]["step"] == 20
+        assert (metrics["sleep"]["steps"], metrics["sleep"]["stopped_by"]) == (8, "cap")
         assert best_step in metrics["curve"]["step"]
         # proposals in the task's notation (Task.abbreviate), e.g. "cipher2: d→f, insert j"
         assert re.match(r"(insert [a-z], )*cipher\d: ", metrics["most_probable"]["proposal"])
@@ -186,7 +240,7 @@ def _cli(out, cache):
         "--quiet",
         "--processes",
         "1",
-    ] + tiny_options("scorer.kind=ngram")
+    ] + tiny_options(settings=FINISHED)
 
 
 def test_sigkill_then_resume_matches_uninterrupted(finished_run, tmp_path):

@@ -14,7 +14,7 @@ import torch
 import nfst.experiment.sampler_stage
 from nfst.cli import main
 from nfst.experiment.run import Run
-from tests.helpers.tiny import tiny_config, tiny_options
+from tests.helpers.tiny import FINISHED, tiny_config, tiny_options
 
 
 def _train_sampler(run_dir, cache, sampler):
@@ -35,7 +35,7 @@ def _train_sampler(run_dir, cache, sampler):
         "--quiet",
         "--processes",
         "1",
-        *tiny_options("scorer.kind=ngram"),
+        *tiny_options(settings=FINISHED),
     ]
     return subprocess.Popen(
         argv,

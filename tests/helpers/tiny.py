@@ -14,6 +14,7 @@ TINY = [
     "sampler.eval_every=4",
     "sampler.eval_k=4",
     "sampler.checkpoint_every=1",
+    "sampler.sleep_steps=0",  # the default sleeps: tests/experiment/conftest.py's run does
     "train_pairs=16",
     "dev_pairs=4",
     "test_pairs=4",
@@ -24,11 +25,19 @@ TINY = [
     "evaluate.smc_lookahead_steps=5",
 ]
 TASK = {"train_size": 16, "eval_size": 4}
+FINISHED = [o for o in TINY if not o.startswith("sampler.sleep_steps=")] + [
+    "scorer.kind=ngram",
+    "sampler.sleep_cap=8",
+]
+"""The settings of tests/experiment's shared finished run: TINY with the default's sleep
+phase (which TINY turns off), capped at 8 steps (two validations, TINY validating every 4;
+the tiny preset's 10 would only make the suite slower), and the n-gram as scorer."""
 
 
-def tiny_options(*extra: str) -> list[str]:
-    """The command line's ``--option``s and ``--set``s of TINY (then ``extra``) and TASK."""
-    return [a for o in (*TINY, *extra) for a in ("--option", o)] + [
+def tiny_options(*extra: str, settings=TINY) -> list[str]:
+    """The command line's ``--option``s and ``--set``s of ``settings`` (then ``extra``) and
+    TASK."""
+    return [a for o in (*settings, *extra) for a in ("--option", o)] + [
         a for k, v in TASK.items() for a in ("--set", f"{k}={v}")
     ]
 
