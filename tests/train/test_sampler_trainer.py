@@ -16,6 +16,7 @@ from nfst.train.sleep import TripleFeed
 from nfst.train.triples import draw_triples
 from tests.helpers.samplers import new_sampler
 from tests.train.test_triples import toy_pairs, unigram
+from tools.replay_sleep import replay, sleep_validations
 
 
 def sleep_setup(seed=0):
@@ -171,8 +172,6 @@ def test_auto_replayed_on_a_fixed_sleep_phase_switches_where_auto_does(patience)
     """tools/replay_sleep.py on a 40-step sleep phase's record: the switch of an ``auto`` run
     of the same seed (sleep_cap 40). Its validations first worsen, improve at step 6, then not
     by min_delta: the switches are 2, 5, 12, 14, 18 and the cap."""
-    from tools.replay_sleep import replay, sleep_validations
-
     settings = dict(lr=0.05, eval_every=1, steps=1, min_delta=0.001)
     fixed = run(config(sleep_steps=40, **settings))
     auto = run(config(sleep_steps="auto", sleep_patience=patience, **settings))
