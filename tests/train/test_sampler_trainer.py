@@ -167,15 +167,24 @@ def test_a_larger_budget_trains_on_after_the_switch(tmp_path):
     assert (continued.sleep_steps, continued.steps) == (4, 8)
 
 
+REPLAYED = dict(lr=0.05, eval_every=1, steps=1, min_delta=0.001)
+
+
+@pytest.fixture(scope="module")
+def fixed_sleep_validations():
+    """The validations of a 40-step sleep phase, trained once for every patience below."""
+    return sleep_validations(run(config(sleep_steps=40, **REPLAYED)).history)
+
+
 @pytest.mark.parametrize("patience", [2, 5, 6, 8, 12, 100])
-def test_auto_replayed_on_a_fixed_sleep_phase_switches_where_auto_does(patience):
+def test_auto_replayed_on_a_fixed_sleep_phase_switches_where_auto_does(
+    patience, fixed_sleep_validations
+):
     """tools/replay_sleep.py on a 40-step sleep phase's record: the switch of an ``auto`` run
     of the same seed (sleep_cap 40). Its validations first worsen, improve at step 6, then not
     by min_delta: the switches are 2, 5, 12, 14, 18 and the cap."""
-    settings = dict(lr=0.05, eval_every=1, steps=1, min_delta=0.001)
-    fixed = run(config(sleep_steps=40, **settings))
-    auto = run(config(sleep_steps="auto", sleep_patience=patience, **settings))
-    step, best = replay(sleep_validations(fixed.history), patience, 0.001)
+    auto = run(config(sleep_steps="auto", sleep_patience=patience, **REPLAYED))
+    step, best = replay(fixed_sleep_validations, patience, REPLAYED["min_delta"])
     assert auto.sleep_stopped_by == ("cap" if patience == 100 else "patience")
     assert step == auto.sleep_steps
     assert best == min(
