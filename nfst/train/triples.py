@@ -90,19 +90,23 @@ def _lengths(triples: list[Triple], lengths: Optional[dict] = None) -> dict:
     return lengths
 
 
+def _mean_max(total: int, count: int, longest: int) -> dict:
+    """The mean and longest of ``count`` strings of total length ``total``."""
+    return {"mean": round(total / count, 2) if count else math.nan, "max": longest}
+
+
 def _summary(stats: TripleStats, count: int, lengths: dict) -> dict:
     """:meth:`DrawnTriples.summary` of ``count`` triples with these ``lengths``."""
-
-    def mean_max(total: int, longest: int) -> dict:
-        return {"mean": round(total / count, 2) if count else math.nan, "max": longest}
-
     return {
         "triples": count,
         "drawn": stats.drawn,
         "paths": stats.paths,
         "too_long": stats.too_long,
         "acceptance": round(stats.acceptance, 4),
-        **{f"{tape}_length": mean_max(*lengths[tape]) for tape in ("x", "y", "marks")},
+        **{
+            f"{tape}_length": _mean_max(lengths[tape][0], count, lengths[tape][1])
+            for tape in ("x", "y", "marks")
+        },
     }
 
 
@@ -274,6 +278,4 @@ def draw_strings(
 def length_summary(strings) -> dict:
     """Mean and maximum length of symbol strings."""
     lengths = [len(s) for s in strings]
-    if not lengths:
-        return {"mean": math.nan, "max": 0}
-    return {"mean": round(sum(lengths) / len(lengths), 2), "max": max(lengths)}
+    return _mean_max(sum(lengths), len(lengths), max(lengths, default=0))

@@ -92,9 +92,10 @@ def sleep_section(runs: list[dict]) -> list[str]:
             "Ended by: `steps` (a fixed `sampler.sleep_steps`), `patience` "
             "(`sampler.sleep_steps=auto`: `sampler.sleep_patience` validations without "
             "improvement) or `cap` (`sampler.sleep_cap`). Triples: those drawn for the "
-            "training seed (as its sleep phases reached them), shared by its samplers; acceptance: the share of strings "
-            "drawn from the scorer kept as triples (`nfst.train.triples`). The dotted "
-            "lines of the training curves mark where each sleep phase ended.",
+            "training seed (as its sleep phases reached them), shared by its samplers; "
+            "acceptance: the share of strings drawn from the scorer kept as triples "
+            "(`nfst.train.triples`). The dotted lines of the training curves mark where each "
+            "sleep phase ended.",
             "",
         ]
     return lines
