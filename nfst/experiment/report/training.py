@@ -74,7 +74,7 @@ def sleep_section(runs: list[dict]) -> list[str]:
             f"### {run['label']}: the sleep phase" + (", training seed 0" if seeds else ""),
             "",
             "| sampler | sleep steps (setting; ended by) | best validation partial KL "
-            "| seconds | triples | acceptance (of strings drawn) |"
+            "| seconds | triples (the seed's) | acceptance (of strings drawn) |"
             + (" sleep steps, every seed |" if seeds else ""),
             "|---|---|---|---|---|---|" + ("---|" if seeds else ""),
         ]
@@ -92,7 +92,8 @@ def sleep_section(runs: list[dict]) -> list[str]:
             "Ended by: `steps` (a fixed `sampler.sleep_steps`), `patience` "
             "(`sampler.sleep_steps=auto`: `sampler.sleep_patience` validations without "
             "improvement) or `cap` (`sampler.sleep_cap`). Triples: those drawn for the "
-            "training seed (as its sleep phases reached them), shared by its samplers; "
+            "training seed by the time each sampler's sleep phase ended (one stream, shared by "
+            "the seed's samplers; a sampler's own are its sleep steps × the batch size); "
             "acceptance: the share of strings drawn from the scorer kept as triples "
             "(`nfst.train.triples`). The dotted lines of the training curves mark where each "
             "sleep phase ended.",
