@@ -12,12 +12,18 @@ the one-sided 95% upper bound on their paired gap over seeds and pairs with a t 
 the Satterthwaite degrees of freedom (``nfst.evaluate.paired_gaps.upper_bound``); confirmed
 where it is below the margin δ.
 
+A candidate may also be one run's samplers with some of them trained again in another run:
+``--candidate default+swa-cap`` takes the samplers of ``default``, each one that ``swa-cap``
+has replaced by its own (docs/results/swa-cap-protocol.md); ``--changes NEW,OLD`` names the
+two labels whose samplers' paired gaps are each sampler's own change.
+
 From the checkout's root::
 
-    python tools/confirm.py collect TASK LABEL=RUN_DIR [LABEL=RUN_DIR ...] --command CMD
-    python tools/confirm.py check docs/results/confirm-TASK.json --delta 1.0
-    python tools/confirm.py table docs/results/confirm-TASK.json
+    python tools/confirm.py collect TASK LABEL=RUN_DIR [LABEL=RUN_DIR ...] --command CMD [--name N]
+    python tools/confirm.py check docs/results/confirm-TASK.json --delta 1.0 [--candidate L+L]
+    python tools/confirm.py table docs/results/confirm-TASK.json [--candidate L+L] [--changes N,O]
 
+``collect`` writes ``docs/results/N-TASK.json`` (N: ``confirm``, the first protocol's);
 ``check`` prints the result, its last line one JSON object; ``table`` the protocol page's
 table of every configuration and each sampler's own change (``default`` − ``usual``).
 """
@@ -40,7 +46,7 @@ from nfst.experiment.rundir import sampler_key  # noqa: E402
 from tools.checkout import head_commit  # noqa: E402
 
 FOLDER = ROOT / "docs" / "results"
-CANDIDATE = "default"
+CANDIDATE = ("default",)
 
 
 def collect(task: str, runs: dict[str, Path], command: str, commit: str) -> list[dict]:
@@ -85,17 +91,21 @@ def _sleep_by_seed(run_dir: Path, sampler: str, seeds: int) -> dict:
     return {"sleep_by_seed": records} if any(records) else {}
 
 
-def check(runs: list[dict], delta: float) -> dict:
-    """The protocol's statistic over a confirmation file's ``runs`` (module docstring)."""
+def check(
+    runs: list[dict],
+    delta: float,
+    labels: tuple[str, ...] = CANDIDATE,
+    changes: tuple[str, str] | None = None,
+) -> dict:
+    """The protocol's statistic over a confirmation file's ``runs`` (module docstring), for
+    the candidate made of the runs ``labels``; with ``changes`` (NEW, OLD) also each shared
+    sampler's own change NEW − OLD with its upper bound (``own``): confirmed only where each is
+    below δ too, and ``pays`` where one is below 0."""
     seeds = {tuple(run["seeds"]) for run in runs}
     if len(seeds) != 1:
         raise SystemExit(f"the runs do not share their training seeds: {sorted(seeds)}")
-    configurations = {
-        (run["label"], name): m for run in runs for name, m in run["samplers"].items()
-    }
-    candidate = [key for key in configurations if key[0] == CANDIDATE]
-    if not candidate:
-        raise SystemExit(f"no run labelled {CANDIDATE!r}")
+    configurations = _configurations(runs)
+    candidate = _candidate(configurations, labels)
 
     def validation(key):
         return configurations[key]["validation_partial_kl"]
@@ -105,7 +115,7 @@ def check(runs: list[dict], delta: float) -> dict:
         configurations[pick]["per_pair_partial_kl_by_seed"],
         configurations[best]["per_pair_partial_kl_by_seed"],
     )
-    return {
+    result = {
         "pick": "/".join(pick),
         "best": "/".join(best),
         "seeds": list(seeds.pop()),
@@ -114,15 +124,40 @@ def check(runs: list[dict], delta: float) -> dict:
         "delta": delta,
         "confirmed": bound["upper"] < delta,
     }
+    if changes is None:
+        return result
+    own = own_changes(runs, *changes, bound=upper_bound)
+    return result | {
+        "own": {
+            name: {k: b[k] for k in ("mean", "se", "df", "t", "upper")} for name, b in own.items()
+        },
+        "confirmed": result["confirmed"] and all(b["upper"] < delta for b in own.values()),
+        "pays": any(b["upper"] < 0 for b in own.values()),
+    }
 
 
-def table(runs: list[dict]) -> list[str]:
+def _configurations(runs: list[dict]) -> dict[tuple[str, str], dict]:
+    """Every (label, sampler) of a confirmation file's runs, and its values."""
+    return {(run["label"], name): m for run in runs for name, m in run["samplers"].items()}
+
+
+def _candidate(configurations: dict, labels: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The candidate's (label, sampler)s: the samplers of the runs ``labels``, a later run's
+    replacing an earlier one's of the same name."""
+    chosen = {
+        name: (label, name) for label in labels for lab, name in configurations if lab == label
+    }
+    if not chosen:
+        raise SystemExit(f"no run labelled {' or '.join(map(repr, labels))}")
+    return list(chosen.values())
+
+
+def table(runs: list[dict], labels: tuple[str, ...] = CANDIDATE) -> list[str]:
     """The protocol page's table: every (label, sampler) by validation partial KL, its test
     partial KL (mean over seeds and pairs), its paired gap to the best configuration on
-    validation, and its sleep steps per seed (with what ended them, for the candidate)."""
-    configurations = {
-        (run["label"], name): m for run in runs for name, m in run["samplers"].items()
-    }
+    validation, and its sleep steps per seed (with what ended them, for the candidate's runs
+    ``labels``)."""
+    configurations = _configurations(runs)
     ranked = sorted(configurations, key=lambda k: configurations[k]["validation_partial_kl"])
     best = configurations[ranked[0]]["per_pair_partial_kl_by_seed"]
     lines = [
@@ -138,7 +173,7 @@ def table(runs: list[dict]) -> list[str]:
         shown = "best" if key == ranked[0] else f"{g['mean']:+.2f} ± {g['se']:.2f}"
         lines.append(
             f"| {key[0]} | {key[1]} | {m['validation_partial_kl']:.2f} | {test:.2f} | {shown} "
-            f"| {_sleep_steps(m.get('sleep_by_seed'), key[0] == CANDIDATE)} |"
+            f"| {_sleep_steps(m.get('sleep_by_seed'), key[0] in labels)} |"
         )
     return lines
 
@@ -153,41 +188,44 @@ def _sleep_steps(sleeps, ended: bool) -> str:
     return f"{shown} ({why})" if ended else shown
 
 
-def own_changes(runs: list[dict]) -> dict[str, dict]:
-    """Each sampler's paired gap ``default`` − ``usual`` on the test pairs."""
+def own_changes(
+    runs: list[dict], new: str = "default", old: str = "usual", bound=gap
+) -> dict[str, dict]:
+    """Each sampler's paired gap ``new`` − ``old`` on the test pairs (the samplers of both), by
+    ``bound`` (``gap``, or ``upper_bound`` for its one-sided bound too)."""
     by_label = {run["label"]: run["samplers"] for run in runs}
-    default, usual = by_label[CANDIDATE], by_label["usual"]
     return {
-        name: gap(m["per_pair_partial_kl_by_seed"], usual[name]["per_pair_partial_kl_by_seed"])
-        for name, m in default.items()
-        if name in usual
+        name: bound(
+            m["per_pair_partial_kl_by_seed"], by_label[old][name]["per_pair_partial_kl_by_seed"]
+        )
+        for name, m in by_label[new].items()
+        if name in by_label[old]
     }
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python tools/confirm.py")
     sub = parser.add_subparsers(dest="what", required=True)
-    add = sub.add_parser("collect", help="write docs/results/confirm-TASK.json from runs")
+    add = sub.add_parser("collect", help="write docs/results/NAME-TASK.json from runs")
     add.add_argument("task")
     add.add_argument("runs", nargs="+", metavar="LABEL=RUN_DIR")
     add.add_argument("--command", required=True, help="the commands that made the runs")
     add.add_argument("--commit", help="default: the checkout's HEAD")
+    add.add_argument("--name", default="confirm", help="the protocol's files' name")
     test = sub.add_parser("check", help="the protocol's bound from a confirmation file")
     test.add_argument("file", type=Path)
     test.add_argument("--delta", type=float, required=True, help="the margin, in nats")
     shown = sub.add_parser("table", help="the protocol page's table from a confirmation file")
     shown.add_argument("file", type=Path)
+    shown.add_argument("--changes", default="default,usual", help="NEW,OLD: own changes")
+    test.add_argument("--changes", help="NEW,OLD: bound each sampler's own change too")
+    for p in (test, shown):
+        p.add_argument("--candidate", default="+".join(CANDIDATE), help="its runs' labels, L+L")
     o = parser.parse_args(argv)
-    if o.what == "table":
-        runs = json.loads(o.file.read_text())
-        print("\n".join(table(runs)) + "\n")
-        for name, g in sorted(own_changes(runs).items(), key=lambda kv: kv[1]["mean"]):
-            print(f"{name}: default − usual {g['mean']:+.2f} ± {g['se']:.2f} (df {g['df']:.1f})")
-        return
     if o.what == "collect":
         runs = dict(item.split("=", 1) for item in o.runs)
         commit = o.commit or head_commit()
-        path = FOLDER / f"confirm-{o.task}.json"
+        path = FOLDER / f"{o.name}-{o.task}.json"
         path.write_text(
             json.dumps(
                 collect(o.task, {k: Path(v) for k, v in runs.items()}, o.command, commit), indent=1
@@ -196,13 +234,26 @@ def main(argv=None) -> None:
         )
         print(f"written: {path}")
         return
-    result = check(json.loads(o.file.read_text()), o.delta)
-    print(
-        f"{o.file.name}: the candidate's pick {result['pick']} against the best on "
-        f"validation {result['best']}: gap {result['mean']:+.3f} ± {result['se']:.3f} "
-        f"(df {result['df']:.1f}), one-sided 95% upper bound {result['upper']:.3f} "
-        f"{'<' if result['confirmed'] else '≥'} δ = {o.delta}"
-    )
+    runs, labels = json.loads(o.file.read_text()), tuple(o.candidate.split("+"))
+    if o.what == "table":
+        print("\n".join(table(runs, labels)) + "\n")
+        new, old = o.changes.split(",")
+        changes = own_changes(runs, new, old)
+        for name, g in sorted(changes.items(), key=lambda kv: kv[1]["mean"]):
+            print(f"{name}: {new} − {old} {g['mean']:+.2f} ± {g['se']:.2f} (df {g['df']:.1f})")
+        return
+    changes = tuple(o.changes.split(",")) if o.changes else None
+    result = check(runs, o.delta, labels, changes)
+    for what, b in [("the candidate's pick " + result["pick"], result)] + [
+        (f"{name}'s own change ({' − '.join(changes)})", b)
+        for name, b in result.get("own", {}).items()
+    ]:
+        against = f" against the best on validation {result['best']}" if b is result else ""
+        print(
+            f"{o.file.name}: {what}{against}: gap {b['mean']:+.3f} ± {b['se']:.3f} "
+            f"(df {b['df']:.1f}), one-sided 95% upper bound {b['upper']:.3f} "
+            f"{'<' if b['upper'] < o.delta else '≥'} δ = {o.delta}"
+        )
     print(json.dumps(result))
 
 

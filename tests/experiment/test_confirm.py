@@ -13,6 +13,8 @@ from tools.confirm import FOLDER, check, collect, own_changes, table
 
 PROTOCOL_SEEDS = [training_seed(100, j, "hashed") for j in range(5)]
 """``--seed 100 --seeds 5``: none of them a seed a committed summary used (0, 1, 2)."""
+SWA_CAP_SEEDS = [training_seed(200, j, "hashed") for j in range(5)]
+"""The second protocol's ``--seed 200 --seeds 5``: none of them the first's either."""
 
 
 def test_committed_confirmation_files_follow_the_protocol():
@@ -66,6 +68,25 @@ def test_the_protocol_names_its_seeds_and_they_are_fresh():
     page = (FOLDER / "confirm-protocol.md").read_text(encoding="utf-8")
     assert ", ".join(map(str, PROTOCOL_SEEDS)) in page
     assert not {0, 1, 2} & set(PROTOCOL_SEEDS) and len(set(PROTOCOL_SEEDS)) == 5
+    page = (FOLDER / "swa-cap-protocol.md").read_text(encoding="utf-8")
+    assert ", ".join(map(str, SWA_CAP_SEEDS)) in page
+    assert not {0, 1, 2, 7, *PROTOCOL_SEEDS} & set(SWA_CAP_SEEDS) and len(set(SWA_CAP_SEEDS)) == 5
+
+
+def test_committed_swa_cap_files_follow_their_protocol():
+    """Each swa-cap-TASK.json (none until a task's runs are done): the two labels, the
+    protocol's seeds, per-pair values, swa-cap's SWA slept its 4,000 steps each seed, and its
+    table (``tools/confirm.py table --candidate default+swa-cap``) on the protocol page."""
+    for path in sorted(FOLDER.glob("swa-cap-*.json")):
+        runs = json.loads(path.read_text(encoding="utf-8"))
+        assert sorted(run["label"] for run in runs) == ["default", "swa-cap"], path.name
+        result = check(runs, 1.0, ("default", "swa-cap"), changes=("swa-cap", "default"))
+        assert result["seeds"] == SWA_CAP_SEEDS and list(result["own"]) == ["swa"], path.name
+        (cap,) = [run for run in runs if run["label"] == "swa-cap"]
+        assert [s["steps"] for s in cap["samplers"]["swa"]["sleep_by_seed"]] == [4000] * 5
+        page = (FOLDER / "swa-cap-protocol.md").read_text(encoding="utf-8")
+        missing = [row for row in table(runs, ("default", "swa-cap")) if row not in page]
+        assert not missing, (path.name, missing)
 
 
 def _run(label, samplers, seeds=(100, 7)):
@@ -127,3 +148,45 @@ def test_collect_reads_a_runs_training_seeds_and_per_pair_values(finished_run):
         assert len(m["per_pair_partial_kl_by_seed"]) == 1 and len(
             m["per_pair_partial_kl_by_seed"][0]
         ) == len(run.lattices("test"))
+
+
+def test_a_candidate_of_two_runs_takes_the_later_runs_samplers_in_place_of_the_earlier():
+    """``default+swa-cap``: default's samplers, its swa replaced by swa-cap's; the pick is
+    among those, the best among every configuration; own changes pair the two runs' swa."""
+    rng = random.Random(6)
+    long_swa, swp, old_swa = _values(0.0, rng), _values(1.0, rng), _values(3.0, rng)
+    runs = [
+        _run("default", {"swa": (9.0, old_swa), "swp": (12.0, swp)}),
+        _run("swa-cap", {"swa": (11.0, long_swa)}),
+    ]
+    assert check(runs, delta=1.0)["pick"] == "default/swa"  # default alone
+    result = check(runs, delta=1.0, labels=("default", "swa-cap"))
+    assert (result["pick"], result["best"]) == ("swa-cap/swa", "default/swa")
+    assert result["mean"] == pytest.approx(gap(long_swa, old_swa)["mean"]) and result["mean"] < 0
+    assert table(runs, ("default", "swa-cap"))[3].startswith("| swa-cap | swa | 11.00 |")
+    change = own_changes(runs, "swa-cap", "default")
+    assert list(change) == ["swa"] and change["swa"]["mean"] == pytest.approx(result["mean"])
+    with pytest.raises(SystemExit, match="no run labelled 'usual'"):
+        check(runs, delta=1.0, labels=("usual",))
+
+
+def test_own_changes_bounded_confirm_only_below_delta_and_pay_only_below_zero():
+    rng = random.Random(8)
+    old, better = _values(2.0, rng), _values(0.0, rng)
+    runs = [
+        _run("default", {"swa": (9.0, old), "swp": (5.0, _values(-4.0, rng))}),
+        _run("swa-cap", {"swa": (8.0, better)}),
+    ]
+    result = check(runs, 1.0, ("default", "swa-cap"), changes=("swa-cap", "default"))
+    expected = upper_bound(better, old)
+    assert list(result["own"]) == ["swa"] and result["pick"] == "default/swp"
+    assert result["own"]["swa"]["upper"] == pytest.approx(expected["upper"])
+    assert expected["upper"] < 0
+    assert result["confirmed"] and result["pays"]
+    worse = check(runs, 1.0, ("default", "swa-cap"), changes=("default", "swa-cap"))
+    assert worse["own"]["swa"]["upper"] > 1.0  # default's swa is 2 nats higher
+    assert not worse["confirmed"] and not worse["pays"]
+    level = [[v + 0.3 for v in seed] for seed in old]  # 0.3 higher: within δ, not lower
+    runs[1]["samplers"]["swa"]["per_pair_partial_kl_by_seed"] = level
+    even = check(runs, 1.0, ("default", "swa-cap"), changes=("swa-cap", "default"))
+    assert 0 < even["own"]["swa"]["upper"] < 1.0 and even["confirmed"] and not even["pays"]
