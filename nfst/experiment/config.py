@@ -151,8 +151,8 @@ def check_samplers(names: Sequence[str]) -> tuple[str, ...]:
 def check_run(config: RunConfig, p: Preset) -> None:
     """An error, before any work starts, for a setting of the run or of its preset ``p`` (after
     its overrides) that its field does not accept (``nfst.runtime.settings``: a type, a choice,
-    a range), an unknown sampler (to compare, to bootstrap the scorer or to teach), or sampler
-    settings that training would refuse only once the scorer is trained. The choices it refuses
+    a range), an unknown sampler (to compare, to bootstrap the scorer, to teach or to sleep to
+    the cap), or sampler settings that training would refuse only once the scorer is trained. The choices it refuses
     alone are ``nfst.experiment.options.NOT_ALONE``'s, so that ``nfst options`` lists them as
     such."""
     for what, settings in (("the run's", config), ("the preset's", p)):
@@ -167,7 +167,8 @@ def check_run(config: RunConfig, p: Preset) -> None:
         raise RunConfigError(
             "a run compares at least one sampler; none is given", "e.g. --samplers swa,swp-prefix"
         )
-    check_samplers({*config.samplers, p.scorer.bootstrap_sampler, p.sampler.teacher} - {""})
+    named = {p.scorer.bootstrap_sampler, p.sampler.teacher, *p.sampler.sleep_to_cap}
+    check_samplers({*config.samplers, *named} - {""})
     try:
         p.sampler.check_sleep()
     except NfstError as exc:

@@ -69,6 +69,10 @@ class SamplerTrainConfig(LoopConfig):
     sleep_cap: int = 4000
     """With ``sleep_steps=auto``: the most sleep steps (the triples drawn are enough for
     these)."""
+    sleep_to_cap: tuple[str, ...] = ()
+    """With ``sleep_steps=auto``: the samplers whose sleep phase runs to ``sleep_cap`` whatever
+    the validation does; for a sampler whose sleep pays late (SWA on cipher: its validation
+    partial KL rises over the first 700 sleep steps and falls after 1,400)."""
     sleep_share: float = field(default=0.0, metadata={"range": "[0, 1]"})
     """Share of every minibatch of the usual training taken from fresh triples, trained by
     maximum likelihood (wake-sleep); 0: none."""

@@ -2,14 +2,16 @@
 :func:`~nfst.train.sampler.train_sampler`: the step's loss (``nfst.train.step_loss``), the
 validation partial KL (003:7) that early stopping watches, and the sleep phase: steps on fresh
 triples drawn from the scorer, for a fixed number of steps or, with ``sleep_steps=auto``, until
-``sleep_patience`` validations without improvement or ``sleep_cap``; then the usual training,
-a share ``sleep_share`` of each minibatch replaced by fresh triples.
+``sleep_patience`` validations without improvement or ``sleep_cap`` (only the cap for the
+samplers in ``sleep_to_cap``); then the usual training, a share ``sleep_share`` of each
+minibatch replaced by fresh triples.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from typing import Optional, Sequence
 
 import torch
@@ -72,6 +74,9 @@ class SamplerTrainer(Trainer):
         self.switch: Optional[int] = None if config.sleep_steps == "auto" else config.sleep_steps
         self.switched_by = "steps" if config.sleep_steps not in (0, "auto") else None
         self.sleep_since_best = 0  # sleep validations since the last improvement (``auto``)
+        self.sleep_patience = (
+            math.inf if sampler.name in config.sleep_to_cap else config.sleep_patience
+        )
         self.sleep_seconds: Optional[float] = None  # :meth:`elapsed` where the sleep phase ended
         self.done = 0
         self.sampler, self.scorer, self.dev, self.triples = sampler, scorer, dev, triples
@@ -150,7 +155,7 @@ class SamplerTrainer(Trainer):
             )
             if self.switch is None:  # ``auto``: does the sleep phase end here?
                 self.sleep_since_best = 0 if improved else self.sleep_since_best + 1
-                if self.sleep_since_best >= config.sleep_patience:
+                if self.sleep_since_best >= self.sleep_patience:
                     self.switch, self.switched_by = step, "patience"
                 elif step == config.sleep_cap:
                     self.switch, self.switched_by = step, "cap"

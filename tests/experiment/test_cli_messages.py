@@ -161,6 +161,13 @@ CASES = {
         "sws, sws-mlp, swp, swp-prefix, swp-sws",
         "--samplers swa,swp-prefix",
     ),
+    "unknown sampler to sleep to the cap": (
+        ["run", "cipher", "--option", 'sampler.sleep_to_cap=["swaa"]', "--run-dir", "{t}/r"],
+        2,
+        "unknown samplers ['swaa']; the samplers are nolookahead, swa, "
+        "sws, sws-mlp, swp, swp-prefix, swp-sws",
+        "--samplers swa,swp-prefix",
+    ),
     "unknown scorer proposal": (
         ["run", "cipher", "--option", "scorer.proposal=gold"],
         2,

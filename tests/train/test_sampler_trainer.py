@@ -3,6 +3,7 @@ train_sampler (sampler.sleep_steps): a fixed number of steps or ``auto`` (until 
 partial KL stops improving, or a cap), the switch to the usual training, and resuming across
 it."""
 
+import dataclasses
 import logging
 import time
 
@@ -190,3 +191,12 @@ def test_auto_replayed_on_a_fixed_sleep_phase_switches_where_auto_does(
     assert best == min(
         h["dev_partial_kl"] for h in auto.history if h["step"] <= step and "dev_partial_kl" in h
     )
+
+
+@pytest.mark.parametrize("named, steps, why", [(("swa",), 6, "cap"), (("swp",), 4, "patience")])
+def test_a_sampler_in_sleep_to_cap_sleeps_to_the_cap_whatever_the_validation(named, steps, why):
+    """No validation improves: patience 2 ends SWA's sleep at step 4, unless SWA is one of
+    ``sleep_to_cap``; then it sleeps to the cap, 6."""
+    cfg = config(sleep_steps="auto", sleep_patience=2, sleep_cap=6, lr=1e-9, min_delta=0.1)
+    result = run(dataclasses.replace(cfg, sleep_to_cap=named))
+    assert (result.sleep_steps, result.sleep_stopped_by) == (steps, why)
