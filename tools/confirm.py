@@ -25,7 +25,8 @@ From the checkout's root::
 
 ``collect`` writes ``docs/results/N-TASK.json`` (N: ``confirm``, the first protocol's);
 ``check`` prints the result, its last line one JSON object; ``table`` the protocol page's
-table of every configuration and each sampler's own change (``default`` − ``usual``).
+table of every configuration and each sampler's own change (by default ``default`` −
+``usual``).
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def check(
     }
     if changes is None:
         return result
-    own = own_changes(runs, *changes, bound=upper_bound)
+    own = own_changes(runs, *changes)
     return result | {
         "own": {
             name: {k: b[k] for k in ("mean", "se", "df", "t", "upper")} for name, b in own.items()
@@ -188,14 +189,12 @@ def _sleep_steps(sleeps, ended: bool) -> str:
     return f"{shown} ({why})" if ended else shown
 
 
-def own_changes(
-    runs: list[dict], new: str = "default", old: str = "usual", bound=gap
-) -> dict[str, dict]:
-    """Each sampler's paired gap ``new`` − ``old`` on the test pairs (the samplers of both), by
-    ``bound`` (``gap``, or ``upper_bound`` for its one-sided bound too)."""
+def own_changes(runs: list[dict], new: str = "default", old: str = "usual") -> dict[str, dict]:
+    """Each sampler's paired gap ``new`` − ``old`` on the test pairs (the samplers of both),
+    with its one-sided upper bound (``upper_bound``)."""
     by_label = {run["label"]: run["samplers"] for run in runs}
     return {
-        name: bound(
+        name: upper_bound(
             m["per_pair_partial_kl_by_seed"], by_label[old][name]["per_pair_partial_kl_by_seed"]
         )
         for name, m in by_label[new].items()
