@@ -5,10 +5,13 @@ trains them (the later ones read the lattice cache where the code has one); a st
 includes compiling its triples, so the first sampler's includes all the compiling.
 
     python tools/sleep_step.py RUN_DIR STEPS OUT.json [SAMPLERS]   # the JSON also printed
+
+DEVICE (default cpu) names the device the samplers train on (tools/device_sleep.sh: cuda).
 """
 
 import dataclasses
 import json
+import os
 import sys
 import tempfile
 import time
@@ -22,6 +25,7 @@ from nfst.train.triples import draw_triples
 
 run_dir, steps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 names = (sys.argv[4] if len(sys.argv) > 4 else "swa,swa").split(",")
+device = os.environ.get("DEVICE", "cpu")
 torch.set_num_threads(1)
 run = Run.open(run_dir, quiet=True, processes=2)
 scorer, T = run.scorer(), run.T
@@ -30,7 +34,7 @@ drawn = draw_triples(scorer, T, steps * config.batch_size, seed=1)
 triples = getattr(drawn, "triples", drawn)
 train, dev = run.lattices("train"), run.lattices("dev")[:8]
 cache = tempfile.mkdtemp()
-result = {"steps": steps, "batch_size": config.batch_size, "samplers": []}
+result = {"steps": steps, "batch_size": config.batch_size, "device": device, "samplers": []}
 for k, name in enumerate(names):
     try:
         feed = TripleFeed(T, triples, cache_dir=cache, processes=2)
@@ -45,7 +49,16 @@ for k, name in enumerate(names):
     sampler = run.untrained_sampler(name, k)
     started = time.perf_counter()  # the first step's compiling counts; so does step 0's
     train_sampler(
-        sampler, scorer, train, dev, config, seed=k, quiet=True, callback=tick, triples=feed
+        sampler,
+        scorer,
+        train,
+        dev,
+        config,
+        seed=k,
+        device=device,
+        quiet=True,
+        callback=tick,
+        triples=feed,
     )
     feed.close()
     result["samplers"].append(
