@@ -8,6 +8,12 @@ the whole phase, then per P the step where ``auto`` would switch and the best it
 
 RECORD: a run's ``stages/sampler-NAME[-seedJ].json`` (its ``history``); MIN_DELTA: the run's
 ``sampler.min_delta`` (0.1 at the large preset).
+
+A rule on the sleep loss instead (each step's mean −log q of its fresh triples, recorded at
+every step): the phase ends at the end of the first window of W steps whose mean loss is less
+than EPS nats below the window before's (the earliest at step 2W), per record:
+
+    python tools/replay_sleep.py loss W EPS RECORD.json ...          # JSON last line
 """
 
 import json
@@ -46,6 +52,44 @@ def replay(
     return validations[-1][0], early.best
 
 
+def sleep_losses(history: list[dict]) -> list[float]:
+    """The sleep phase's loss at each of its steps 1, 2, ..."""
+    return [r["loss"] for r in history if r.get("phase") == "sleep"]
+
+
+def loss_switch(losses: list[float], window: int, eps: float) -> int:
+    """Where the sleep-loss rule ends a phase of these per-step losses (module docstring): the
+    end of the first window of ``window`` steps whose mean is not ``eps`` below the one before,
+    else the phase's last step."""
+    means = [
+        sum(losses[k : k + window]) / window for k in range(0, len(losses) - window + 1, window)
+    ]
+    for j in range(1, len(means)):
+        if means[j - 1] - means[j] < eps:
+            return (j + 1) * window
+    return len(losses)
+
+
+def main_loss(window: str, eps: str, *records: str) -> None:
+    rows = []
+    for path in records:
+        with open(path) as f:
+            losses = sleep_losses(json.load(f)["history"])
+        rows.append({"record": path, "steps_of_phase": len(losses)})
+        rows[-1]["switch"] = loss_switch(losses, int(window), float(eps))
+        print(f"{path}: {len(losses)} sleep steps; the loss rule switches at {rows[-1]['switch']}")
+    print(
+        json.dumps(
+            {
+                "bench": "replay_sleep_loss",
+                "window": int(window),
+                "eps": float(eps),
+                "records": rows,
+            }
+        )
+    )
+
+
 def main(min_delta: str, patiences: str, *records: str) -> None:
     rows = []
     for path in records:
@@ -70,4 +114,7 @@ def main(min_delta: str, patiences: str, *records: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    if sys.argv[1:2] == ["loss"]:
+        main_loss(*sys.argv[2:])
+    else:
+        main(*sys.argv[1:])

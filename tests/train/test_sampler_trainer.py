@@ -17,7 +17,7 @@ from nfst.train.sleep import TripleFeed
 from nfst.train.triples import draw_triples
 from tests.helpers.samplers import new_sampler
 from tests.train.test_triples import toy_pairs, unigram
-from tools.replay_sleep import replay, sleep_validations
+from tools.replay_sleep import loss_switch, replay, sleep_losses, sleep_validations
 
 
 def sleep_setup(seed=0):
@@ -191,6 +191,20 @@ def test_auto_replayed_on_a_fixed_sleep_phase_switches_where_auto_does(
     assert best == min(
         h["dev_partial_kl"] for h in auto.history if h["step"] <= step and "dev_partial_kl" in h
     )
+
+
+def test_the_sleep_loss_rule_switches_after_the_first_window_that_gains_under_eps():
+    """Windows of 2 steps with means 5, 4, 3.95: the third gains 0.05 < 0.1, so the rule
+    switches at its end, step 6; with eps 0.01 none does and the phase runs its steps (the
+    unfinished seventh window counts for nothing). The earliest switch is at 2W."""
+    losses = [5.5, 4.5, 4.0, 4.0, 3.9, 4.0, 1.0]
+    assert loss_switch(losses, 2, 0.1) == 6
+    assert loss_switch(losses, 2, 0.01) == 7
+    assert loss_switch([5.0, 5.0, 4.95, 4.95, 1.0, 1.0], 2, 0.1) == 4  # the earliest, 2W
+    history = [{"step": 0, "dev_partial_kl": 9.0}]
+    history += [{"step": k + 1, "loss": v, "phase": "sleep"} for k, v in enumerate(losses)]
+    history.append({"step": 8, "loss": 0.5})  # the usual training's
+    assert sleep_losses(history) == losses
 
 
 @pytest.mark.parametrize("named, steps, why", [(("swa",), 6, "cap"), (("swp",), 4, "patience")])
