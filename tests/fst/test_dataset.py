@@ -56,6 +56,21 @@ def test_cache_hits_parallel_and_corrupt_entries_rebuilt(tmp_path, caplog):
     assert all(same(a, b) for a, b in zip(cold.lattices, again.lattices))
 
 
+def test_cached_and_compiled_lattices_come_back_in_the_pairs_order(tmp_path):
+    """Half the pairs cached, read here; the rest compiled by two processes: every lattice
+    in its pair's place, as a cold compile gives them; then all of them read here (nothing
+    left to compile)."""
+    T = deletion_insertion("ab", "cd")
+    pairs = PAIRS + [("b", "c"), ("ab", "cd"), ("a", ""), ("bb", "dd")]
+    cold = compile_dataset(T, pairs, progress=False)
+    compile_dataset(T, pairs[::2], cache_dir=tmp_path, progress=False)
+    mixed = compile_dataset(T, pairs, cache_dir=tmp_path, processes=2, progress=False)
+    assert mixed.cache_hits == 4 and mixed.pairs == cold.pairs  # ("az", "c") skipped
+    assert all(same(a, b) for a, b in zip(cold.lattices, mixed.lattices))
+    warm = compile_dataset(T, cold.pairs, cache_dir=tmp_path, processes=2, progress=False)
+    assert warm.cache_hits == 8 and all(same(a, b) for a, b in zip(cold.lattices, warm.lattices))
+
+
 def test_cache_key_depends_on_the_mfst(tmp_path):
     compile_dataset(deletion_insertion("ab", "cd"), PAIRS, cache_dir=tmp_path, progress=False)
     other = compile_dataset(
