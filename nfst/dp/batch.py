@@ -48,20 +48,22 @@ def _schedule(
     ``height`` (S,), ``level_of`` (S,) each state's level-order slot."""
     max_height = len(bounds) - 2
     arc_order = np.lexsort((level_of[key_state], height[key_state]))
-    arc_bounds = np.searchsorted(height[key_state][arc_order], np.arange(max_height + 2))
-    levels = []
-    for h in range(max_height + 1):
-        a0, a1 = int(arc_bounds[h]), int(arc_bounds[h + 1])
-        arcs = arc_order[a0:a1]
-        lo = bounds[h]
-        levels.append(
-            Level(
-                states=slice(int(lo), int(bounds[h + 1])),
-                arcs=slice(a0, a1),
-                segment=torch.as_tensor(level_of[key_state[arcs]] - lo, device=device),
-                other=torch.as_tensor(level_of[other_state[arcs]], device=device),
-            )
+    key_height = height[key_state][arc_order]
+    arc_bounds = np.searchsorted(key_height, np.arange(max_height + 2)).tolist()
+    state_bounds = bounds.tolist()
+    # every level's indices in two tensors, each level a view of its block: one copy to the
+    # device, not two per level (a cipher batch has about 90 levels)
+    segment = torch.as_tensor(level_of[key_state[arc_order]] - bounds[key_height], device=device)
+    other = torch.as_tensor(level_of[other_state[arc_order]], device=device)
+    levels = [
+        Level(
+            states=slice(state_bounds[h], state_bounds[h + 1]),
+            arcs=slice(arc_bounds[h], arc_bounds[h + 1]),
+            segment=segment[arc_bounds[h] : arc_bounds[h + 1]],
+            other=other[arc_bounds[h] : arc_bounds[h + 1]],
         )
+        for h in range(max_height + 1)
+    ]
     return arc_order, levels
 
 
