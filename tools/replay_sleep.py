@@ -75,9 +75,9 @@ def main_loss(window: str, eps: str, *records: str) -> None:
     for path in records:
         with open(path) as f:
             losses = sleep_losses(json.load(f)["history"])
-        rows.append({"record": path, "steps_of_phase": len(losses)})
-        rows[-1]["switch"] = loss_switch(losses, int(window), float(eps))
-        print(f"{path}: {len(losses)} sleep steps; the loss rule switches at {rows[-1]['switch']}")
+        switch = loss_switch(losses, int(window), float(eps))
+        rows.append({"record": path, "steps_of_phase": len(losses), "switch": switch})
+        print(f"{path}: {len(losses)} sleep steps; the loss rule switches at {switch}")
     print(
         json.dumps(
             {

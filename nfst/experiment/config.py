@@ -152,9 +152,9 @@ def check_run(config: RunConfig, p: Preset) -> None:
     """An error, before any work starts, for a setting of the run or of its preset ``p`` (after
     its overrides) that its field does not accept (``nfst.runtime.settings``: a type, a choice,
     a range), an unknown sampler (to compare, to bootstrap the scorer, to teach or to sleep to
-    the cap), or sampler settings that training would refuse only once the scorer is trained. The choices it refuses
-    alone are ``nfst.experiment.options.NOT_ALONE``'s, so that ``nfst options`` lists them as
-    such."""
+    the cap), or sampler settings that training would refuse only once the scorer is trained.
+    The choices it refuses alone are ``nfst.experiment.options.NOT_ALONE``'s, so that ``nfst
+    options`` lists them as such."""
     for what, settings in (("the run's", config), ("the preset's", p)):
         try:
             check_settings(settings)
