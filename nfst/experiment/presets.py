@@ -160,6 +160,9 @@ PRESETS: dict[str, Preset] = {
             # 10 steps, one validation (patience never ends it): the tiny scorer's own strings
             # are rarely paths of T (1 in 450 on cipher), and 30 steps' triples took 35 s
             sleep_cap=10,
+            # the strings it keeps are a few marks long, and drawing stops at this length: a
+            # tiny cipher run took 41 s against 53 s with the default's 400
+            sleep_max_length=64,
         ),
         train_pairs=64,
         dev_pairs=8,
