@@ -17,19 +17,10 @@
 #   (cd .pynini && unzip -q /tmp/whl/pynini-2.1.7-cp312-*.whl \
 #       && strip --strip-unneeded _p*.so pynini.libs/*.so*)
 #
-# nfst itself is not installed there: links make nfst.tasks and nfst.fsts importable from the
-# checkout (the copy on the device; the links are not committed).
+# nfst itself is not installed there: tools/device_env.sh makes it importable from the checkout.
 set -uo pipefail
-export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 OUT=${OUT:-/tmp/device_check}
-mkdir -p "$OUT"
-export PYTHONPATH="$PWD/.pynini:$PWD${PYTHONPATH:+:$PYTHONPATH}"
-[ -e nfst/tasks ] || ln -s ../tasks nfst/tasks
-[ -e nfst/fsts ] || ln -s ../fsts nfst/fsts
-NFST=(python3 -m nfst.cli)  # an array, not a function: `timeout` runs commands only
-git log -1 --format='commit %h %s' 2>/dev/null | tee "$OUT/gpu.txt"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader \
-    | tee -a "$OUT/gpu.txt"
+source tools/device_env.sh
 python3 -c 'import torch, pynini; print("torch", torch.__version__, torch.cuda.get_device_name(0),
 "pynini", pynini.__version__)' 2>&1 | tee -a "$OUT/gpu.txt" || exit 1
 

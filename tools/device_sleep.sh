@@ -9,7 +9,7 @@
 # and report.md (the large run; or, where it ran out of time, the stages it finished). Not part
 # of the package; no test runs it.
 #
-# pynini: as tools/device_check.sh prepares it (.pynini). The large run starts from a cipher
+# pynini: as tools/device_check.sh prepares it (.pynini); tools/device_env.sh sets up both. The large run starts from a cipher
 # base run made here at the large preset (its frozen scorer; 1.4 MB), carried in .device:
 #
 #   echo /.device/ >> .git/info/exclude && mkdir -p .device
@@ -24,18 +24,10 @@
 #   DEVICE=cpu PRESET_OPTIONS='--option sampler.steps=20 --option sampler.sleep_cap=20' \
 #       PATH=.venv/bin:$PATH bash tools/device_sleep.sh
 set -uo pipefail
-export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 OUT=${OUT:-/tmp/device_sleep}
 DEVICE=${DEVICE:-cuda}
 BASE=${BASE:-.device/cipher-base}
-mkdir -p "$OUT"
-export PYTHONPATH="$PWD/.pynini:$PWD${PYTHONPATH:+:$PYTHONPATH}"
-[ -e nfst/tasks ] || ln -s ../tasks nfst/tasks
-[ -e nfst/fsts ] || ln -s ../fsts nfst/fsts
-NFST=(python3 -m nfst.cli)
-git log -1 --format='commit %h %s' 2>/dev/null | tee "$OUT/gpu.txt"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 \
-    | tee -a "$OUT/gpu.txt"
+source tools/device_env.sh
 python3 -c 'import torch, pynini; print("torch", torch.__version__, "cuda", torch.cuda.is_available(),
 "pynini", pynini.__version__)' 2>&1 | tee -a "$OUT/gpu.txt" || exit 1
 [ -f "$BASE/scorer.pt" ] || { echo "no base run at $BASE (see the header)"; exit 1; }
