@@ -67,6 +67,37 @@ def _schedule(
     return arc_order, levels
 
 
+def _choice_ahead(choices: np.ndarray, out_arcs: np.ndarray, dst: np.ndarray, max_height: int):
+    """(S,) bool: whether a walker at each state has a choice to make there or further on.
+    Where a state has one choice, an arc, the walker moves on without deciding; following
+    those moves by pointer doubling, round k looks 2^k states down the forced chain, and no
+    chain is longer than ``max_height`` arcs."""
+    ahead = choices > 1
+    if not len(dst):
+        return ahead
+    first = out_arcs[:, 0]
+    moves = (choices == 1) & (first >= 0)
+    nxt = np.where(moves, dst[first.clip(min=0)], np.arange(len(choices)))
+    for _ in range(max_height.bit_length()):
+        ahead |= ahead[nxt]
+        nxt = nxt[nxt]
+    return ahead
+
+
+_SCHEDULED = frozenset(
+    {
+        "backward_levels",
+        "forward_levels",
+        "backward_arc_order",
+        "forward_arc_order",
+        "level_order",
+        "level_index",
+        "backward_arc_rank",
+    }
+)
+"""The attributes of a :class:`LatticeBatch`'s level schedule, made on first use."""
+
+
 class LatticeBatch:
     """Disjoint union of lattices, on any torch device.
 
@@ -83,6 +114,9 @@ class LatticeBatch:
         columns of ``out_arcs``), then STOP if final.
       column_marks: (S, D + 1) long, the mark of each column (0 at padding), then V =
         len(mark_vocab) at STOP: where a model's V + 1 logits (marks, then STOP) hold it.
+
+    The level schedule (``backward_levels``, ``forward_levels``, their arc orders,
+    ``level_order``...) is made on first use: a walk or a teacher-forced score needs none of it.
     """
 
     def __init__(self, lattices: Sequence[Lattice], device: torch.device | str = "cpu"):
@@ -112,18 +146,8 @@ class LatticeBatch:
         out_arcs = np.full((S, D), -1, dtype=np.int64)
         rank = np.arange(A) - first[src]
         out_arcs[src, rank] = np.arange(A)
-
-        # Level schedule: states in (height, id) order.
-        order = np.lexsort((np.arange(S), height))
-        level_of = np.empty(S, dtype=np.int64)
-        level_of[order] = np.arange(S)
-        bounds = np.searchsorted(height[order], np.arange(height.max() + 2))
+        choices = out_deg + final
         self.max_height = int(height.max())
-
-        levels = dict(height=height, level_of=level_of, bounds=bounds, device=device)
-        backward_arc_order, self.backward_levels = _schedule(src, dst, **levels)
-        forward_arc_order, forward_levels = _schedule(dst, src, **levels)
-        self.forward_levels = forward_levels[::-1]
 
         t = lambda a: torch.as_tensor(a, device=device)  # noqa: E731
         self.start = t(s_off[:-1])
@@ -135,9 +159,7 @@ class LatticeBatch:
         self.state_lattice = t(np.repeat(np.arange(len(lattices)), n_states))
         self.arc_lattice = t(np.repeat(np.arange(len(lattices)), n_arcs))
         self.out_arcs = t(out_arcs)
-        self.backward_arc_order = t(backward_arc_order)
-        self.forward_arc_order = t(forward_arc_order)
-        self.choices = t(out_deg + final)
+        self.choices = t(choices)
         # per-state tables of the legal choices, so that a walk's step indexes them once
         self.legal = t(np.concatenate([out_arcs >= 0, final[:, None]], axis=1))
         out_marks = mark[out_arcs.clip(min=0)] if A else np.zeros_like(out_arcs)
@@ -147,11 +169,33 @@ class LatticeBatch:
                 axis=1,
             )
         )
-        ahead = out_deg + final > 1
-        for level in self.backward_levels[1:]:  # bottom-up: every destination is complete
-            arcs = backward_arc_order[level.arcs]
-            np.logical_or.at(ahead, src[arcs], ahead[dst[arcs]])
-        self.choice_ahead = t(ahead)
+        self.choice_ahead = t(_choice_ahead(choices, out_arcs, dst, self.max_height))
+        self._arrays = (src, dst, height)  # what the level schedule is made from
+
+    def __getattr__(self, name: str):
+        """The level schedule's attributes, made on first use (a sampler that runs no pass
+        over the lattice never needs them; a sleep step's batch is made anew each step)."""
+        if name not in _SCHEDULED or "_arrays" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self._plan_levels()
+        return self.__dict__[name]
+
+    def _plan_levels(self) -> None:
+        """The level schedule: states in (height, id) order, the arcs of each height's states
+        for a backward and a forward pass (see :func:`_schedule`)."""
+        src, dst, height = self._arrays
+        S, A = len(height), len(src)
+        order = np.lexsort((np.arange(S), height))
+        level_of = np.empty(S, dtype=np.int64)
+        level_of[order] = np.arange(S)
+        bounds = np.searchsorted(height[order], np.arange(self.max_height + 2))
+        levels = dict(height=height, level_of=level_of, bounds=bounds, device=self.device)
+        backward_arc_order, self.backward_levels = _schedule(src, dst, **levels)
+        forward_arc_order, forward_levels = _schedule(dst, src, **levels)
+        self.forward_levels = forward_levels[::-1]
+        t = lambda a: torch.as_tensor(a, device=self.device)  # noqa: E731
+        self.backward_arc_order = t(backward_arc_order)
+        self.forward_arc_order = t(forward_arc_order)
         self.level_order = t(order)
         """(S,) state id at each level-order slot; ``level_index`` is its inverse."""
         self.level_index = t(level_of)
