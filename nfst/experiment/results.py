@@ -78,9 +78,12 @@ def _stopping(trained: dict) -> dict:
 
 def wall_seconds(run_dir: RunDir) -> dict:
     """Each stage's wall time in seconds, None for a stage without a record: ``scorer`` is the
-    n-gram's fit and the LSTM's training together; ``samplers`` the whole sampler stage (its
-    samplers trained in parallel with ``--jobs``), as measured by the command that finished
-    it."""
+    n-gram's fit and the LSTM's training together (its training seconds, kept across
+    resumptions by its checkpoints); ``samplers`` the whole sampler stage (its samplers
+    trained in parallel with ``--jobs``), summed over the commands that worked on it when
+    interrupted ones were resumed (one killed outright loses its last half minute); the
+    others, which start again when interrupted, as the command that finished them measured
+    them."""
 
     def seconds(*stages):
         found = [run_dir.done(s) for s in stages]

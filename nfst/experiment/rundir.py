@@ -19,9 +19,11 @@ the others, once it is trained, load it.
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
+import threading
+import time
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import torch
 
@@ -186,6 +188,47 @@ class RunDir:
             storage.write_atomically(self.stage_file(name), json.dumps(result, indent=1).encode())
         self.barrier()
         return result
+
+    @contextmanager
+    def clock(self, name: str, every: float = 30.0) -> Iterator[Callable[[], dict]]:
+        """Time stage ``name`` over every command that works on it, for a stage that an
+        interrupted command leaves half done and the next resumes: yields a function giving
+        ``{"seconds": ..., "commands": ...}``, this command's wall seconds plus those that
+        earlier ones recorded in ``stages/NAME.clock``. Rank 0 rewrites that file every
+        ``every`` seconds while the stage runs (a killed command loses at most that much) and
+        as it leaves the stage unfinished; it removes it once the stage is done."""
+        file = self.path / "stages" / f"{name}.clock"
+        earlier = json.loads(file.read_text()) if file.exists() else {}
+        started = time.monotonic()
+
+        def so_far() -> dict:
+            return {
+                "seconds": earlier.get("seconds", 0.0) + time.monotonic() - started,
+                "commands": earlier.get("commands", 0) + 1,
+            }
+
+        def record() -> None:
+            storage.write_atomically(file, json.dumps(so_far()).encode())
+
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(every):
+                record()
+
+        ticker = threading.Thread(target=tick, daemon=True) if self.rank == 0 else None
+        if ticker is not None:
+            ticker.start()
+        try:
+            yield so_far
+        finally:
+            stop.set()
+            if ticker is not None:
+                ticker.join()
+                if self.done(name) is None:  # left half done, by an error or an interruption
+                    record()
+                else:
+                    file.unlink(missing_ok=True)
 
     def forget(self, name: str) -> None:
         """Delete the result of stage ``name`` (it must run again)."""

@@ -262,7 +262,9 @@ class RunSamplers:
         teacher first (the others learn from it), then the rest, longest first
         (:func:`~.jobs.longest_first`), ``jobs`` at a time in worker processes
         (``nfst.experiment.jobs``; one after another when ``jobs`` is 1 or under torchrun).
-        Its wall time is recorded (``stages/samplers.json``) when it trains any."""
+        Its wall time is recorded (``stages/samplers.json``) when it trains any: over every
+        command that trained its samplers since it was last done (``RunDir.clock``), the last
+        one's ``trained``."""
         from .jobs import longest_first, train_in_workers
 
         teacher = self.preset.sampler.teacher
@@ -275,20 +277,16 @@ class RunSamplers:
             )
         if not todo:
             return
-        started = time.time()
-        for seed in sorted({s for _, s in todo} if teacher else ()):
-            self.train_sampler(teacher, seed)  # in this process: every worker needs it
-        rest = longest_first(self, [(n, s) for n, s in todo if n != teacher])
-        if self.jobs > 1 and len(rest) > 1 and self.run_dir.world == 1:
-            self.say(f"training {len(rest)} samplers in {min(self.jobs, len(rest))} processes")
-            train_in_workers(self, rest, self.jobs)
-        for name, seed in rest:  # trained above if in workers: then this loads them
-            self.train_sampler(name, seed)
-        self.run_dir.finish(
-            "samplers",
-            {
-                "seconds": time.time() - started,
-                "jobs": self.jobs,
-                "trained": [sampler_key(n, s) for n, s in todo],
-            },
-        )
+        with self.run_dir.clock("samplers") as spent:
+            for seed in sorted({s for _, s in todo} if teacher else ()):
+                self.train_sampler(teacher, seed)  # in this process: every worker needs it
+            rest = longest_first(self, [(n, s) for n, s in todo if n != teacher])
+            if self.jobs > 1 and len(rest) > 1 and self.run_dir.world == 1:
+                self.say(f"training {len(rest)} samplers in {min(self.jobs, len(rest))} processes")
+                train_in_workers(self, rest, self.jobs)
+            for name, seed in rest:  # trained above if in workers: then this loads them
+                self.train_sampler(name, seed)
+            self.run_dir.finish(
+                "samplers",
+                spent() | {"jobs": self.jobs, "trained": [sampler_key(n, s) for n, s in todo]},
+            )

@@ -115,3 +115,42 @@ def test_two_openings_of_a_run_training_one_sampler_take_turns(finished_run, tmp
     assert len(trained) == 1 and len(samplers) == 2
     ours, theirs = samplers.values()
     assert all(torch.equal(ours[key], theirs[key]) for key in theirs)
+
+
+def test_a_stage_clock_sums_the_commands_that_worked_on_the_stage(tmp_path):
+    """A command interrupted in a stage leaves its seconds in the stage's clock, rewritten
+    while it runs; the command that finishes the stage adds its own, and the clock goes."""
+    from nfst.experiment.rundir import RunDir
+
+    run_dir = RunDir(tmp_path / "run", {"run": {"samplers": [], "seeds": 1}})
+    clock = tmp_path / "run" / "stages" / "samplers.clock"
+    try:
+        with run_dir.clock("samplers", every=0.05):
+            time.sleep(0.3)
+            running = json.loads(clock.read_text())  # written while the stage runs
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    first = json.loads(clock.read_text())
+    assert 0.1 < running["seconds"] <= first["seconds"] and first["commands"] == 1
+    assert first["seconds"] >= 0.3
+    with run_dir.clock("samplers", every=0.05) as spent:
+        time.sleep(0.2)
+        run_dir.finish("samplers", spent())
+    done = run_dir.done("samplers")
+    assert done["commands"] == 2 and done["seconds"] >= first["seconds"] + 0.2
+    assert not clock.exists()
+
+
+def test_a_resumed_sampler_stage_counts_the_seconds_spent_before(finished_run, tmp_path):
+    """The sampler stage's record (and results.json's wall_seconds) adds what the clock of an
+    interrupted command recorded."""
+    run, _ = finished_run
+    shared = tmp_path / "run"
+    shutil.copytree(run.dir, shared, ignore=shutil.ignore_patterns("sampler*", "*.ckpt"))
+    (shared / "stages" / "samplers.clock").write_text(json.dumps({"seconds": 1e4, "commands": 1}))
+    opened = Run.open(shared, cache_dir=run.cache_dir, quiet=True, processes=1)
+    opened.train_samplers()
+    done = opened.done("samplers")
+    assert done["commands"] == 2 and 1e4 < done["seconds"] < 1e4 + 600
+    assert not (shared / "stages" / "samplers.clock").exists()
