@@ -99,32 +99,30 @@ class _Worker:
         key = cache_key(self.fingerprint, self.options, pair)
         return self.cache_dir / key[:2] / f"{key}.lat"
 
-    def cached(self, pair: Pair) -> Optional[tuple[Lattice, None, bool]]:
-        """The pair's lattice from the cache, as :meth:`__call__` gives one (True: a hit), or
-        None (not there, or corrupt: then it is compiled again)."""
+    def cached(self, pair: Pair) -> Optional[Lattice]:
+        """The pair's lattice from the cache, or None (not there, or corrupt: then it is
+        compiled again)."""
         path = self.path(pair)
         if path is None or not path.exists():
             return None
         try:
-            return Lattice.from_state(storage.load(path)), None, True
+            return Lattice.from_state(storage.load(path))
         except CorruptCacheError as exc:
             log.warning("%s; rebuilding it", exc)
             return None
 
-    def __call__(
-        self, pairs: list[Pair]
-    ) -> list[tuple[Optional[Lattice], Optional[NfstError], bool]]:
+    def __call__(self, pairs: list[Pair]) -> list[tuple[Optional[Lattice], Optional[NfstError]]]:
         """Each pair's lattice (or error), compiled together (``compile_lattices``) and
-        written to the cache, and False: not a cache hit."""
+        written to the cache."""
         results = []
         for pair, lattice in zip(pairs, compile_lattices(self.T, pairs, self.options)):
             if isinstance(lattice, NfstError):
-                results.append((None, lattice, False))
+                results.append((None, lattice))
                 continue
             path = self.path(pair)
             if path is not None:
                 storage.save(path, lattice.to_state())
-            results.append((lattice, None, False))
+            results.append((lattice, None))
         return results
 
 
@@ -163,8 +161,8 @@ def compile_dataset(
     )
     # cached lattices are read here: through a pool they would cost a process start and a copy
     # back (1,024 cached cipher lattices: 0.18 s here against 0.63 s through two processes)
-    results: list = [worker.cached(pair) for pair in norm]
-    todo = [k for k, r in enumerate(results) if r is None]
+    results: list = [(worker.cached(pair), None) for pair in norm]
+    todo = [k for k, (lattice, _) in enumerate(results) if lattice is None]
     # Chunks: the direct path compiles a chunk's pairs together; a pool takes one at a time.
     size = CHUNK if processes == 1 else max(1, min(CHUNK, math.ceil(len(todo) / (4 * processes))))
     chunks = [[norm[k] for k in todo[j : j + size]] for j in range(0, len(todo), size)]
@@ -185,14 +183,13 @@ def compile_dataset(
                 counter.update(len(chunk))
     for k, result in zip(todo, compiled):
         results[k] = result
-    out = CompiledDataset()
-    for pair, (lattice, error, hit) in zip(norm, results):
+    out = CompiledDataset(cache_hits=len(norm) - len(todo))
+    for pair, (lattice, error) in zip(norm, results):
         if lattice is None:
             out.skipped.append((pair, error))
         else:
             out.pairs.append(pair)
             out.lattices.append(lattice)
-            out.cache_hits += hit
     if out.skipped and out.lattices:  # with none, require_lattices says why
         log.warning(
             "%s: skipped %d of %d pairs: %s", T.name, len(out.skipped), len(norm), out.why_skipped()
