@@ -1,7 +1,8 @@
 """A run directory's bookkeeping: the settings it was made with (``config.json``), where it reads
 its data and caches its lattices (``where.json``), its finished stages (``stages/NAME.json``,
-each written atomically), the locks that let processes share a run (``locks/``) and, under
-torchrun, the barriers that keep the ranks in step around them.
+each written atomically; ``stages/NAME.clock``: the seconds spent on one not yet done), the
+locks that let processes share a run (``locks/``) and, under torchrun, the barriers that keep
+the ranks in step around them.
 
 A directory is claimed (``config.json`` written) by the first stage about to write into it, once
 that stage's inputs have loaded: a command that fails on its data leaves nothing behind, and
