@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Optional, Sequence
 
 import torch
@@ -78,7 +79,8 @@ def mixture_draw(
 ) -> MixtureDraw:
     """k paths per pair from the mixture of ``components`` (module docstring). Components
     whose index is in ``grad`` sample and score in their current mode with gradients; the
-    others in eval mode without."""
+    others in eval mode without. When none trains (an evaluation), a component scores each
+    distinct path of a lattice once (:func:`score_distinct`): good proposals repeat paths."""
     counts = mixture_counts(shares, k)
     drawn = []  # (component, its paths), in component order
     for c, (q, k_c) in enumerate(zip(components, counts)):
@@ -92,10 +94,11 @@ def mixture_draw(
             own = next((paths.context for d, paths in drawn if d == c), None)
             if own is None:  # a component with no paths of its own
                 own = q.prepare(batch)
+            score = q.score if grad else partial(score_distinct, q)
             log_q.append(
                 torch.cat(
                     [
-                        paths.log_q if d == c else q.score(batch, paths.arcs, own)
+                        paths.log_q if d == c else score(batch, paths.arcs, own)
                         for d, paths in drawn
                     ],
                     dim=1,
@@ -105,6 +108,26 @@ def mixture_draw(
     log_shares = torch.log(torch.tensor(counts, dtype=log_q.dtype, device=log_q.device) / k)
     log_r = torch.logsumexp(log_q.detach() + log_shares[:, None, None], dim=0)
     return MixtureDraw(arcs, log_q, log_r, counts)
+
+
+def score_distinct(q: Sampler, batch: LatticeBatch, arcs: Tensor, context=None) -> Tensor:
+    """``q.score`` (B, k) of paths ``arcs`` (B, k, L) in eval mode, each distinct path of a
+    lattice scored once and its log q given to every copy (equal to scoring each copy, to
+    float rounding: the copies sit in other rows of the products)."""
+    B, k, L = arcs.shape
+    if not arcs.numel():
+        return q.score(batch, arcs, context)
+    lattice = torch.arange(B, device=arcs.device).repeat_interleave(k)
+    keyed = torch.cat([lattice[:, None], arcs.reshape(B * k, L)], 1)
+    distinct, index = torch.unique(keyed, dim=0, return_inverse=True)  # lattice-major
+    owner = distinct[:, 0]
+    per = torch.bincount(owner, minlength=B)  # every lattice has at least one path
+    first = per.cumsum(0) - per
+    slot = torch.arange(len(distinct), device=arcs.device) - first[owner]
+    # each lattice's distinct paths, padded with its first one (a real path, scored in vain)
+    laid = distinct[first, 1:][:, None].repeat(1, int(per.max()), 1)
+    laid[owner, slot] = distinct[:, 1:]
+    return q.score(batch, laid, context)[owner[index], slot[index]].view(B, k)
 
 
 @contextmanager

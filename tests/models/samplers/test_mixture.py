@@ -6,14 +6,16 @@ import pytest
 import torch
 
 from nfst.dp.batch import LatticeBatch
-from nfst.models.samplers.mixture import mixture_counts, mixture_draw
+from nfst.models.samplers.mixture import mixture_counts, mixture_draw, score_distinct
 from tests.helpers.lattices import cipher_lattice, small_batch
 from tests.helpers.samplers import (
+    SAMPLER_NAMES,
     FreeWeightSampler,
     all_paths,
     exact_log_p,
     exact_sampler,
     new_sampler,
+    repeated_paths,
 )
 from tests.helpers.scorers import random_scorer
 
@@ -107,3 +109,36 @@ def test_a_randomized_component_scores_every_path_under_the_selection_it_drew_wi
         fresh = swp.score(batch, drawn.arcs)
     assert torch.allclose(drawn.log_q[0], drew_with, rtol=0, atol=1e-9), drawn.log_q[0] - drew_with
     assert float((fresh - drew_with).abs().max()) > 1e-3
+
+
+@pytest.mark.parametrize("name", SAMPLER_NAMES)
+def test_scoring_each_distinct_path_once_gives_every_copy_its_own_score(name):
+    """Paths that repeat (a sharp posterior's), their order shuffled within each lattice:
+    each copy gets the log q that scoring it among all the copies gives, to rounding."""
+    batch = small_batch()
+    arcs = repeated_paths(batch).arcs
+    shuffle = torch.argsort(torch.rand(arcs.shape[:2], generator=torch.Generator().manual_seed(5)))
+    arcs = arcs.gather(1, shuffle[..., None].expand_as(arcs))
+    sampler = new_sampler(name, batch.lattices).eval()
+    with torch.no_grad():
+        context = sampler.prepare(batch)
+        every = sampler.score(batch, arcs, context)
+        distinct = score_distinct(sampler, batch, arcs, context)
+    assert distinct.shape == every.shape and every.isfinite().all()
+    assert torch.allclose(distinct, every, rtol=0, atol=1e-9), (distinct - every).abs().max()
+    # the paths repeat, and not alike in every lattice (else a mix-up between them could pass)
+    counts = [len(torch.unique(a, dim=0)) for a in arcs]
+    assert max(counts) < arcs.shape[1] and len(set(counts)) > 1
+
+
+def test_an_evaluation_mixture_scores_distinct_paths_and_keeps_the_density():
+    """With no component training, r of every path is the mixture's as scored path by path."""
+    batch = small_batch()
+    g = torch.Generator().manual_seed(6)
+    a = FreeWeightSampler(batch, 4 * torch.randn(batch.num_arcs, dtype=torch.float64, generator=g))
+    b = new_sampler("swa", batch.lattices)
+    drawn = mixture_draw([a, b], [1, 1], batch, 16, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        qa, qb = a.score(batch, drawn.arcs), b.eval().score(batch, drawn.arcs)
+    expected = torch.logaddexp(qa + math.log(1 / 2), qb + math.log(1 / 2))
+    assert torch.allclose(drawn.log_r, expected, rtol=0, atol=1e-9), drawn.log_r - expected
