@@ -48,6 +48,8 @@ from tools.checkout import head_commit  # noqa: E402
 
 FOLDER = ROOT / "docs" / "results"
 CANDIDATE = ("default",)
+PROTOCOLS = ("confirm", "swa-cap")
+"""The protocols' names: each task's confirmation file is FOLDER/NAME-TASK.json (``--name``)."""
 
 
 def collect(task: str, runs: dict[str, Path], command: str, commit: str) -> list[dict]:
@@ -210,7 +212,7 @@ def main(argv=None) -> None:
     add.add_argument("runs", nargs="+", metavar="LABEL=RUN_DIR")
     add.add_argument("--command", required=True, help="the commands that made the runs")
     add.add_argument("--commit", help="default: the checkout's HEAD")
-    add.add_argument("--name", default="confirm", help="the protocol's files' name")
+    add.add_argument("--name", default="confirm", choices=PROTOCOLS, help="the protocol's name")
     test = sub.add_parser("check", help="the protocol's bound from a confirmation file")
     test.add_argument("file", type=Path)
     test.add_argument("--delta", type=float, required=True, help="the margin, in nats")

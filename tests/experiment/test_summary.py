@@ -11,6 +11,7 @@ import pytest
 
 from nfst.evaluate.paired_gaps import gap, mean_over_seeds_and_pairs, ordering
 from tests.experiment.constructed import SAMPLERS, constructed_results
+from tools.confirm import PROTOCOLS
 from tools.render import plot_series, render, render_gaps, render_proposals
 from tools.summary import BLOCK, PAGES, names, page, series, summarize
 
@@ -19,8 +20,12 @@ DOCS = Path(__file__).parents[2] / "docs"
 
 def summaries() -> list[Path]:
     """The committed summaries: docs/results/*.json but the confirmation files
-    (confirm-TASK.json, tools/confirm.py), which tests/experiment/test_confirm.py checks."""
-    return [p for p in (DOCS / "results").glob("*.json") if not p.name.startswith("confirm-")]
+    (PROTOCOL-TASK.json, tools/confirm.py), which tests/experiment/test_confirm.py checks."""
+    return [
+        p
+        for p in (DOCS / "results").glob("*.json")
+        if not p.name.startswith(tuple(f"{name}-" for name in PROTOCOLS))
+    ]
 
 
 def test_committed_results_pages_hold_the_tables_of_their_summaries():
