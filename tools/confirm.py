@@ -5,7 +5,9 @@ recomputed from that file alone.
 A confirmation file is a list of runs on one task's frozen scorer and test pairs, each with its
 ``label`` (``default``: the candidate default; ``usual``: the usual training of the default
 samplers; others as the protocol names them), its training ``seeds`` and, per sampler, its
-``validation_partial_kl`` and ``per_pair_partial_kl_by_seed`` (S × P). The statistic: the
+``validation_partial_kl`` and ``per_pair_partial_kl_by_seed`` (S × P), and where the task has a
+generating structure, its share of the test samples as results.json gives it (e.g.
+``generating_cipher`` ± ``generating_cipher_se``, over seeds and pairs). The statistic: the
 candidate's pick (its run's sampler of the lowest validation partial KL) against the best
 configuration on validation (the lowest validation partial KL of every label's every sampler),
 the one-sided 95% upper bound on their paired gap over seeds and pairs with a t quantile at
@@ -60,6 +62,7 @@ def collect(task: str, runs: dict[str, Path], command: str, commit: str) -> list
         if results["task"] != task:
             raise SystemExit(f"{run_dir} is a run of {results['task']}, not {task}")
         seeding = upgraded(results["config"])["run"]["seeding"]
+        share = results["scorer"].get("structure")  # e.g. cipher's generating_cipher
         out.append(
             {
                 "label": label,
@@ -75,6 +78,7 @@ def collect(task: str, runs: dict[str, Path], command: str, commit: str) -> list
                         "partial_kl": m["partial_kl"],
                         "per_pair_partial_kl_by_seed": m["per_pair_partial_kl_by_seed"],
                         **_sleep_by_seed(Path(run_dir), name, len(results["seeds"])),
+                        **{k: m[k] for k in (share, f"{share}_se") if share and k in m},
                     }
                     for name, m in results["samplers"].items()
                 },

@@ -144,10 +144,18 @@ def test_collect_reads_a_runs_training_seeds_and_per_pair_values(finished_run):
     [got] = collect("cipher", {"default": run.dir}, "nfst run ...", "abc1234")
     assert got["label"] == "default" and got["seeds"] == [run.training_seed(0)]
     assert set(got["samplers"]) == set(run.config.samplers)
-    for m in got["samplers"].values():
+    results = run.results()
+    for name, m in got["samplers"].items():
         assert len(m["per_pair_partial_kl_by_seed"]) == 1 and len(
             m["per_pair_partial_kl_by_seed"][0]
         ) == len(run.lattices("test"))
+        # cipher's generating structure: the share of test samples through the right cipher
+        shown = results["samplers"][name]
+        assert (m["generating_cipher"], m["generating_cipher_se"]) == (
+            shown["generating_cipher"],
+            shown["generating_cipher_se"],
+        )
+        assert 0 <= m["generating_cipher"] <= 1
 
 
 def test_a_candidate_of_two_runs_takes_the_later_runs_samplers_in_place_of_the_earlier():
