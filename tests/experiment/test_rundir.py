@@ -132,7 +132,7 @@ def test_a_stage_clock_sums_the_commands_that_worked_on_the_stage(tmp_path):
     except KeyboardInterrupt:
         pass
     first = json.loads(clock.read_text())
-    assert 0.1 < running["seconds"] <= first["seconds"] and first["commands"] == 1
+    assert 0 < running["seconds"] <= first["seconds"] and first["commands"] == 1
     assert first["seconds"] >= 0.3
     with run_dir.clock("samplers", every=0.05) as spent:
         time.sleep(0.2)
