@@ -9,8 +9,9 @@
 # and report.md (the large run; or, where it ran out of time, the stages it finished). Not part
 # of the package; no test runs it.
 #
-# pynini: as tools/device_check.sh prepares it (.pynini); tools/device_env.sh sets up both. The large run starts from a cipher
-# base run made here at the large preset (its frozen scorer; 1.4 MB), carried in .device:
+# pynini: as tools/device_check.sh prepares it (.pynini); tools/device_env.sh sets up both
+# scripts. The large run starts from a cipher base run made here at the large preset (its
+# frozen scorer; 1.4 MB), carried in .device:
 #
 #   echo /.device/ >> .git/info/exclude && mkdir -p .device
 #   nfst train-scorer cipher --preset large --run-dir .device/cipher-base --new
