@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Optional, Sequence
 
 import torch
 
-from ..errors import Interrupted
+from ..errors import Interrupted, NfstError
 from ..runtime.interrupt import exit_status, graceful_interrupts, interrupt_requested
 from .rundir import sampler_key
 
@@ -107,9 +109,18 @@ def train_in_workers(run, jobs_todo: Sequence[tuple[str, int]], jobs: int) -> No
             for future in as_completed(futures):
                 future.result()  # a worker's error (or interruption) is the stage's
         except BaseException as e:  # that, or this process interrupted: start no more samplers
+            lost = isinstance(e, BrokenProcessPool)  # a worker was killed: stop the others
             if isinstance(e, (KeyboardInterrupt, Interrupted)):
                 stop.value = exit_status() - 128  # the workers pass it on to their samplers
+            elif lost:
+                stop.value = signal.SIGTERM
             pool.shutdown(cancel_futures=True)
+            if lost:
+                raise NfstError(
+                    "a sampler's worker process was killed (by a signal, or for memory)",
+                    "run the same command again: it resumes from the checkpoints; "
+                    "fewer --jobs if memory ran out",
+                ) from e
             raise
 
 
@@ -121,9 +132,18 @@ _training = False
 """In a worker process: a sampler is training."""
 
 
+STUCK_SECONDS = 5
+"""How long a worker of a stopping stage waits for work before it exits (:func:`_watch`)."""
+
+
 def _start_worker(devices, parent: int, stop) -> None:
-    """Take a device from the pool's queue and watch ``parent`` (:func:`_watch`)."""
+    """Take a device from the pool's queue and watch ``parent`` (:func:`_watch`). Between
+    samplers, SIGINT and SIGTERM are the parent's to handle (``_train_one`` handles them while
+    a sampler trains): a worker killed while it waits for work would die holding the lock of
+    the pool's task queue, and the other workers would wait for that lock forever."""
     global _device
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_IGN)
     _device = devices.get()
     threading.Thread(target=_watch, args=(parent, stop), daemon=True).start()
 
@@ -134,12 +154,16 @@ def _watch(parent: int, stop) -> None:
     ``kill PID`` or ``timeout`` the parent alone, which would otherwise wait for every running
     sampler to train to its end). Exit once ``parent`` is gone: a parent killed by SIGKILL
     cleans nothing up, and a spawned worker holds both ends of the pool's task queue, so it
-    would wait for work forever. (Its checkpoints are whole: the same command run again
-    resumes.)"""
-    while os.getppid() == parent:
+    would wait for work forever. Exit too once the stage is stopping (or this worker's sampler
+    was stopped) and it has waited for work :data:`STUCK_SECONDS`: a pool shuts its workers
+    down within a second, so one still here waits on the lock of a worker killed by SIGKILL.
+    (Its checkpoints are whole: the same command run again resumes.)"""
+    waited = 0
+    while os.getppid() == parent and waited < STUCK_SECONDS:
         time.sleep(1.0)
         if stop.value and _training and not interrupt_requested():
             os.kill(os.getpid(), stop.value)
+        waited = waited + 1 if (stop.value or _interrupted) and not _training else 0
     os._exit(1)
 
 

@@ -15,8 +15,15 @@ import pytest
 import torch
 
 import nfst.experiment.jobs
+from nfst.errors import Interrupted, NfstError
 from nfst.experiment.jobs import train_in_workers
 from nfst.experiment.run import Run
+from nfst.runtime.interrupt import (
+    checkpointed,
+    exit_status,
+    graceful_interrupts,
+    interrupt_requested,
+)
 from nfst.runtime.threads import loop_threads, set_threads
 from tests.helpers.tiny import TINY, tiny_config
 
@@ -48,6 +55,78 @@ class ThreadsSeen:
         deadline = time.time() + 60
         while len(list(self.dir.glob("process-*"))) < 2 and time.time() < deadline:
             time.sleep(0.05)
+
+
+class QuickAndSlow(ThreadsSeen):
+    """A sampler "quick" that trains at once and one "slow" that trains until a signal stops
+    it, as a training loop does (a checkpointed loop polling for it); each leaves a file when
+    it starts, which holds its worker's process id."""
+
+    def train_sampler(self, name: str, seed: int, callback=None) -> None:
+        (self.dir / f"started-{name}").write_text(str(os.getpid()))
+        if name == "slow":
+            with checkpointed():
+                while not interrupt_requested():
+                    time.sleep(0.05)
+
+
+def _train_quick_and_slow(run_dir: str) -> int:
+    """The sampler stage on QuickAndSlow's two samplers in two workers, as a command runs it:
+    its exit status."""
+    with graceful_interrupts():
+        try:
+            train_in_workers(QuickAndSlow(run_dir), [("quick", 0), ("slow", 0)], 2)
+        except (KeyboardInterrupt, Interrupted):
+            return exit_status()
+        except NfstError:
+            return 2
+    return 0
+
+
+def _start_quick_and_slow(run_dir: Path) -> tuple[subprocess.Popen, dict[str, int]]:
+    """``_train_quick_and_slow`` in a process group of its own, once quick's worker has gone
+    back to waiting for work while slow's trains: (the process, each sampler's worker)."""
+    code = (
+        "import sys; from tests.experiment.test_jobs import _train_quick_and_slow as t; "
+        f"sys.exit(t({str(run_dir)!r}))"
+    )
+    root = Path(__file__).parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=root,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+        start_new_session=True,
+    )
+    started = {n: run_dir / f"started-{n}" for n in ("quick", "slow")}
+    deadline = time.time() + 60
+    while not all(p.exists() and p.read_text() for p in started.values()):
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(1.0)  # quick's worker back to waiting for work
+    return proc, {n: int(p.read_text()) for n, p in started.items()}
+
+
+@pytest.mark.parametrize("signalled", ["group", "waiting worker"])
+def test_a_run_stops_whatever_the_signal_reaches(tmp_path, signalled):
+    """While one worker trains and the other waits for work: SIGTERM to the whole process group
+    (as `timeout` or a job scheduler sends it; Ctrl-C's SIGINT likewise) stops the stage with
+    143 within seconds, and SIGKILL to the waiting worker stops it with an error (status 2:
+    a worker was lost). The waiting worker used to die of the group's SIGTERM holding the lock of
+    the pool's task queue; the training one, once stopped, waited for that lock forever, and
+    the parent for it."""
+    proc, workers = _start_quick_and_slow(tmp_path)
+    try:
+        if signalled == "group":
+            os.killpg(proc.pid, signal.SIGTERM)
+            assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+        else:
+            os.kill(workers["quick"], signal.SIGKILL)
+            assert proc.wait(timeout=30) == 2
+            assert gone(workers["slow"])
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def test_a_worker_computes_with_the_parents_thread_count(tmp_path, monkeypatch):
