@@ -98,7 +98,7 @@ def _start_quick_and_slow(run_dir: Path) -> tuple[subprocess.Popen, dict[str, in
         start_new_session=True,
     )
     started = {n: run_dir / f"started-{n}" for n in ("quick", "slow")}
-    deadline = time.time() + 60
+    deadline = time.time() + 120
     while not all(p.exists() and p.read_text() for p in started.values()):
         assert time.time() < deadline and proc.poll() is None
         time.sleep(0.05)
@@ -118,10 +118,10 @@ def test_a_run_stops_whatever_the_signal_reaches(tmp_path, signalled):
     try:
         if signalled == "group":
             os.killpg(proc.pid, signal.SIGTERM)
-            assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+            assert proc.wait(timeout=60) == 128 + signal.SIGTERM
         else:
             os.kill(workers["quick"], signal.SIGKILL)
-            assert proc.wait(timeout=30) == 2
+            assert proc.wait(timeout=60) == 2
             assert gone(workers["slow"])
     finally:
         if proc.poll() is None:
