@@ -76,7 +76,8 @@ def test_the_protocol_names_its_seeds_and_they_are_fresh():
 def test_committed_swa_cap_files_follow_their_protocol():
     """Each swa-cap-TASK.json (none until a task's runs are done): the two labels, the
     protocol's seeds, per-pair values, swa-cap's SWA slept its 4,000 steps each seed, and its
-    table (``tools/confirm.py table --candidate default+swa-cap``) on the protocol page."""
+    table (``tools/confirm.py table --candidate default+swa-cap``) and verdict on the protocol
+    page."""
     for path in sorted(FOLDER.glob("swa-cap-*.json")):
         runs = json.loads(path.read_text(encoding="utf-8"))
         assert sorted(run["label"] for run in runs) == ["default", "swa-cap"], path.name
@@ -87,6 +88,9 @@ def test_committed_swa_cap_files_follow_their_protocol():
         page = (FOLDER / "swa-cap-protocol.md").read_text(encoding="utf-8")
         missing = [row for row in table(runs, ("default", "swa-cap")) if row not in page]
         assert not missing, (path.name, missing)
+        task = path.stem.removeprefix("swa-cap-")
+        verdict = "confirms" if result["confirmed"] else "does not confirm"
+        assert f"### {task}: {verdict}\n" in page, path.name
 
 
 def _run(label, samplers, seeds=(100, 7)):
