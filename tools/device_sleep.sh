@@ -20,9 +20,9 @@
 # The run: `nfst run --from` it on the GPU, SWA and swp-prefix (the samplers the sleep phase
 # decides most for: cipher's choice, and the pick) in two processes, the large preset as the
 # default trains them (sleep_steps=auto, named: a base run made before it was the default
-# carries sleep_steps=0, which `--from` keeps), the SMC stage cut to 8 particles on 2 pairs to fit the
-# call (at d 128 a step is launch-bound, so the GPU is about as fast as a CPU core: five
-# samplers and the whole evaluation would not fit). To try the plumbing here, on the CPU:
+# carries sleep_steps=0, which `--from` keeps), the SMC stage cut to 8 particles on 2 pairs to
+# fit the call (at d 128 a step is launch-bound, so the GPU is about as fast as a CPU core:
+# five samplers and the whole evaluation would not fit). To try the plumbing here, on the CPU:
 #   DEVICE=cpu PRESET_OPTIONS='--option sampler.steps=20 --option sampler.sleep_cap=20' \
 #       PATH=.venv/bin:$PATH bash tools/device_sleep.sh
 # PARTS=2 runs the large run alone, RUN_SECONDS bounds it (default 360); run.tgz holds its run
@@ -48,8 +48,8 @@ fi
 echo "== 2. one large run on $DEVICE: cipher, SWA and swp-prefix as the default trains them"
 RUN=/tmp/device-run
 # shellcheck disable=SC2086  # PRESET_OPTIONS is a list of words
-timeout "${RUN_SECONDS:-360}" "${NFST[@]}" run --from "$BASE" --run-dir "$RUN" --device "$DEVICE" --jobs 2 \
-    --samplers swa,swp-prefix --option sampler.sleep_steps=auto \
+timeout "${RUN_SECONDS:-360}" "${NFST[@]}" run --from "$BASE" --run-dir "$RUN" \
+    --device "$DEVICE" --jobs 2 --samplers swa,swp-prefix --option sampler.sleep_steps=auto \
     --cache-dir /tmp/device-cache --option evaluate.smc_particles=[8] \
     --option evaluate.smc_pairs=2 ${PRESET_OPTIONS:-} 2>&1 | tee "$OUT/run.log" | tail -20
 cp "$RUN/results.json" "$RUN/report/report.md" "$OUT/" 2>/dev/null \

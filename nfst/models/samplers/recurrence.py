@@ -135,17 +135,9 @@ def fused_recurrence(gi: Tensor, lengths: Tensor, weight_hh: Tensor, bias_hh: Te
         # cuDNN copies the weights into one buffer, and warns that it does so on every call:
         # they are made here for each call (the identity beside W_hh), so the copy is due
         warnings.filterwarnings("ignore", "RNN module weights are not part", UserWarning)
-        out = torch._VF.gru(
-            packed.data,
-            packed.batch_sizes,
-            h0,
-            weights,
-            True,
-            1,
-            0.0,
-            torch.is_grad_enabled(),
-            False,
-        )[0]
+        # bias, layers, dropout, training, bidirectional
+        flags = (True, 1, 0.0, torch.is_grad_enabled(), False)
+        out = torch._VF.gru(packed.data, packed.batch_sizes, h0, weights, *flags)[0]
     return pad_packed_sequence(
         packed._replace(data=out), batch_first=True, total_length=gi.shape[1]
     )[0]
