@@ -79,6 +79,7 @@ def branch_config(
             "settings; another scorer needs a new run: `nfst run TASK --run-dir "
             "DIR --option ...`",
         )
+    _say_pinned(base_dir, base, overrides)
     models = ("ngram",) + (("scorer",) if old.scorer.kind == "lstm" else ())
     missing = [m for m in models if not (Path(base_dir) / f"{m}.pt").exists()]
     if missing:
@@ -87,6 +88,23 @@ def branch_config(
             f"train it first: `nfst train-scorer --run-dir {base_dir}`",
         )
     return config
+
+
+def _say_pinned(base_dir, base: RunConfig, overrides: Sequence[Option]) -> None:
+    """Log the settings that a run made from ``base_dir`` keeps from it though today's preset
+    differs (a default changed since it was recorded: ``config.upgraded`` pins them), unless
+    ``overrides`` set them: a new run would otherwise take old defaults unawares."""
+    raw = json.loads((Path(base_dir) / "config.json").read_text())["run"].get("overrides", [])
+    # upgraded() puts them after the overrides recorded
+    given = {option.key for option in overrides}
+    pinned = [o.text for o in as_options(base.overrides[len(raw) :]) if o.key not in given]
+    if pinned:
+        log.info(
+            "--from %s keeps what it was made with where today's defaults differ: --option %s "
+            "(another --option KEY=VALUE changes one)",
+            base_dir,
+            ", --option ".join(pinned),
+        )
 
 
 def branch_dir(

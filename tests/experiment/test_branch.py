@@ -11,7 +11,7 @@ import torch
 import nfst.experiment.sampler_stage
 import nfst.experiment.scorer_stage
 from nfst.cli import main
-from nfst.experiment.branch import raise_budget
+from nfst.experiment.branch import branch_config, raise_budget
 from nfst.experiment.run import Run
 from nfst.runtime import storage
 from tests.helpers.tiny import tiny_config
@@ -87,6 +87,27 @@ def test_from_refuses_to_change_the_scorer_and_creates_nothing(scored, tmp_path,
     status, err = _nfst(capsys, "run", "--from", str(tmp_path / "nowhere"), "--run-dir", str(new))
     assert status == 2 and "no run recorded there" in err
     assert not new.exists()
+
+
+def test_from_says_which_old_defaults_it_keeps(scored, tmp_path, caplog):
+    """A run recorded when a default was other than today's (here ``sampler.sleep_patience``,
+    as ``sampler.sleep_steps`` was 0 before the default slept): a run made from it keeps the
+    recorded value and says so, unless the command sets it; a run recorded with today's
+    defaults has nothing to say."""
+    old = tmp_path / "old"
+    shutil.copytree(scored.dir, old)
+    settings = json.loads((old / "config.json").read_text())
+    patience = settings["preset"]["sampler"]["sleep_patience"] + 4
+    settings["preset"]["sampler"]["sleep_patience"] = patience
+    (old / "config.json").write_text(json.dumps(settings))
+    said = f"today's defaults differ: --option sampler.sleep_patience={patience} (another"
+    with caplog.at_level("INFO", logger="nfst"):
+        assert branch_config(old).resolved_preset().sampler.sleep_patience == patience
+        assert said in caplog.text
+        caplog.clear()
+        branch_config(old, ["sampler.sleep_patience=2"])
+        branch_config(scored.dir)
+        assert "today's defaults differ" not in caplog.text
 
 
 def test_from_with_another_seed_keeps_the_scorer_and_pairs_and_hashes_its_seeds(scored, tmp_path):
