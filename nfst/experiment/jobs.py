@@ -151,7 +151,7 @@ def _start_worker(devices, parent: int, stop) -> None:
 def _watch(parent: int, stop) -> None:
     """Once a signal has stopped ``parent`` (``stop.value``, its number), pass it on to the
     sampler training here, unless it came here too (Ctrl-C signals the whole process group;
-    ``kill PID`` or ``timeout`` the parent alone, which would otherwise wait for every running
+    ``kill PID`` the parent alone, which would otherwise wait for every running
     sampler to train to its end). Exit once ``parent`` is gone: a parent killed by SIGKILL
     cleans nothing up, and a spawned worker holds both ends of the pool's task queue, so it
     would wait for work forever. Exit too once the stage is stopping (or this worker's sampler

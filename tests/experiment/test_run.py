@@ -337,7 +337,7 @@ def test_a_signal_in_the_parallel_sampler_stage_stops_it_at_once_and_starts_no_q
     whom, signum, finished_run, tmp_path
 ):
     """SIGINT to the process group (as Ctrl-C sends it), or SIGTERM to the parent alone (as
-    ``kill PID`` or ``timeout`` send it; its workers pass it on), while two workers train: 128 +
+    ``kill PID`` sends it; its workers pass it on), while two workers train: 128 +
     the signal's number at once (before, a parent signalled alone waited for the samplers to
     train to their end), and the third sampler, queued, never starts. The lattices come from
     the cache of ``finished_run``."""
