@@ -95,9 +95,8 @@ def _say_pinned(base_dir, base: RunConfig, overrides: Sequence[Option]) -> None:
     differs (a default changed since it was recorded: ``config.upgraded`` pins them), unless
     ``overrides`` set them: a new run would otherwise take old defaults unawares."""
     raw = json.loads((Path(base_dir) / "config.json").read_text())["run"].get("overrides", [])
-    # upgraded() puts them after the overrides recorded
-    given = {option.key for option in overrides}
-    pinned = [o.text for o in as_options(base.overrides[len(raw) :]) if o.key not in given]
+    chosen = {option.key for option in as_options(raw) + tuple(overrides)}
+    pinned = [o.text for o in as_options(base.overrides) if o.key not in chosen]
     if pinned:
         log.info(
             "--from %s keeps what it was made with where today's defaults differ: --option %s "
